@@ -106,6 +106,7 @@ class Hit(BaseModel):
     score: float
     rank: int
     retriever: str = "dense"
+    raw_score: float | None = None
 
 
 def read_document(path: str | Path, doc_id: str | None = None) -> Document:

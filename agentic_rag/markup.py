@@ -190,9 +190,9 @@ class _Parser:
         t = s.strip()
         nxt = lines[i + 1].text if i + 1 < n else ""
 
-        # fenced code (markdown; also accepted in rst text files)
+        # fenced code (markdown only: in rst a "~~~~" line is a heading underline)
         stripped = s.lstrip(" ")
-        if len(s) - len(stripped) <= 3 and stripped[:3] in ("```", "~~~"):
+        if not self.rst and len(s) - len(stripped) <= 3 and stripped[:3] in ("```", "~~~"):
             ch = stripped[0]
             width = len(stripped) - len(stripped.lstrip(ch))
             lang = stripped[width:].strip().split(" ")[0] or None
@@ -285,7 +285,7 @@ class _Parser:
     def _starts_block(self, i: int) -> bool:
         s = self.lines[i].text
         st = s.lstrip(" ")
-        if st[:3] in ("```", "~~~"):
+        if not self.rst and st[:3] in ("```", "~~~"):
             return True
         if list_marker(s, self.rst) is not None:
             return True

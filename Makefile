@@ -1,0 +1,43 @@
+# Two commands do all set-up on a fresh machine:  `make run`  and  `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# CPU build of torch; on a machine without a local wheel add
+#   PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
+TORCH_SPEC ?= torch==2.13.0
+DATA ?= datasets/cache
+PYDOC_DEB_DIR := $(DATA)/python3.11-doc
+
+.PHONY: install datasets run test lint clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev]'
+	# dataset packages: data files only, never their dependencies
+	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0
+	touch $@
+
+# Python 3.11 docs (reStructuredText sources) from Debian's python3.11-doc, no root needed.
+datasets: $(PYDOC_DEB_DIR)/.done
+
+$(PYDOC_DEB_DIR)/.done:
+	mkdir -p $(PYDOC_DEB_DIR)
+	cd $(DATA) && (apt-get download python3.11-doc || (apt-get update -qq && apt-get download python3.11-doc))
+	dpkg-deb -x $(DATA)/python3.11-doc_*.deb $(PYDOC_DEB_DIR)
+	rm -f $(DATA)/python3.11-doc_*.deb
+	touch $@
+
+run: install datasets
+	$(BIN)/agentic-rag demo
+
+test: install datasets
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check agentic_rag tests
+
+clean:
+	rm -rf .agentic_rag

@@ -1,0 +1,101 @@
+"""Document corpora for indexing, each from a package registry.
+
+- `python-docs`: the Python 3.11 documentation sources (reStructuredText: code,
+  tables, procedures) from Debian's `python3.11-doc` package. `make datasets`
+  fetches it without root (`apt-get download` + `dpkg-deb -x`) into
+  `datasets/cache/`; an installed `/usr/share/doc/python3.11` is used as is.
+- `banking`: τ²-bench's banking_knowledge documents (698 Markdown policy and
+  procedure documents with tables and numbered steps), shipped in the PyPI
+  package `inspect-evals==0.28.0` (installed with `--no-deps`; we only read data).
+- `default`: both; the corpus `make run` indexes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ..documents import Document
+
+PYDOCS_SUBDIR = "usr/share/doc/python3.11/html/_sources"
+DEFAULT_PYDOC_SECTIONS = ("tutorial", "howto", "faq")
+
+
+class DatasetMissing(RuntimeError):
+    """A dataset's package is not installed; the message says what to install."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("AGENTIC_RAG_DATA", "datasets/cache"))
+
+
+def _pydocs_root() -> Path:
+    for base in (cache_dir() / "python3.11-doc", Path("/")):
+        root = base / PYDOCS_SUBDIR
+        if root.is_dir():
+            return root
+    raise DatasetMissing(
+        "python-docs: the Python 3.11 documentation sources were not found in "
+        f"{cache_dir() / 'python3.11-doc' / PYDOCS_SUBDIR} or /{PYDOCS_SUBDIR}; run "
+        "`make datasets` (apt-get download python3.11-doc && dpkg-deb -x ...) "
+        "or `apt-get install python3.11-doc`")
+
+
+def python_docs(sections: tuple[str, ...] = DEFAULT_PYDOC_SECTIONS) -> list[Document]:
+    """The .rst sources of the given top-level sections (e.g. tutorial, howto, faq, library)."""
+    root = _pydocs_root()
+    docs = []
+    for section in sections:
+        folder = root / section
+        if not folder.is_dir():
+            raise DatasetMissing(f"python-docs: no section {section!r} under {root}")
+        for f in sorted(folder.rglob("*.rst.txt")):
+            rel = f.relative_to(root).as_posix()
+            text = f.read_text(encoding="utf-8")
+            title = next((ln.strip() for ln in text.splitlines()
+                          if ln.strip() and not ln.startswith("..")
+                          and not set(ln.strip()) <= set("*=-#~^")), rel)
+            docs.append(Document(id=f"pydocs/{rel.removesuffix('.txt')}", text=text, title=title,
+                                 source=f"python-3.11-docs/{rel}", format="rst",
+                                 metadata={"corpus": "python-docs"}))
+    return docs
+
+
+def _package_data(package: str, relpath: str, install: str) -> Path:
+    spec = importlib.util.find_spec(package)  # locate without importing (no deps needed)
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetMissing(f"package {package!r} is not installed: run `{install}`")
+    path = Path(list(spec.submodule_search_locations)[0]) / relpath
+    if not path.exists():
+        raise DatasetMissing(f"{path} is missing from {package!r}: run `{install}`")
+    return path
+
+
+BANKING_DIR = "tau2/data/domains/banking_knowledge"
+INSPECT_EVALS_INSTALL = "pip install --no-deps inspect-evals==0.28.0"
+
+
+def banking_documents() -> list[Document]:
+    path = _package_data("inspect_evals", f"{BANKING_DIR}/documents.json.gz", INSPECT_EVALS_INSTALL)
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        rows = json.load(f)
+    return [Document(id=r["id"], text=r["content"], title=r["title"],
+                     source=f"tau2-bench/banking_knowledge/{r['id']}", format="markdown",
+                     metadata={"corpus": "banking"}) for r in rows]
+
+
+CORPORA: dict[str, Callable[[], list[Document]]] = {
+    "python-docs": python_docs,
+    "banking": banking_documents,
+    "default": lambda: python_docs() + banking_documents(),
+}
+
+
+def load_corpus(name: str) -> list[Document]:
+    if name not in CORPORA:
+        raise ValueError(f"unknown corpus {name!r}; choose one of {sorted(CORPORA)}")
+    return CORPORA[name]()

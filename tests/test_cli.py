@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from agentic_rag.cli import app
+
+runner = CliRunner()
+
+
+def test_index_and_search_typed(tmp_path, monkeypatch):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "install.md").write_text(
+        "# Install\n\n## Linux\n\nUse pip.\n\n```bash\npip install agentic-rag\n```\n\n"
+        "| OS | Command |\n|---|---|\n| Linux | apt install x |\n| Mac | brew install x |\n")
+    (docs / "notes.rst").write_text("Notes\n=====\n\nA paragraph.\n\n1. first\n2. second\n")
+    home = tmp_path / "home"
+    res = runner.invoke(app, ["index", str(docs), "--home", str(home)])
+    assert res.exit_code == 0, res.output
+    assert "indexed 2 documents" in res.output and "table_row" in res.output
+    res = runner.invoke(app, ["search", "brew install on mac", "--type", "table_row", "-k", "2",
+                              "--home", str(home)])
+    assert res.exit_code == 0, res.output
+    assert "[table_row row 2/2] Install > Linux" in res.output
+    assert "docs/install.md" in res.output
+    res = runner.invoke(app, ["search", "pip install", "--type", "code", "--home", str(home),
+                              "--mode", "bm25"])
+    assert res.exit_code == 0 and "[code]" in res.output
+    # second run: nothing re-embedded
+    res = runner.invoke(app, ["index", str(docs), "--home", str(home)])
+    assert "2 documents unchanged" in res.output
+
+
+def test_bad_type_and_bad_config_are_named(tmp_path):
+    res = runner.invoke(app, ["search", "x", "--type", "picture", "--home", str(tmp_path)])
+    assert res.exit_code == 2 and "picture" in res.output
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("store:\n  kind: pinecone\n")
+    res = runner.invoke(app, ["search", "x", "--config", str(cfg)])
+    assert res.exit_code == 2 and "store.kind" in res.output and "pinecone" in res.output
+
+
+def test_index_reports_bad_file(tmp_path):
+    bad = tmp_path / "bad.md"
+    bad.write_bytes(b"\xff\xfe\x00\x00binary")
+    res = runner.invoke(app, ["index", str(bad), "--home", str(tmp_path / "h")])
+    assert res.exit_code == 2 and "bad.md" in res.output
