@@ -89,6 +89,51 @@ class LexicalConfig(_Section):
     stemmer: Literal["english", "none"] = "english"
 
 
+Expansion = Literal["widen_k", "relax_filters", "rewrite_query"]
+
+
+class GateConfig(_Section):
+    """Layer 3: confidence-gated iterative retrieval (`mode="static"`: fixed top-k, one pass)."""
+
+    mode: Literal["gated", "static"] = "gated"
+    initial_k: int = Field(5, ge=1, le=1000)
+    max_k: int = Field(40, ge=1, le=5000)
+    growth: float = Field(2.0, gt=1.0, le=10.0, description="k multiplier per widening (seed: 2)")
+    max_iterations: int = Field(4, ge=1, le=20)
+    min_score_threshold: float = Field(0.0, ge=0.0, le=1.0, description="hits below are dropped")
+    min_confidence: float = Field(0.55, ge=0.0, le=1.0)
+    confidence: Literal["top_mean", "margin"] = "top_mean"
+    expansions: tuple[Expansion, ...] = ("widen_k", "relax_filters", "rewrite_query")
+
+    @model_validator(mode="after")
+    def _k_order(self) -> GateConfig:
+        if self.max_k < self.initial_k:
+            raise ValueError(f"max_k ({self.max_k}) must be >= initial_k ({self.initial_k})")
+        if len(set(self.expansions)) != len(self.expansions):
+            raise ValueError(f"expansions repeat an entry: {list(self.expansions)}")
+        return self
+
+
+class FusionConfig(_Section):
+    """Hybrid retrieval: which retrievers run and how their rankings are fused."""
+
+    retrievers: tuple[Literal["dense", "bm25"], ...] = ("dense", "bm25")
+    method: Literal["rrf", "score"] = "rrf"
+    rrf_k: float = Field(60.0, ge=0.0, le=1000.0)
+    weights: tuple[float, ...] | None = Field(None, description="one per retriever; None = equal")
+    candidates: int = Field(50, ge=1, le=5000, description="depth fetched from each retriever")
+    normalise: Literal["minmax", "max", "none"] = "minmax"
+
+    @model_validator(mode="after")
+    def _weights_match(self) -> FusionConfig:
+        if not self.retrievers:
+            raise ValueError("retrievers: at least one retriever is needed")
+        if self.weights is not None and len(self.weights) != len(self.retrievers):
+            raise ValueError(f"weights {list(self.weights)} must have one entry per retriever "
+                             f"{list(self.retrievers)}")
+        return self
+
+
 class RAGConfig(_Section):
     """The whole pipeline. `home` is where indexes and caches live."""
 
@@ -97,6 +142,8 @@ class RAGConfig(_Section):
     embedding: EmbeddingConfig = EmbeddingConfig()
     store: StoreConfig = StoreConfig()
     lexical: LexicalConfig = LexicalConfig()
+    gate: GateConfig = GateConfig()
+    fusion: FusionConfig = FusionConfig()
 
     # ---- persistence -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

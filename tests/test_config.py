@@ -57,5 +57,13 @@ def test_secrets_are_rejected_with_hint():
 
 
 def test_unknown_override_path():
-    with pytest.raises(ConfigError, match="gate"):
-        RAGConfig().with_overrides({"gate.min_confidence": 0.5})
+    with pytest.raises(ConfigError, match="gate.*min_confidense"):
+        RAGConfig().with_overrides({"gate.min_confidense": 0.5})
+    assert RAGConfig().with_overrides({"gate.min_confidence": 0.7}).gate.min_confidence == 0.7
+
+
+def test_cross_field_rules_named():
+    with pytest.raises(ConfigError, match="max_k"):
+        RAGConfig.from_dict({"gate": {"initial_k": 10, "max_k": 5}})
+    with pytest.raises(ConfigError, match="weights"):
+        RAGConfig.from_dict({"fusion": {"weights": [1.0]}})
