@@ -119,3 +119,39 @@ def test_threshold_drops_low_scores_and_static_mode():
     assert res.stop_reason == "static" and res.iterations == 1
     assert [h.chunk.id for h in res.hits] == ["a#1"]
     assert res.trace[0].dropped_below_threshold == 1
+
+
+# ---- hybrid retriever over a real index (fake embedder, real Chroma + bm25s) ----------
+def test_fusion_retriever_hand_computed(tmp_path):
+    from agentic_rag.config import FusionConfig, RAGConfig
+    from agentic_rag.documents import Document
+    from agentic_rag.index import AgenticIndex
+    from agentic_rag.retrievers import FusionRetriever
+
+    from .fakes import HashingEmbedder
+
+    idx = AgenticIndex(RAGConfig(home=str(tmp_path)), embedder=HashingEmbedder())
+    idx.add_documents([
+        Document(id="a.md", text="wire transfer fee schedule"),
+        Document(id="b.md", text="international wire codes"),
+        Document(id="c.md", text="savings interest rates"),
+    ])
+    query = "wire transfer fee"
+    dense = [h.chunk.id for h in idx.search(query, 50)]
+    lexical = [h.chunk.id for h in idx.search_lexical(query, 50)]
+    hybrid = FusionRetriever(FusionConfig(rrf_k=60), idx).search(query, 3)
+    expected = rrf([dense, lexical], k=60)
+    assert [h.chunk.id for h in hybrid] == [cid for cid, _ in expected][:3]
+    assert hybrid[0].raw_score == pytest.approx(expected[0][1])
+    assert hybrid[0].chunk.doc_id == "a.md"
+    assert hybrid[0].score == pytest.approx(expected[0][1] / (2 / 61))
+    assert all(0 <= h.score <= 1 for h in hybrid)
+    # the gate drives hybrid search through the same SearchFn signature
+    res = DynamicRetriever(GateConfig(initial_k=1, max_k=3, min_confidence=0.99),
+                           FusionRetriever(FusionConfig(), idx).search).retrieve(query)
+    # a.md is first for both retrievers: normalised fused score 1.0, so the gate stops at once
+    assert res.stop_reason == "confident" and res.trace[0].scores == [1.0]
+    res = DynamicRetriever(GateConfig(initial_k=1, max_k=3, min_confidence=0.999),
+                           FusionRetriever(FusionConfig(), idx).search).retrieve("wire rates")
+    # dense and BM25 disagree on "wire rates": fused top score 0.992 < 0.999 → widen to max_k
+    assert [r.k for r in res.trace] == [1, 2, 3] and res.stop_reason == "exhausted"
