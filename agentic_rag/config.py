@@ -134,6 +134,19 @@ class FusionConfig(_Section):
         return self
 
 
+class ContextConfig(_Section):
+    """Layer 4: how retrieved chunks are packed into the agent's context."""
+
+    max_tokens: int = Field(1500, ge=1, le=200_000)
+    boundaries: bool = Field(True, description="wrap each chunk in a numbered document boundary")
+    header_style: Literal["dashes", "xml", "markdown"] = "dashes"
+    priority: Literal["relevance", "recent_first"] = "relevance"
+    recency_field: str = Field("last_updated", description="metadata field holding an ISO date")
+    truncate_top: bool = Field(True, description="truncate the top result rather than drop it")
+    refence_code: bool = True
+    tokenizer: TokenizerConfig = TokenizerConfig()
+
+
 class RAGConfig(_Section):
     """The whole pipeline. `home` is where indexes and caches live."""
 
@@ -144,6 +157,7 @@ class RAGConfig(_Section):
     lexical: LexicalConfig = LexicalConfig()
     gate: GateConfig = GateConfig()
     fusion: FusionConfig = FusionConfig()
+    context: ContextConfig = ContextConfig()
 
     # ---- persistence -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
