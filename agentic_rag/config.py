@@ -89,6 +89,25 @@ class LexicalConfig(_Section):
     stemmer: Literal["english", "none"] = "english"
 
 
+Intent = Literal["fact", "code", "procedure", "data"]
+
+
+class QueryConfig(_Section):
+    """Layer 2: intent classification, filters, rewriting and de-duplication."""
+
+    classifier: Literal["heuristic", "llm"] = "heuristic"
+    rewriter: Literal["none", "heuristic", "llm"] = "heuristic"
+    intent_filters: dict[Intent, tuple[str, ...]] = Field(
+        default_factory=lambda: {"fact": (), "code": ("code",), "procedure": ("list",),
+                                 "data": ("table", "table_row")},
+        description="chunk types searched for each intent; empty = no filter")
+    dedup: Literal["none", "overlap", "embedding"] = "overlap"
+    overlap_threshold: float = Field(0.8, ge=0.0, le=1.0, description="Jaccard of query words")
+    embedding_threshold: float = Field(0.92, ge=0.0, le=1.0, description="cosine of query vectors")
+    history_penalty: float = Field(0.3, ge=0.0, le=1.0,
+                                   description="score × (1 − penalty) for chunks already served")
+
+
 Expansion = Literal["widen_k", "relax_filters", "rewrite_query"]
 
 
@@ -147,6 +166,44 @@ class ContextConfig(_Section):
     tokenizer: TokenizerConfig = TokenizerConfig()
 
 
+class ServerConfig(_Section):
+    """The embedded local LLM: llama.cpp's OpenAI-compatible server on 127.0.0.1."""
+
+    model: str = Field("qwen2.5-coder-1.5b", description="a name from agentic_rag.models.MODELS "
+                       "or a path to a .gguf file")
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=1024, le=65535)
+    n_ctx: int = Field(8192, ge=512, le=131072)
+    n_threads: int = Field(2, ge=1, le=256)
+    chat_format: str | None = Field(None, description="None = the GGUF's own chat template")
+    startup_timeout_s: float = Field(180.0, gt=0)
+
+
+class LLMConfig(_Section):
+    """Any OpenAI-compatible chat endpoint; `base_url=None` means the embedded local server."""
+
+    base_url: str | None = None
+    model: str = "local"
+    api_key_env: str = Field("OPENAI_API_KEY", description="NAME of the env var holding the key")
+    timeout_s: float = Field(300.0, gt=0)
+    max_retries: int = Field(3, ge=0, le=20)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(512, ge=1, le=32768)
+    cache: bool = Field(True, description="cache replies on disk keyed by model, messages, params")
+    server: ServerConfig = ServerConfig()
+
+
+class TiersConfig(_Section):
+    """Hot (memory, TTL) / warm (persistent index) / cold (compressed archive) tiers."""
+
+    hot_ttl_s: float = Field(3600.0, gt=0, description="default lifetime of a hot item")
+    cold_after_days: float = Field(365.0, gt=0, description="last_updated older than this → cold")
+    stale_after_days: float = Field(180.0, gt=0, description="hits older than this get a warning")
+    cold_below_confidence: float = Field(0.5, ge=0.0, le=1.0,
+                                         description="query cold only when confidence is below")
+    cold_file: str = Field("cold.jsonl.gz", description="relative to home")
+
+
 class RAGConfig(_Section):
     """The whole pipeline. `home` is where indexes and caches live."""
 
@@ -155,9 +212,12 @@ class RAGConfig(_Section):
     embedding: EmbeddingConfig = EmbeddingConfig()
     store: StoreConfig = StoreConfig()
     lexical: LexicalConfig = LexicalConfig()
+    query: QueryConfig = QueryConfig()
     gate: GateConfig = GateConfig()
     fusion: FusionConfig = FusionConfig()
     context: ContextConfig = ContextConfig()
+    tiers: TiersConfig = TiersConfig()
+    llm: LLMConfig = LLMConfig()
 
     # ---- persistence -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

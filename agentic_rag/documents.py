@@ -107,6 +107,7 @@ class Hit(BaseModel):
     rank: int
     retriever: str = "dense"
     raw_score: float | None = None
+    warning: str | None = None  # e.g. stale content (tiered index)
 
 
 def read_document(path: str | Path, doc_id: str | None = None) -> Document:

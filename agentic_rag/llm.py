@@ -1,0 +1,184 @@
+"""Chat models behind one `ChatModel` protocol, with retries and an on-disk cache.
+
+`OpenAIChatModel` talks to any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama,
+llama.cpp's server) through the `openai` package. Transport failures (timeouts,
+connection errors, 429, 5xx) are retried with exponential backoff; a reply that
+was asked to be JSON and does not parse is retried too. When retries run out an
+`LLMError` is raised, carrying what went wrong: callers record it as a failure,
+never as a default value.
+
+Every successful reply is cached in SQLite under sha256(model, messages, params),
+so re-running an experiment costs no LLM time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .config import LLMConfig
+
+
+class LLMError(RuntimeError):
+    """An LLM call failed after its retries; `kind` is transport | malformed | refused."""
+
+    def __init__(self, message: str, kind: str, attempts: int) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.attempts = attempts
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str  # JSON text, as the API returns it
+
+
+class ChatReply(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    attempts: int = 1
+    cached: bool = False
+    finish_reason: str | None = None
+
+    def json(self) -> Any:  # type: ignore[override]
+        return json.loads(self.content)
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    model_id: str
+
+    def chat(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
+             json_mode: bool = False, tools: list[dict] | None = None,
+             max_tokens: int | None = None) -> ChatReply: ...
+
+
+def _cache_key(model_id: str, messages: list, params: dict) -> str:
+    blob = json.dumps({"model": model_id, "messages": messages, "params": params},
+                      sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ChatCache:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._db: sqlite3.Connection | None = None
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30)
+            self._db.execute("CREATE TABLE IF NOT EXISTS chat (key TEXT PRIMARY KEY, reply TEXT)")
+        return self._db
+
+    def get(self, key: str) -> ChatReply | None:
+        row = self._conn().execute("SELECT reply FROM chat WHERE key=?", (key,)).fetchone()
+        return ChatReply.model_validate_json(row[0]).model_copy(update={"cached": True}) \
+            if row else None
+
+    def put(self, key: str, reply: ChatReply) -> None:
+        with self._conn() as db:
+            db.execute("INSERT OR REPLACE INTO chat VALUES (?, ?)", (key, reply.model_dump_json()))
+
+
+class OpenAIChatModel:
+    def __init__(self, config: LLMConfig, base_url: str | None = None, client: Any = None,
+                 cache: ChatCache | None = None, sleep=time.sleep) -> None:  # noqa: ANN001
+        self.config = config
+        self.base_url = base_url or config.base_url
+        if self.base_url is None:
+            s = config.server
+            self.base_url = f"http://{s.host}:{s.port}/v1"
+        self.model_id = f"{config.model}@{self.base_url}"
+        self._client = client
+        self.cache = cache
+        self._sleep = sleep
+
+    @property
+    def client(self):  # noqa: ANN201
+        if self._client is None:
+            from openai import OpenAI
+
+            key = os.environ.get(self.config.api_key_env) or "not-needed-for-local"
+            self._client = OpenAI(base_url=self.base_url, api_key=key,
+                                  timeout=self.config.timeout_s, max_retries=0)
+        return self._client
+
+    def chat(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
+             json_mode: bool = False, tools: list[dict] | None = None,
+             max_tokens: int | None = None) -> ChatReply:
+        import openai
+
+        params: dict[str, Any] = {"temperature": self.config.temperature,
+                                  "max_tokens": max_tokens or self.config.max_tokens}
+        want_json = json_mode or json_schema is not None
+        if want_json:
+            # llama.cpp's extension constrains output to the schema; OpenAI ignores "schema"
+            params["response_format"] = {"type": "json_object",
+                                         **({"schema": json_schema} if json_schema else {})}
+        if tools:
+            params["tools"] = tools
+        key = _cache_key(self.config.model + "@" + str(self.base_url), messages, params)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            return hit
+        delay, last_error, kind = 1.0, "", "transport"
+        for attempt in range(1, self.config.max_retries + 2):
+            t0 = time.perf_counter()
+            try:
+                resp = self.client.chat.completions.create(model=self.config.model,
+                                                           messages=messages, **params)
+            except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
+                    openai.InternalServerError) as exc:
+                last_error, kind = f"{type(exc).__name__}: {exc}", "transport"
+            except openai.BadRequestError as exc:
+                raise LLMError(f"request refused: {exc}", "refused", attempt) from exc
+            else:
+                reply = _to_reply(resp, time.perf_counter() - t0, attempt)
+                if want_json:
+                    try:
+                        json.loads(reply.content)
+                    except (json.JSONDecodeError, TypeError):
+                        last_error, kind = f"reply is not JSON: {reply.content[:200]!r}", "malformed"
+                        reply = None
+                if reply is not None:
+                    if self.cache is not None:
+                        self.cache.put(key, reply)
+                    return reply
+            if attempt <= self.config.max_retries:
+                self._sleep(delay)
+                delay = min(delay * 2, 30.0)
+        raise LLMError(f"LLM call failed after {self.config.max_retries + 1} attempts: "
+                       f"{last_error}", kind, self.config.max_retries + 1)
+
+
+def _to_reply(resp: Any, latency: float, attempts: int) -> ChatReply:
+    choice = resp.choices[0]
+    msg = choice.message
+    calls = [ToolCall(id=c.id or f"call_{i}", name=c.function.name,
+                      arguments=c.function.arguments or "{}")
+             for i, c in enumerate(getattr(msg, "tool_calls", None) or [])]
+    usage = getattr(resp, "usage", None)
+    return ChatReply(content=msg.content or "", tool_calls=calls,
+                     prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                     completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                     latency_s=latency, attempts=attempts, finish_reason=choice.finish_reason)
+
+
+def make_chat_model(config: LLMConfig, home: str | Path, base_url: str | None = None) -> ChatModel:
+    cache = ChatCache(Path(home) / "cache" / "llm.sqlite") if config.cache else None
+    return OpenAIChatModel(config, base_url=base_url, cache=cache)
