@@ -20,7 +20,7 @@ import gzip
 import json
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ def _age_days(last_updated: str | None, now: float) -> float | None:
         return None
     ts = datetime.fromisoformat(last_updated)
     if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=timezone.utc)
+        ts = ts.replace(tzinfo=UTC)
     return (now - ts.timestamp()) / DAY
 
 

@@ -26,3 +26,32 @@ class HashingEmbedder:
                 out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
+
+
+class FakeCompletions:
+    """Stands in for `client.chat.completions`: replays a script of replies / exceptions."""
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.requests = []
+
+    def create(self, **kwargs):
+        from types import SimpleNamespace as NS
+
+        self.requests.append(kwargs)
+        item = self.script.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        content, calls = (item, []) if isinstance(item, str) else item
+        tool_calls = [NS(id=f"c{i}", function=NS(name=name, arguments=args))
+                      for i, (name, args) in enumerate(calls)]
+        return NS(choices=[NS(message=NS(content=content, tool_calls=tool_calls),
+                              finish_reason="stop")],
+                  usage=NS(prompt_tokens=10, completion_tokens=5))
+
+
+def fake_openai_client(script):
+    from types import SimpleNamespace as NS
+
+    completions = FakeCompletions(script)
+    return NS(chat=NS(completions=completions)), completions

@@ -1,0 +1,111 @@
+"""LLM wiring without a server: retries, typed errors, cache, query layer on an LLM, agent loop.
+(The same code runs against the real llama.cpp server in test_local_llm.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import openai
+import pytest
+
+from agentic_rag.agent import run_agent
+from agentic_rag.config import LLMConfig, QueryConfig, RAGConfig
+from agentic_rag.documents import Document
+from agentic_rag.index import AgenticIndex
+from agentic_rag.llm import ChatCache, LLMError, OpenAIChatModel
+from agentic_rag.pipeline import Pipeline
+from agentic_rag.query import AgentQueryBuilder
+from agentic_rag.tool import AgenticRAGTool
+
+from .fakes import HashingEmbedder, fake_openai_client
+
+REQ = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
+
+
+def model(script, tmp_path=None, retries=2):
+    client, completions = fake_openai_client(script)
+    cache = ChatCache(tmp_path / "llm.sqlite") if tmp_path else None
+    m = OpenAIChatModel(LLMConfig(max_retries=retries), client=client, cache=cache,
+                        sleep=lambda s: None)
+    return m, completions
+
+
+def test_transport_errors_retried_then_succeed():
+    m, calls = model([openai.APITimeoutError(request=REQ), openai.APIConnectionError(request=REQ),
+                      "hello"])
+    reply = m.chat([{"role": "user", "content": "hi"}])
+    assert reply.content == "hello" and reply.attempts == 3 and len(calls.requests) == 3
+
+
+def test_malformed_json_retried_then_typed_error():
+    m, calls = model(["not json", "{broken", "still not"], retries=2)
+    with pytest.raises(LLMError) as exc:
+        m.chat([{"role": "user", "content": "x"}], json_mode=True)
+    assert exc.value.kind == "malformed" and exc.value.attempts == 3
+    assert calls.requests[0]["response_format"] == {"type": "json_object"}
+
+
+def test_schema_passed_as_llama_cpp_extension_and_cached(tmp_path):
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    m, calls = model(['{"a": 1}'], tmp_path)
+    r1 = m.chat([{"role": "user", "content": "x"}], json_schema=schema)
+    assert calls.requests[0]["response_format"] == {"type": "json_object", "schema": schema}
+    r2 = m.chat([{"role": "user", "content": "x"}], json_schema=schema)  # script is empty now
+    assert r2.cached and not r1.cached and r2.json() == {"a": 1}
+
+
+def test_llm_classifier_and_recorded_fallback():
+    m, _ = model(['{"intent": "data"}'])
+    b = AgentQueryBuilder(QueryConfig(classifier="llm"), chat_model=m)
+    intent = b.build_query("tell me about the blue account")
+    assert intent.intent == "data" and intent.classifier == "llm"
+    bad, _ = model(['{"intent": "weather"}'], retries=0)
+    b = AgentQueryBuilder(QueryConfig(classifier="llm"), chat_model=bad)
+    intent = b.build_query("show me a code example")
+    assert intent.intent == "code" and intent.classifier == "heuristic (llm failed: malformed)"
+
+
+@pytest.fixture
+def tool(tmp_path):
+    idx = AgenticIndex(RAGConfig(home=str(tmp_path)), embedder=HashingEmbedder())
+    idx.add_documents([
+        Document(id="fees.md", text="# Fees\n\n| Item | Fee |\n|---|---|\n| Wire transfer | $25 |\n"),
+        Document(id="reset.md", text="# Reset\n\n1. Open settings.\n2. Press reset.\n"),
+    ])
+    return AgenticRAGTool(Pipeline(idx.config, index=idx))
+
+
+def test_agent_native_tool_call_loop(tool):
+    args = json.dumps({"query": "wire transfer fee", "focus_area": "data"})
+    m, calls = model([("", [("search_documents", args)]), "The wire transfer fee is $25 [fees.md]."])
+    res = run_agent("How much is a wire transfer?", m, tool)
+    assert res.stop_reason == "answer" and "$25" in res.answer
+    assert res.tool_calls == 1 and res.steps[0].via == "native"
+    assert res.steps[0].tool.intent == "data" and res.retrieval_iterations >= 1
+    second = calls.requests[1]["messages"]
+    assert second[-1]["role"] == "tool" and "| Wire transfer | $25 |" in second[-1]["content"]
+    assert calls.requests[0]["tools"][0]["function"]["name"] == "search_documents"
+
+
+def test_agent_tool_call_as_text_and_json_mode(tool):
+    text_call = '<tool_call>{"name": "search_documents", "arguments": {"query": "reset"}}</tool_call>'
+    m, _ = model([text_call, "Open settings, then press reset."])
+    res = run_agent("How do I reset?", m, tool)
+    assert res.steps[0].via == "tool_call_text" and res.stop_reason == "answer"
+
+    m, calls = model(['{"action": "search", "query": "reset steps", "focus_area": "procedure"}',
+                      '{"action": "answer", "answer": "Open settings, press reset."}'])
+    res = run_agent("How do I reset?", m, tool, mode="json")
+    assert res.answer == "Open settings, press reset." and res.steps[0].via == "json"
+    assert "Search results:" in calls.requests[1]["messages"][-1]["content"]
+
+
+def test_agent_max_steps_and_llm_error_recorded(tool):
+    loop = ('{"action": "search", "query": "fees"}',)
+    m, _ = model(list(loop) * 2 + ['{"action": "answer", "answer": "I don\'t know."}'])
+    res = run_agent("?", m, tool, max_steps=3, mode="json")
+    assert res.tool_calls == 2 and res.stop_reason == "answer" and len(res.steps) == 3
+    dead, _ = model([openai.APIConnectionError(request=REQ)] * 3, retries=2)
+    res = run_agent("?", dead, tool)
+    assert res.stop_reason == "llm_error" and res.answer == "" and "transport" in res.error
