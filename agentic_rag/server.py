@@ -72,7 +72,7 @@ class LlamaServer:
             raise ServerError("llama-cpp-python is not installed: run "
                               "`pip install 'llama-cpp-python[server]==0.3.36'` (builds with gcc)"
                               ) from None
-        model_path = resolve_model(self.config.model, self.home)
+        model_path = resolve_model(self.config.model)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(self.command(model_path), stdout=log,

@@ -1,0 +1,103 @@
+"""Against the REAL llama.cpp server (started here, on loopback): wiring with SmolLM2-135M,
+judgement (intent, agent answers) with the default Qwen2.5-Coder-1.5B."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from agentic_rag.agent import run_agent
+from agentic_rag.config import LLMConfig, QueryConfig, RAGConfig, ServerConfig
+from agentic_rag.datasets import banking_documents
+from agentic_rag.index import AgenticIndex
+from agentic_rag.llm import ChatCache, OpenAIChatModel
+from agentic_rag.models import read_gguf_metadata, resolve_model
+from agentic_rag.pipeline import Pipeline
+from agentic_rag.query import AgentQueryBuilder
+from agentic_rag.server import LlamaServer
+from agentic_rag.tool import AgenticRAGTool
+
+pytestmark = [pytest.mark.slow, pytest.mark.llm]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return tmp_path_factory.mktemp("llm-home")
+
+
+@pytest.fixture(scope="module")
+def smol(home):
+    srv = LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048), home=home)
+    with srv:
+        yield srv
+    assert srv.proc is None
+
+
+@pytest.fixture(scope="module")
+def qwen(home):
+    with LlamaServer(ServerConfig(port=free_port(), n_ctx=4096), home=home) as srv:
+        yield srv
+
+
+def test_models_verified_from_gguf_headers(home):
+    meta = read_gguf_metadata(resolve_model("qwen2.5-coder-1.5b"))
+    assert meta["general.architecture"] == "qwen2" and "Qwen2.5 Coder 1.5B" in meta["general.name"]
+    assert "tokenizer.chat_template" in meta
+    assert read_gguf_metadata(resolve_model("smollm2-135m"))["general.architecture"] == "llama"
+
+
+def test_server_starts_answers_json_and_stops(smol):
+    assert smol.running() and smol.proc.poll() is None
+    m = OpenAIChatModel(LLMConfig(max_tokens=16), base_url=smol.base_url)
+    reply = m.chat([{"role": "user", "content": "Say hi"}])
+    assert reply.content and reply.prompt_tokens > 0 and reply.completion_tokens > 0
+    schema = {"type": "object", "properties": {"intent": {"type": "string",
+              "enum": ["fact", "code"]}}, "required": ["intent"]}
+    data = m.chat([{"role": "user", "content": "code or fact?"}], json_schema=schema).json()
+    assert data["intent"] in ("fact", "code")
+
+
+def test_second_server_on_same_port_is_reused(smol, home):
+    again = LlamaServer(smol.config, home=home).start()
+    assert again.proc is None and again.running()  # reused, not restarted
+
+
+@pytest.fixture(scope="module")
+def fee_pipeline(home, qwen):
+    docs = [d for d in banking_documents() if "| Monthly maintenance fee" in d.text][:8]
+    cfg = RAGConfig(home=str(home / "idx"))
+    idx = AgenticIndex(cfg)
+    idx.add_documents(docs)
+    chat = OpenAIChatModel(cfg.llm, base_url=qwen.base_url, cache=ChatCache(home / "llm.sqlite"))
+    return Pipeline(cfg, index=idx, chat_model=chat)
+
+
+@pytest.mark.parametrize("message,intent", [
+    ("Show me a Python code example that reverses a list", "code"),
+    ("What is the overdraft fee amount?", "data"),
+    ("What are the steps to close my account?", "procedure"),
+])
+def test_llm_intent_classifier_on_qwen(fee_pipeline, message, intent):
+    b = AgentQueryBuilder(QueryConfig(classifier="llm"), chat_model=fee_pipeline.chat_model)
+    got = b.build_query(message)
+    assert got.classifier == "llm" and got.intent == intent
+
+
+@pytest.mark.parametrize("mode", ["native", "json"])
+def test_agent_answers_from_default_corpus(fee_pipeline, mode):
+    blue = next(d for d in banking_documents() if d.id == "doc_checking_accounts_blue_account_003")
+    assert "| Monthly maintenance fee | $20.00 |" in blue.text
+    fee_pipeline.index.add_document(blue)
+    res = run_agent("What is the monthly maintenance fee of the Blue Account?",
+                    fee_pipeline.chat_model, AgenticRAGTool(fee_pipeline), max_steps=3, mode=mode)
+    assert res.stop_reason == "answer", res
+    assert res.tool_calls >= 1 and res.retrieval_iterations >= 1
+    assert "20" in res.answer
+    assert res.prompt_tokens > 0 and res.context_tokens > 0
