@@ -144,6 +144,25 @@ class LLMRewriter:
         return q.strip()
 
 
+class QueryRewriter:
+    """The seed's heuristic (strip conversational framing), an LLM rewriter, or none.
+    An LLM failure raises `LLMError` (the caller records it), never a silent fallback."""
+
+    def __init__(self, mode: Literal["none", "heuristic", "llm"] = "heuristic",
+                 chat_model: ChatModel | None = None) -> None:
+        if mode == "llm" and chat_model is None:
+            raise ValueError("QueryRewriter('llm') needs a chat model")
+        self.mode = mode
+        self._llm = LLMRewriter(chat_model) if mode == "llm" else None
+
+    def rewrite(self, message: str) -> str:
+        if self._llm is not None:
+            return self._llm(message)
+        return rewrite_heuristic(message) if self.mode == "heuristic" else message
+
+    __call__ = rewrite
+
+
 # ---- de-duplication -----------------------------------------------------------------
 _WORD = re.compile(r"[a-z0-9_]+")
 _STOP = frozenset("a an the of to in on for and or is are was be how do i what can my me with "
@@ -182,7 +201,7 @@ class AgentQueryBuilder:
         if config.dedup == "embedding" and embed is None:
             raise ValueError("query.dedup 'embedding' needs an embed function")
         self._llm_classifier = LLMIntentClassifier(chat_model) if chat_model else None
-        self._llm_rewriter = LLMRewriter(chat_model) if chat_model else None
+        self.rewriter = QueryRewriter(config.rewriter, chat_model)
 
     def classify(self, message: str) -> tuple[IntentType, str]:
         if self.config.classifier == "llm":
@@ -193,11 +212,7 @@ class AgentQueryBuilder:
         return classify_intent_heuristic(message), "heuristic"
 
     def rewrite(self, message: str) -> str:
-        if self.config.rewriter == "llm":
-            return self._llm_rewriter(message)  # type: ignore[misc]  # LLMError propagates
-        if self.config.rewriter == "heuristic":
-            return rewrite_heuristic(message)
-        return message
+        return self.rewriter.rewrite(message)  # an LLM failure propagates as LLMError
 
     def is_duplicate(self, query: str, previous: Sequence[str]) -> str | None:
         if self.config.dedup == "none" or not previous:

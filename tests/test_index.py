@@ -100,3 +100,22 @@ def test_embedding_cache_never_reembeds(tmp_path):
     b = CachedEmbedder(inner, tmp_path / "e.sqlite").embed(["two", "one"])
     assert inner.texts_embedded == 2
     assert (b[1] == a[0]).all() and (b[0] == a[1]).all()
+
+
+def test_gated_hybrid_pipeline_on_real_documents(tmp_path, real_embedder, banking):
+    """Layers 2-4 together with the real embedder: intent → filter → gated RRF → context."""
+    from agentic_rag.pipeline import Pipeline
+
+    docs = [d for d in banking if "| Monthly maintenance fee" in d.text][:10]
+    cfg = RAGConfig(home=str(tmp_path))
+    idx = AgenticIndex(cfg, embedder=CachedEmbedder(real_embedder, tmp_path / "e.sqlite"))
+    idx.add_documents(docs)
+    pipe = Pipeline(cfg, index=idx)
+    intent, result = pipe.retrieve("How much is the monthly maintenance fee?")
+    assert intent.intent == "data" and intent.filters == {"chunk_type": ["table", "table_row"]}
+    assert result.hits and all(h.chunk.chunk_type in ("table", "table_row") for h in result.hits)
+    assert any("Monthly maintenance fee" in h.chunk.text for h in result.hits[:3])
+    assert result.trace[0].k == cfg.gate.initial_k and result.stop_reason in (
+        "confident", "exhausted", "max_iterations")
+    ctx = pipe.format(result.hits, intent)
+    assert ctx.text.startswith("--- Document 1 ---") and ctx.tokens <= cfg.context.max_tokens

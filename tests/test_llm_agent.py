@@ -109,3 +109,33 @@ def test_agent_max_steps_and_llm_error_recorded(tool):
     dead, _ = model([openai.APIConnectionError(request=REQ)] * 3, retries=2)
     res = run_agent("?", dead, tool)
     assert res.stop_reason == "llm_error" and res.answer == "" and "transport" in res.error
+
+
+def test_openai_embedder_batches_and_retries():
+    from types import SimpleNamespace as NS
+
+    from agentic_rag.config import EmbeddingConfig
+    from agentic_rag.embeddings import OpenAIEmbedder
+
+    calls = []
+    script = [openai.RateLimitError("slow down", response=httpx.Response(429, request=REQ), body=None)]
+
+    def create(model, input):  # noqa: A002 - the API's name
+        calls.append(list(input))
+        if script:
+            raise script.pop(0)
+        return NS(data=[NS(index=i, embedding=[float(len(t)), 1.0]) for i, t in enumerate(input)])
+
+    client = NS(embeddings=NS(create=create))
+    emb = OpenAIEmbedder(EmbeddingConfig(kind="openai", model="m", batch_size=2), client=client)
+    emb_sleep = []
+    import agentic_rag.embeddings as E
+
+    orig, E.time.sleep = E.time.sleep, emb_sleep.append
+    try:
+        vecs = emb.embed(["a", "bbb", "cc"])
+    finally:
+        E.time.sleep = orig
+    assert calls == [["a", "bbb"], ["a", "bbb"], ["cc"]] and emb_sleep == [1.0]
+    assert vecs.shape == (3, 2)
+    assert abs(float((vecs**2).sum(axis=1)[0]) - 1.0) < 1e-6  # normalised

@@ -90,6 +90,14 @@ def test_llm_intent_classifier_on_qwen(fee_pipeline, message, intent):
     assert got.classifier == "llm" and got.intent == intent
 
 
+def test_llm_rewriter_on_qwen(fee_pipeline):
+    from agentic_rag.query import QueryRewriter
+
+    q = QueryRewriter("llm", fee_pipeline.chat_model).rewrite(
+        "Hi there! I was wondering, could you please tell me how much a wire transfer costs? Thanks")
+    assert "wire" in q.lower() and "thanks" not in q.lower() and len(q) < 80
+
+
 @pytest.mark.parametrize("mode", ["native", "json"])
 def test_agent_answers_from_default_corpus(fee_pipeline, mode):
     blue = next(d for d in banking_documents() if d.id == "doc_checking_accounts_blue_account_003")
