@@ -154,6 +154,58 @@ def demo(config: ConfigOpt = None, home: HomeOpt = None,
         print_hits(result.hits[:3], width=200)
 
 
+@app.command()
+def sweep(spec: Path,
+          runs_dir: Annotated[Path, typer.Option(help="where run folders go")] = Path("experiments/runs"),
+          cache_dir: Annotated[Path, typer.Option(help="shared indexes and embeddings")] = Path(
+              "experiments/cache"),
+          plots: Annotated[bool, typer.Option(help="write PNG plots into the run folder")] = True,
+          export_metric: Annotated[str | None, typer.Option(
+              "--export", help="also export the best config by this metric")] = None) -> None:
+    """Run a sweep spec (YAML); rerunning the same spec resumes an unfinished run."""
+    from .config import ConfigError
+    from .experiments import export_config, run_sweep
+    from .experiments.runner import print_summary
+    from .experiments.spec import SweepSpec
+
+    try:
+        spec_obj = SweepSpec.load(spec)
+    except ConfigError as exc:
+        _fail(str(exc))
+    t0 = time.perf_counter()
+    try:
+        res = run_sweep(spec_obj, runs_dir, cache_dir, progress=sys.stderr.isatty(),
+                        log=typer.echo)
+    except (RuntimeError, ValueError) as exc:
+        _fail(str(exc))
+    typer.echo(f"\nfinished in {time.perf_counter() - t0:.0f}s: {res.run_dir}")
+    print_summary(res.summary, typer.echo)
+    if plots and not res.summary.empty and "ndcg@10" in res.summary:
+        res.plot_tradeoff(path=res.run_dir / "tradeoff.png")
+        typer.echo(f"plot: {res.run_dir / 'tradeoff.png'}")
+    if export_metric:
+        out = export_config(res.run_dir, metric=export_metric)
+        typer.echo(f"best config by {export_metric}: {out}")
+
+
+@app.command()
+def export(run_dir: Path,
+           metric: Annotated[str, typer.Option(help="summary column to maximise")] = "ndcg@10",
+           constraint: Annotated[list[str] | None, typer.Option(
+               help="e.g. 'latency_p50_ms<50' (repeatable)")] = None,
+           out: Annotated[Path | None, typer.Option(help="output YAML")] = None) -> None:
+    """Write the best config of a run (YAML with a provenance block)."""
+    from .experiments import choose_config, export_config
+
+    try:
+        row = choose_config(run_dir, metric, constraint)
+        path = export_config(run_dir, out, metric, constraint)
+    except (FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+    typer.echo(f"{row['config_id']} ({row['config']}): {metric}={row[metric]:.4f}, "
+               f"latency_p50_ms={row['latency_p50_ms']:.1f} -> {path}")
+
+
 llm_app = typer.Typer(help="The local LLM server (llama.cpp, OpenAI-compatible).")
 app.add_typer(llm_app, name="llm")
 

@@ -252,7 +252,10 @@ class RAGConfig(_Section):
             data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
         except (json.JSONDecodeError, yaml.YAMLError) as exc:
             raise ConfigError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {exc}") from None
-        return cls.from_dict(data or {}, source=str(path))
+        data = data or {}
+        if isinstance(data, dict):
+            data.pop("provenance", None)  # exported configs carry where they came from
+        return cls.from_dict(data, source=str(path))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<dict>") -> RAGConfig:

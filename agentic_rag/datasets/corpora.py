@@ -20,13 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..documents import Document
+from .base import DatasetMissing
 
 PYDOCS_SUBDIR = "usr/share/doc/python3.11/html/_sources"
 DEFAULT_PYDOC_SECTIONS = ("tutorial", "howto", "faq")
-
-
-class DatasetMissing(RuntimeError):
-    """A dataset's package is not installed; the message says what to install."""
 
 
 def cache_dir() -> Path:

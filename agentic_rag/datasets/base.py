@@ -1,0 +1,108 @@
+"""The one `Dataset` model every loader returns, with deterministic sampling and splits.
+
+A dataset is a corpus (`Document`s), queries, graded qrels (query id → doc id →
+relevance) and, where known, gold text spans (doc id + character offsets) and
+reference answers. Gold spans survive any chunking, so different chunk sizes are
+compared on the same ground truth.
+
+- `split("dev" | "test" | "all")`: a fixed split by a hash of the query id (20 % dev),
+  the same on every machine and for every sample size.
+- `sample(n, seed, corpus_size)`: `n` queries drawn with `seed`; with `corpus_size`, the
+  corpus is cut to the sampled queries' gold documents plus seeded distractors up to
+  that size (smaller and easier than the full corpus: the run records it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..documents import Document
+
+
+class DatasetMissing(RuntimeError):
+    """A dataset's package is not installed; the message says what to install."""
+
+
+class Query(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    text: str
+    answers: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class GoldSpan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    doc_id: str
+    start: int
+    end: int
+
+
+def _bucket(qid: str) -> int:
+    return int(hashlib.sha256(qid.encode()).hexdigest()[:8], 16) % 100
+
+
+class Dataset(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    corpus: list[Document]
+    queries: list[Query]
+    qrels: dict[str, dict[str, int]]
+    spans: dict[str, list[GoldSpan]] = Field(default_factory=dict)
+    description: str = ""
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for d in sorted(self.corpus, key=lambda d: d.id):
+            h.update(f"{d.id}\0{d.content_hash}\n".encode())
+        for q in sorted(self.queries, key=lambda q: q.id):
+            h.update(f"{q.id}\0{q.text}\0{json.dumps(self.qrels.get(q.id, {}), sort_keys=True)}\n"
+                     .encode())
+        return h.hexdigest()[:16]
+
+    def corpus_fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for d in sorted(self.corpus, key=lambda d: d.id):
+            h.update(f"{d.id}\0{d.content_hash}\n".encode())
+        return h.hexdigest()[:16]
+
+    def split(self, which: Literal["dev", "test", "all"]) -> Dataset:
+        if which == "all":
+            return self
+        keep = [q for q in self.queries if (_bucket(q.id) < 20) == (which == "dev")]
+        return self._with_queries(keep, f"{self.name}:{which}")
+
+    def sample(self, n: int | None = None, seed: int = 0,
+               corpus_size: int | None = None) -> Dataset:
+        queries = list(self.queries)
+        if n is not None and n < len(queries):
+            queries = sorted(random.Random(seed).sample(queries, n), key=lambda q: q.id)
+        ds = self._with_queries(queries, self.name)
+        if corpus_size is None or corpus_size >= len(self.corpus):
+            return ds
+        gold = {d for q in queries for d in self.qrels.get(q.id, {})}
+        rest = sorted(d.id for d in self.corpus if d.id not in gold)
+        extra = set(random.Random(seed + 1).sample(rest, max(0, min(len(rest),
+                                                                    corpus_size - len(gold)))))
+        corpus = [d for d in self.corpus if d.id in gold or d.id in extra]
+        return ds.model_copy(update={"corpus": corpus,
+                                     "name": f"{ds.name}[corpus={len(corpus)}]"})
+
+    def _with_queries(self, queries: list[Query], name: str) -> Dataset:
+        ids = {q.id for q in queries}
+        return self.model_copy(update={
+            "name": name, "queries": queries,
+            "qrels": {k: v for k, v in self.qrels.items() if k in ids},
+            "spans": {k: v for k, v in self.spans.items() if k in ids}})
+
+    def stats(self) -> dict[str, int]:
+        return {"documents": len(self.corpus), "queries": len(self.queries),
+                "qrels": sum(len(v) for v in self.qrels.values())}

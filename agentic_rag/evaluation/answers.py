@@ -1,0 +1,38 @@
+"""Answer metrics: exact match and token F1 with SQuAD's normalisation
+(lower-case, strip punctuation and articles, collapse whitespace); max over references."""
+
+from __future__ import annotations
+
+import collections
+import re
+import string
+from collections.abc import Sequence
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = set(string.punctuation)
+
+
+def normalize_answer(s: str) -> str:
+    s = "".join(ch for ch in s.lower() if ch not in _PUNCT)
+    return " ".join(_ARTICLES.sub(" ", s).split())
+
+
+def exact_match(prediction: str, references: Sequence[str]) -> float:
+    p = normalize_answer(prediction)
+    return float(any(p == normalize_answer(r) for r in references)) if references else 0.0
+
+
+def _f1(pred: str, ref: str) -> float:
+    pt, rt = normalize_answer(pred).split(), normalize_answer(ref).split()
+    common = collections.Counter(pt) & collections.Counter(rt)
+    same = sum(common.values())
+    if not pt or not rt:
+        return float(pt == rt)
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pt), same / len(rt)
+    return 2 * precision * recall / (precision + recall)
+
+
+def token_f1(prediction: str, references: Sequence[str]) -> float:
+    return max((_f1(prediction, r) for r in references), default=0.0)

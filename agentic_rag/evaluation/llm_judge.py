@@ -1,0 +1,73 @@
+"""LLM-based answer generation and a fast hallucination (support) judge.
+
+Both go through a `ChatModel` (cached on disk, retried); a failure raises `LLMError`,
+which the runner records as a failure: it is counted and shown, never averaged in as a
+score. `validate_judge` measures how well the judge separates HaluEval's right from
+hallucinated answers (accuracy and AUROC), so the metric is trusted only as far as it
+was shown to work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..llm import ChatModel, ChatReply, LLMError
+
+ANSWER_PROMPT = ("Answer the question using only the context. Reply with the answer only, in "
+                 "a few words. If the context does not contain the answer, reply \"I don't know\".")
+JUDGE_PROMPT = ("You check answers against a context. Is every claim in the answer stated in or "
+                "directly implied by the context? Reply with JSON {\"supported\": true} or "
+                "{\"supported\": false}.")
+_JUDGE_SCHEMA = {"type": "object", "properties": {"supported": {"type": "boolean"}},
+                 "required": ["supported"]}
+
+
+def generate_answer(chat: ChatModel, question: str, context: str,
+                    max_tokens: int = 64) -> ChatReply:
+    return chat.chat([{"role": "system", "content": ANSWER_PROMPT},
+                      {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question}"}],
+                     max_tokens=max_tokens)
+
+
+def judge_support(chat: ChatModel, context: str, answer: str) -> tuple[bool, ChatReply]:
+    """True when the judge finds the answer supported by the context."""
+    reply = chat.chat([{"role": "system", "content": JUDGE_PROMPT},
+                       {"role": "user", "content": f"Context:\n{context}\n\nAnswer: {answer}"}],
+                      json_schema=_JUDGE_SCHEMA, max_tokens=16)
+    data = reply.json()
+    if not isinstance(data, dict) or not isinstance(data.get("supported"), bool):
+        raise LLMError(f"judge returned {reply.content!r}", "malformed", reply.attempts)
+    return data["supported"], reply
+
+
+def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:
+    """Area under the ROC curve (Mann-Whitney U), ties counted half."""
+    y, s = np.asarray(labels), np.asarray(scores, dtype=float)
+    pos, neg = s[y == 1], s[y == 0]
+    if len(pos) == 0 or len(neg) == 0:
+        return float("nan")
+    greater = (pos[:, None] > neg[None, :]).sum()
+    ties = (pos[:, None] == neg[None, :]).sum()
+    return float((greater + 0.5 * ties) / (len(pos) * len(neg)))
+
+
+def validate_judge(chat: ChatModel, items: Sequence[tuple[str, str, str]]) -> dict[str, float]:
+    """items: (context, right answer, hallucinated answer). Label 1 = hallucinated; the judge's
+    score is 1 − supported. Failures are counted, not scored."""
+    labels, scores, failures = [], [], 0
+    for context, right, wrong in items:
+        for answer, label in ((right, 0), (wrong, 1)):
+            try:
+                supported, _ = judge_support(chat, context, answer)
+            except LLMError:
+                failures += 1
+                continue
+            labels.append(label)
+            scores.append(0.0 if supported else 1.0)
+    y, s = np.asarray(labels), np.asarray(scores)
+    acc = float((s.round() == y).mean()) if len(y) else float("nan")
+    return {"n": len(labels), "failures": failures, "accuracy": acc, "auroc": auroc(labels, scores),
+            "flags_right": float(s[y == 0].mean()) if (y == 0).any() else float("nan"),
+            "flags_hallucinated": float(s[y == 1].mean()) if (y == 1).any() else float("nan")}

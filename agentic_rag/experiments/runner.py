@@ -1,0 +1,353 @@
+"""Run a sweep: every config × query (× repeat) → one row of measured results.
+
+Work is shared: the index is built once per distinct (corpus, chunking, embedding,
+lexical, store) and reused by every config that shares it — and by later sweeps, since
+index folders live in `cache_dir`; embeddings are cached per embedder. Cost grows with
+the number of distinct chunkings, not with the number of configs.
+
+Each run has a folder `runs_dir/<timestamp>-<name>/` with `spec.yaml`, `configs/`,
+`rows.jsonl` (appended and fsync'd row by row), `results.parquet`, `summary.csv`,
+`meta.json` and `status.json`. Resume: rerunning the same spec finds the unfinished run
+of the same spec hash and skips the (config, query, repeat) keys already in rows.jsonl;
+a torn last line (kill -9 mid-write) is dropped. Nothing is lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..config import RAGConfig
+from ..datasets import Dataset, load_dataset, load_local
+from ..embeddings import make_embedder
+from ..evaluation import doc_run, exact_match, ir_metrics, per_type_hits, span_metrics, token_f1
+from ..evaluation.llm_judge import generate_answer, judge_support
+from ..index import AgenticIndex
+from ..llm import LLMError
+from ..pipeline import Pipeline
+from .spec import SweepSpec
+from .stats import bootstrap_ci, paired_bootstrap, pareto_front
+
+QUALITY = ["ndcg@10", "recall@10", "recall@5", "mrr@10", "precision@5"]
+
+
+@dataclass
+class SweepResult:
+    run_dir: Path
+    results: pd.DataFrame
+    summary: pd.DataFrame
+    spec: SweepSpec
+
+    def plot_tradeoff(self, x: str = "latency_p50_ms", y: str = "ndcg@10", path=None):  # noqa: ANN001, ANN201
+        from .plots import plot_tradeoff
+
+        return plot_tradeoff(self.summary, x, y, path)
+
+    def plot_metric(self, param: str, metric: str = "ndcg@10", path=None):  # noqa: ANN001, ANN201
+        from .plots import plot_metric
+
+        return plot_metric(self.summary, param, metric, path)
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = json.dumps(v) if isinstance(v, (list, tuple)) else v
+    return out
+
+
+def load_spec_dataset(spec: SweepSpec) -> Dataset:
+    d = spec.dataset
+    ds = load_local(d.docs, d.questions) if d.name == "local" else load_dataset(d.name)
+    return ds.split(d.split).sample(d.n, d.seed, d.corpus_size)
+
+
+def index_key(cfg: RAGConfig, corpus_fp: str) -> str:
+    parts = [corpus_fp, cfg.chunking.model_dump_json(), cfg.embedding.model_dump_json(),
+             cfg.lexical.model_dump_json(), cfg.store.kind]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True, cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for pkg in ("agentic-rag", "chromadb", "qdrant-client", "bm25s", "sentence-transformers",
+                "torch", "tiktoken", "ir-measures", "openai", "llama-cpp-python", "pandas"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+class _Rows:
+    """Append-only JSONL of finished rows; tolerant of a torn last line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.done: set[tuple[str, str, int]] = set()
+        self.rows: list[dict] = []
+        if path.exists():
+            raw = path.read_bytes()
+            good = 0
+            for line in raw.splitlines(keepends=True):
+                if not line.endswith(b"\n"):
+                    break
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    break
+                self._keep(row)
+                good += len(line)
+            if good != len(raw):
+                with path.open("r+b") as f:
+                    f.truncate(good)
+        self._f = path.open("a", encoding="utf-8")
+
+    def _keep(self, row: dict) -> None:
+        key = (row["config_id"], row["query_id"], row["repeat"])
+        if key not in self.done:
+            self.done.add(key)
+            self.rows.append(row)
+
+    def add(self, row: dict) -> None:
+        self._f.write(json.dumps(row, default=float) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._keep(row)
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def _find_run(runs_dir: Path, spec: SweepSpec) -> Path | None:
+    if not runs_dir.exists():
+        return None
+    for d in sorted(runs_dir.glob(f"*-{spec.name}"), reverse=True):
+        status = d / "status.json"
+        if status.exists():
+            s = json.loads(status.read_text())
+            if s.get("spec_hash") == spec.spec_hash() and not s.get("complete"):
+                return d
+    return None
+
+
+def estimate_llm_cost(spec: SweepSpec, n_configs: int, n_queries: int) -> dict[str, int]:
+    per_query = ("answers" in spec.metrics or "hallucination" in spec.metrics) + \
+        ("hallucination" in spec.metrics)
+    sampled = min(spec.llm_sample, n_queries)
+    calls = n_configs * spec.repeats * sampled * per_query
+    budget = spec.base.context.max_tokens + 150
+    return {"llm_calls": calls, "prompt_tokens_est": calls * budget,
+            "completion_tokens_est": calls * 40}
+
+
+def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/runs",
+              cache_dir: str | Path = "experiments/cache", progress: bool = True,
+              log=print) -> SweepResult:  # noqa: ANN001
+    from tqdm.auto import tqdm
+
+    spec = spec if isinstance(spec, SweepSpec) else SweepSpec.load(spec)
+    runs_dir, cache_dir = Path(runs_dir), Path(cache_dir)
+    ds = load_spec_dataset(spec)
+    configs = spec.configs()
+    run_dir = _find_run(runs_dir, spec)
+    resumed = run_dir is not None
+    if run_dir is None:
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        run_dir = runs_dir / f"{stamp}-{spec.name}"
+        (run_dir / "configs").mkdir(parents=True)
+        spec.save(run_dir / "spec.yaml")
+        for i, (label, _, cfg) in enumerate(configs):
+            cfg.save(run_dir / "configs" / f"c{i:02d}.yaml")
+        (run_dir / "status.json").write_text(json.dumps(
+            {"spec_hash": spec.spec_hash(), "complete": False}))
+    meta = {"spec_hash": spec.spec_hash(), "git_commit": _git_commit(), "python": sys.version,
+            "platform": platform.platform(), "packages": _versions(), "dataset": ds.name,
+            "dataset_fingerprint": ds.fingerprint(), "dataset_stats": ds.stats(),
+            "seed": spec.dataset.seed, "embedding_model": spec.base.embedding.model,
+            "llm": {"model": spec.base.llm.model, "base_url": spec.base.llm.base_url,
+                    "server_model": spec.base.llm.server.model},
+            "configs": {f"c{i:02d}": label for i, (label, _, _) in enumerate(configs)}}
+    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+    rows = _Rows(run_dir / "rows.jsonl")
+    total = len(configs) * len(ds.queries) * spec.repeats
+    log(f"sweep {spec.name}: {len(configs)} configs × {len(ds.queries)} queries × {spec.repeats} "
+        f"repeat(s) on {ds.name} ({ds.stats()['documents']} docs) → {run_dir}"
+        + (f" [resuming: {len(rows.done)}/{total} done]" if resumed else ""))
+    llm_groups = {"answers", "hallucination"} & set(spec.metrics)
+    if llm_groups:
+        est = estimate_llm_cost(spec, len(configs), len(ds.queries))
+        log(f"LLM metrics {sorted(llm_groups)} on {min(spec.llm_sample, len(ds.queries))} queries "
+            f"per config: about {est['llm_calls']} LLM calls, ~{est['prompt_tokens_est']:,} prompt "
+            f"+ ~{est['completion_tokens_est']:,} completion tokens (cached calls are free)")
+
+    groups: dict[str, list[int]] = {}
+    corpus_fp = ds.corpus_fingerprint()
+    for i, (_, _, cfg) in enumerate(configs):
+        groups.setdefault(index_key(cfg, corpus_fp), []).append(i)
+    log(f"{len(groups)} distinct index(es) for {len(configs)} configs")
+    bar = tqdm(total=total, initial=len(rows.done), desc=spec.name, disable=not progress)
+    try:
+        for key, members in groups.items():
+            todo = [(i, q, r) for i in members for q in ds.queries for r in range(spec.repeats)
+                    if (f"c{i:02d}", q.id, r) not in rows.done]
+            if not todo:
+                continue
+            first = configs[members[0]][2].with_overrides({"home": str(cache_dir / f"index-{key}")})
+            emb = make_embedder(first.embedding, cache_dir / "embeddings")
+            index = AgenticIndex(first, embedder=emb)
+            t0 = time.perf_counter()
+            rep = index.add_documents(ds.corpus, progress=progress)
+            _ = index.lexical
+            log(f"index {key}: {index.count()} chunks ({rep.added_chunks} new) in "
+                f"{time.perf_counter() - t0:.1f}s")
+            pipes = {i: Pipeline(configs[i][2].with_overrides({"home": first.home}), index=index)
+                     for i in members}
+            for i, q, r in todo:
+                row = _evaluate(spec, ds, i, configs[i], pipes[i], q, r)
+                rows.add(row)
+                bar.update(1)
+    finally:
+        bar.close()
+        rows.close()
+    results = _results_frame(rows.rows, configs)
+    summary = summarize(results, spec, configs)
+    results.to_parquet(run_dir / "results.parquet", index=False)
+    summary.to_csv(run_dir / "summary.csv", index=False)
+    (run_dir / "status.json").write_text(json.dumps({"spec_hash": spec.spec_hash(),
+                                                     "complete": True}))
+    return SweepResult(run_dir=run_dir, results=results, summary=summary, spec=spec)
+
+
+def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipeline, q, r: int) -> dict:  # noqa: ANN001
+    label, _, cfg = config
+    row: dict[str, Any] = {"config_id": f"c{i:02d}", "config": label, "query_id": q.id,
+                           "repeat": r, "error": None}
+    t0 = time.perf_counter()
+    intent = pipe.builder.build_query(q.text)
+    t1 = time.perf_counter()
+    result = pipe.retriever().retrieve(intent.query, intent.filters or None)
+    t2 = time.perf_counter()
+    hits = result.hits[:spec.k]
+    ctx = pipe.format(hits, intent)
+    t3 = time.perf_counter()
+    row.update({"intent": intent.intent, "iterations": result.iterations,
+                "stop_reason": result.stop_reason, "confidence": result.confidence,
+                "n_hits": len(hits), "context_tokens": ctx.tokens,
+                "latency_query_ms": 1000 * (t1 - t0), "latency_retrieval_ms": 1000 * (t2 - t1),
+                "latency_context_ms": 1000 * (t3 - t2), "latency_ms": 1000 * (t3 - t0)})
+    qrels = ds.qrels.get(q.id, {})
+    if "retrieval" in spec.metrics and qrels:
+        row.update(ir_metrics({q.id: qrels}, {q.id: doc_run(hits)})[q.id])
+        for k in sorted({5, spec.k}):
+            if ds.spans.get(q.id):
+                row.update(span_metrics(hits, ds.spans[q.id], k))
+        row.update(per_type_hits(hits, set(qrels), spec.k))
+    sampled = ds.queries.index(q) < spec.llm_sample
+    if sampled and {"answers", "hallucination"} & set(spec.metrics):
+        try:
+            reply = generate_answer(pipe.chat_model, q.text, ctx.text)
+            answer = reply.content.strip()
+            row.update({"answer": answer, "llm_prompt_tokens": reply.prompt_tokens,
+                        "llm_completion_tokens": reply.completion_tokens,
+                        "latency_answer_ms": 1000 * reply.latency_s})
+            if q.answers:
+                row["exact_match"] = exact_match(answer, q.answers)
+                row["token_f1"] = token_f1(answer, q.answers)
+            if "hallucination" in spec.metrics:
+                supported, jr = judge_support(pipe.chat_model, ctx.text, answer)
+                row["hallucinated"] = 0.0 if supported else 1.0
+                row["judge_prompt_tokens"] = jr.prompt_tokens
+        except LLMError as exc:
+            row["error"] = f"llm {exc.kind}: {str(exc)[:200]}"
+    return row
+
+
+def _results_frame(rows: list[dict], configs: list) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    flat = {f"c{i:02d}": flatten(cfg.to_dict()) for i, (_, _, cfg) in enumerate(configs)}
+    cfg_df = pd.DataFrame.from_dict(flat, orient="index")
+    cfg_df.index.name = "config_id"
+    df = df.merge(cfg_df.reset_index(), on="config_id", how="left")
+    return df.sort_values(["config_id", "query_id", "repeat"]).reset_index(drop=True)
+
+
+def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataFrame:
+    if results.empty:
+        return pd.DataFrame()
+    metric_cols = [c for c in QUALITY + ["span_recall@10", "span_iou@10", "exact_match",
+                                         "token_f1", "hallucinated"] if c in results.columns]
+    base_id = _baseline_id(spec, configs)
+    base = results[results.config_id == base_id].groupby("query_id")
+    out = []
+    for cid, g in results.groupby("config_id", sort=True):
+        s: dict[str, Any] = {"config_id": cid, "config": g["config"].iloc[0], "n": len(g),
+                             "failures": int(g["error"].notna().sum()),
+                             "latency_p50_ms": float(g["latency_ms"].median()),
+                             "latency_p95_ms": float(g["latency_ms"].quantile(0.95)),
+                             "iterations_mean": float(g["iterations"].mean()),
+                             "context_tokens_mean": float(g["context_tokens"].mean())}
+        for m in metric_cols:
+            vals = g[m].astype(float)
+            s[m] = float(vals.mean())
+            s[f"{m}_ci_low"], s[f"{m}_ci_high"] = bootstrap_ci(vals.to_list())
+            if cid != base_id and m in QUALITY + ["span_recall@10"]:
+                mine = g.groupby("query_id")[m].mean()
+                theirs = base[m].mean().reindex(mine.index)
+                pb = paired_bootstrap(mine.to_list(), theirs.to_list())
+                s[f"{m}_diff_vs_base"] = pb["diff"]
+                s[f"{m}_diff_ci_low"], s[f"{m}_diff_ci_high"] = pb["ci_low"], pb["ci_high"]
+        out.append(s)
+    summary = pd.DataFrame(out)
+    summary["baseline"] = summary["config_id"] == base_id
+    quality = next((m for m in QUALITY if m in summary.columns), None)
+    if quality:
+        summary["pareto"] = pareto_front(summary, quality, ["latency_p50_ms", "context_tokens_mean"])
+    return summary
+
+
+def _baseline_id(spec: SweepSpec, configs: list) -> str:
+    if spec.baseline:
+        want = spec.base.with_overrides(spec.baseline)
+        for i, (_, _, cfg) in enumerate(configs):
+            if cfg == want:
+                return f"c{i:02d}"
+        raise ValueError(f"baseline {spec.baseline} matches none of the {len(configs)} configs")
+    return "c00"
+
+
+def print_summary(summary: pd.DataFrame, log=print) -> None:  # noqa: ANN001
+    cols = [c for c in ["config_id", "config", "ndcg@10", "ndcg@10_ci_low", "ndcg@10_ci_high",
+                        "recall@10", "mrr@10", "span_recall@10", "token_f1", "hallucinated",
+                        "iterations_mean", "context_tokens_mean", "latency_p50_ms",
+                        "latency_p95_ms", "failures", "pareto"] if c in summary.columns]
+    with pd.option_context("display.max_columns", None, "display.width", 200,
+                           "display.max_colwidth", 60, "display.float_format", "{:.3f}".format):
+        log(summary[cols].to_string(index=False))
+

@@ -1,0 +1,107 @@
+"""A sweep spec: dataset + sample, a base `RAGConfig`, a grid and/or random search over
+dotted parameter paths, metric groups, repeats and the baseline. Validated like the
+config: unknown keys and bad parameter paths are errors naming the file and field."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..config import ConfigError, RAGConfig, format_validation_error
+
+MetricGroup = Literal["retrieval", "answers", "hallucination"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetSpec(_Strict):
+    name: str = "halueval-qa"
+    split: Literal["dev", "test", "all"] = "dev"
+    n: int | None = Field(100, ge=1, description="queries sampled; None = all")
+    seed: int = 0
+    corpus_size: int | None = Field(None, ge=1, description="gold docs + seeded distractors")
+    docs: str | None = Field(None, description="name=local: folder of documents")
+    questions: str | None = Field(None, description="name=local: JSONL/CSV of questions")
+
+
+class RandomSearch(_Strict):
+    n: int = Field(..., ge=1)
+    seed: int = 0
+    params: dict[str, list[Any]]
+
+
+class SweepSpec(_Strict):
+    name: str = Field(..., min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    dataset: DatasetSpec = DatasetSpec()
+    base: RAGConfig = RAGConfig()
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    random: RandomSearch | None = None
+    metrics: list[MetricGroup] = Field(default_factory=lambda: ["retrieval"])
+    k: int = Field(10, ge=1, le=100, description="hits evaluated per query")
+    repeats: int = Field(1, ge=1, le=20, description="repeat each config (latency variance)")
+    baseline: dict[str, Any] | None = Field(
+        None, description="overrides that identify the baseline config; default: the first")
+    llm_sample: int = Field(20, ge=0, description="queries per config that get LLM metrics")
+
+    @model_validator(mode="after")
+    def _check_paths(self) -> SweepSpec:
+        for label, overrides in self.configs_overrides():
+            try:
+                self.base.with_overrides(overrides)
+            except ConfigError as exc:
+                raise ValueError(f"config {label}: {exc}") from None
+        return self
+
+    def configs_overrides(self) -> list[tuple[str, dict[str, Any]]]:
+        combos: list[dict[str, Any]] = []
+        if self.grid:
+            keys = list(self.grid)
+            combos += [dict(zip(keys, vals)) for vals in itertools.product(*self.grid.values())]
+        if self.random:
+            rng = random.Random(self.random.seed)
+            keys = list(self.random.params)
+            for _ in range(self.random.n):
+                combos.append({k: rng.choice(self.random.params[k]) for k in keys})
+        if not combos:
+            combos = [{}]
+        seen, out = set(), []
+        for c in combos:
+            key = json.dumps(c, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                label = ",".join(f"{k}={v}" for k, v in c.items()) or "base"
+                out.append((label, c))
+        return out
+
+    def configs(self) -> list[tuple[str, dict[str, Any], RAGConfig]]:
+        return [(label, o, self.base.with_overrides(o)) for label, o in self.configs_overrides()]
+
+    def spec_hash(self) -> str:
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    @classmethod
+    def load(cls, path: str | Path) -> SweepSpec:
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: sweep spec not found") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(format_validation_error(exc, str(path))) from None
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False))

@@ -1,0 +1,50 @@
+"""Statistics for sweeps, as pure functions: bootstrap CIs, paired bootstrap against a
+baseline on per-query values, and the Pareto frontier of quality vs costs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+
+def bootstrap_ci(values: Sequence[float], n_boot: int = 2000, seed: int = 0,
+                 alpha: float = 0.05) -> tuple[float, float]:
+    v = np.asarray([x for x in values if x == x], dtype=float)  # NaN = failure, counted apart
+    if len(v) == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), size=(n_boot, len(v)))].mean(axis=1)
+    return float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], n_boot: int = 2000, seed: int = 0,
+                     alpha: float = 0.05) -> dict[str, float]:
+    """Mean of a − b over paired queries, its CI, and the share of resamples where a ≤ b."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired_bootstrap: {x.shape} vs {y.shape} values")
+    keep = ~(np.isnan(x) | np.isnan(y))
+    d = x[keep] - y[keep]
+    if len(d) == 0:
+        return {"diff": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
+                "p_le_0": float("nan"), "n": 0}
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
+    return {"diff": float(d.mean()), "ci_low": float(np.quantile(means, alpha / 2)),
+            "ci_high": float(np.quantile(means, 1 - alpha / 2)),
+            "p_le_0": float((means <= 0).mean()), "n": int(len(d))}
+
+
+def pareto_front(df: pd.DataFrame, quality: str, costs: Sequence[str]) -> pd.Series:
+    """True for rows not dominated: no other row has quality ≥ and every cost ≤, one strictly."""
+    q = df[quality].to_numpy(dtype=float)
+    c = df[list(costs)].to_numpy(dtype=float)
+    flags = []
+    for i in range(len(df)):
+        better_q = q >= q[i]
+        better_c = (c <= c[i]).all(axis=1)
+        strictly = (q > q[i]) | (c < c[i]).any(axis=1)
+        flags.append(not bool((better_q & better_c & strictly).any()))
+    return pd.Series(flags, index=df.index, name="pareto")
