@@ -291,6 +291,8 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
             if field.split(".")[-1] in {"api_key", "token", "password", "secret"}:
                 hint = " (secrets are never stored in a config: set api_key_env to an env var name)"
             lines.append(f"  {field}: unknown field (value {err['input']!r}){hint}")
+        elif field == "<root>" or isinstance(err.get("input"), dict):
+            lines.append(f"  {field}: {err['msg']}")  # cross-field rule: the message names it
         else:
             lines.append(f"  {field}: {err['msg']} (got {err.get('input')!r})")
     return "\n".join(lines)

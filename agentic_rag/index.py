@@ -131,7 +131,9 @@ class AgenticIndex:
 
     # -- reads ------------------------------------------------------------------------
     def embed_query(self, query: str) -> np.ndarray:
-        return self.embedder.embed([query])[0]
+        """Queries bypass the on-disk cache: they are one-offs, and a sweep's latencies must
+        not depend on which config happened to embed a query first."""
+        return getattr(self.embedder, "inner", self.embedder).embed([query])[0]
 
     def search(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
         """Dense search; scores are cosine similarities clipped to [0, 1]."""

@@ -40,7 +40,8 @@ def plot_tradeoff(summary: pd.DataFrame, x: str = "latency_p50_ms", y: str = "nd
                     textcoords="offset points")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    ax.set_title(f"{y} vs {x} (red: Pareto frontier, bars: 95% CI)")
+    ax.set_title(f"{y} vs {x}\n(red: Pareto frontier on latency and context tokens; bars: 95% CI)",
+                 fontsize=10)
     fig.tight_layout()
     if path:
         fig.savefig(path, dpi=120)

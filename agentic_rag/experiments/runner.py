@@ -181,7 +181,7 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
         run_dir = runs_dir / f"{stamp}-{spec.name}"
         (run_dir / "configs").mkdir(parents=True)
         spec.save(run_dir / "spec.yaml")
-        for i, (label, _, cfg) in enumerate(configs):
+        for i, (_, _, cfg) in enumerate(configs):
             cfg.save(run_dir / "configs" / f"c{i:02d}.yaml")
         (run_dir / "status.json").write_text(json.dumps(
             {"spec_hash": spec.spec_hash(), "complete": False}))
@@ -213,7 +213,8 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     bar = tqdm(total=total, initial=len(rows.done), desc=spec.name, disable=not progress)
     try:
         for key, members in groups.items():
-            todo = [(i, q, r) for i in members for q in ds.queries for r in range(spec.repeats)
+            # configs interleaved per query, so drift (caches, background work) hits all alike
+            todo = [(i, q, r) for r in range(spec.repeats) for q in ds.queries for i in members
                     if (f"c{i:02d}", q.id, r) not in rows.done]
             if not todo:
                 continue
@@ -227,6 +228,8 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
                 f"{time.perf_counter() - t0:.1f}s")
             pipes = {i: Pipeline(configs[i][2].with_overrides({"home": first.home}), index=index)
                      for i in members}
+            for p in pipes.values():  # warm-up (model load, first-query costs), not recorded
+                p.retriever().retrieve(ds.queries[0].text)
             for i, q, r in todo:
                 row = _evaluate(spec, ds, i, configs[i], pipes[i], q, r)
                 rows.add(row)
@@ -261,8 +264,10 @@ def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
                 "latency_query_ms": 1000 * (t1 - t0), "latency_retrieval_ms": 1000 * (t2 - t1),
                 "latency_context_ms": 1000 * (t3 - t2), "latency_ms": 1000 * (t3 - t0)})
     qrels = ds.qrels.get(q.id, {})
+    run = doc_run(hits)
+    row["retrieved_docs"] = json.dumps(list(run))  # rank order, for re-scoring and analysis
     if "retrieval" in spec.metrics and qrels:
-        row.update(ir_metrics({q.id: qrels}, {q.id: doc_run(hits)})[q.id])
+        row.update(ir_metrics({q.id: qrels}, {q.id: run})[q.id])
         for k in sorted({5, spec.k}):
             if ds.spans.get(q.id):
                 row.update(span_metrics(hits, ds.spans[q.id], k))
@@ -322,7 +327,7 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
                 theirs = base[m].mean().reindex(mine.index)
                 pb = paired_bootstrap(mine.to_list(), theirs.to_list())
                 s[f"{m}_diff_vs_base"] = pb["diff"]
-                s[f"{m}_diff_ci_low"], s[f"{m}_diff_ci_high"] = pb["ci_low"], pb["ci_high"]
+                s[f"{m}_diff_vs_base_ci_low"], s[f"{m}_diff_vs_base_ci_high"] = pb["ci_low"], pb["ci_high"]
         out.append(s)
     summary = pd.DataFrame(out)
     summary["baseline"] = summary["config_id"] == base_id

@@ -1,0 +1,65 @@
+"""Metric values against hand-computed cases and against ir-measures."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from agentic_rag.datasets import GoldSpan
+from agentic_rag.documents import Chunk, Hit
+from agentic_rag.evaluation import doc_run, exact_match, ir_metrics, span_metrics, token_f1
+from agentic_rag.evaluation.llm_judge import auroc
+from agentic_rag.experiments.stats import bootstrap_ci, paired_bootstrap, pareto_front
+
+
+def hit(doc, start, end, rank, ctype="prose"):
+    c = Chunk(id=f"{doc}#{ctype}@{start}-{end}", doc_id=doc, text="x", chunk_type=ctype,
+              start_char=start, end_char=end, token_count=1)
+    return Hit(chunk=c, score=1.0 / rank, rank=rank)
+
+
+def test_doc_level_metrics_hand_computed():
+    # ranking of chunks → docs: d2 (rank 1), d1 (rank 2; its 2nd chunk at rank 3 ignored), d3
+    hits = [hit("d2", 0, 5, 1), hit("d1", 0, 5, 2), hit("d1", 5, 9, 3), hit("d3", 0, 5, 4)]
+    assert list(doc_run(hits)) == ["d2", "d1", "d3"]
+    m = ir_metrics({"q": {"d1": 1, "d3": 1}}, {"q": doc_run(hits)})["q"]
+    dcg = 1 / math.log2(3) + 1 / math.log2(4)
+    idcg = 1 / math.log2(2) + 1 / math.log2(3)
+    assert m["ndcg@10"] == pytest.approx(dcg / idcg)
+    assert m["mrr@10"] == pytest.approx(0.5)
+    assert m["recall@5"] == pytest.approx(1.0) and m["precision@5"] == pytest.approx(2 / 5)
+    assert ir_metrics({"q": {"d9": 1}}, {"q": {}})["q"]["ndcg@10"] == 0.0
+
+
+def test_span_metrics_hand_computed():
+    gold = [GoldSpan(doc_id="d", start=100, end=200)]
+    hits = [hit("d", 50, 150, 1), hit("d", 140, 160, 2), hit("e", 0, 100, 3)]
+    m = span_metrics(hits, gold, k=3)
+    # retrieved in d: [50,160) = 110 chars, in e: 100 chars; overlap with gold [100,160) = 60
+    assert m["span_recall@3"] == pytest.approx(60 / 100)
+    assert m["span_precision@3"] == pytest.approx(60 / 210)
+    assert m["span_iou@3"] == pytest.approx(60 / (100 + 210 - 60))
+    assert span_metrics(hits, gold, k=1)["span_recall@1"] == pytest.approx(50 / 100)
+
+
+def test_squad_em_and_f1():
+    assert exact_match("The Delhi!", ["delhi"]) == 1.0
+    assert exact_match("New Delhi", ["Delhi"]) == 0.0
+    assert token_f1("New Delhi", ["Delhi"]) == pytest.approx(2 * 0.5 * 1 / 1.5)
+    assert token_f1("Paris", ["London", "paris"]) == 1.0
+    assert token_f1("", ["x"]) == 0.0
+
+
+def test_auroc_and_bootstrap_and_pareto():
+    assert auroc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]) == pytest.approx(0.75)
+    assert auroc([0, 1], [0.5, 0.5]) == pytest.approx(0.5)
+    lo, hi = bootstrap_ci([1.0] * 10)
+    assert lo == hi == 1.0
+    lo, hi = bootstrap_ci([0.0, 1.0] * 50)
+    assert lo < 0.5 < hi
+    pb = paired_bootstrap([0.9, 0.8, 0.7, 0.9], [0.5, 0.5, 0.5, 0.5])
+    assert pb["diff"] == pytest.approx(0.325) and pb["ci_low"] > 0 and pb["p_le_0"] == 0.0
+    df = pd.DataFrame({"q": [0.9, 0.8, 0.7, 0.85], "lat": [10, 5, 1, 12], "tok": [1, 1, 1, 1]})
+    assert pareto_front(df, "q", ["lat", "tok"]).tolist() == [True, True, True, False]
