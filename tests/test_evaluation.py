@@ -63,3 +63,15 @@ def test_auroc_and_bootstrap_and_pareto():
     assert pb["diff"] == pytest.approx(0.325) and pb["ci_low"] > 0 and pb["p_le_0"] == 0.0
     df = pd.DataFrame({"q": [0.9, 0.8, 0.7, 0.85], "lat": [10, 5, 1, 12], "tok": [1, 1, 1, 1]})
     assert pareto_front(df, "q", ["lat", "tok"]).tolist() == [True, True, True, False]
+
+
+def test_ragas_non_llm_metrics_hand_cases():
+    from agentic_rag.evaluation.ragas_metrics import non_llm_scores
+
+    gold = "The Oberoi Group is a hotel company with its head office in Delhi."
+    right = non_llm_scores("It is Delhi", "Delhi", [gold, "Paris is nice"], [gold])
+    assert right["ragas_string_presence"] == 1.0 and right["ragas_exact_match"] == 0.0
+    assert right["ragas_nonllm_context_recall"] == pytest.approx(1.0)
+    wrong = non_llm_scores("Mumbai", "Delhi", ["Paris is nice"], [gold])
+    assert wrong["ragas_string_presence"] == 0.0 and wrong["ragas_rouge"] == 0.0
+    assert wrong["ragas_nonllm_context_recall"] == pytest.approx(0.0)

@@ -109,3 +109,43 @@ def test_agent_answers_from_default_corpus(fee_pipeline, mode):
     assert res.tool_calls >= 1 and res.retrieval_iterations >= 1
     assert "20" in res.answer
     assert res.prompt_tokens > 0 and res.context_tokens > 0
+
+
+def test_support_judge_separates_halueval_answers(qwen):
+    from agentic_rag.datasets import load_dataset
+    from agentic_rag.evaluation.llm_judge import validate_judge
+
+    ds = load_dataset("halueval-qa").split("dev").sample(8, seed=5)
+    items = [(q.metadata["knowledge"], q.answers[0], q.metadata["hallucinated_answer"])
+             for q in ds.queries]
+    chat = OpenAIChatModel(LLMConfig(), base_url=qwen.base_url)
+    res = validate_judge(chat, items)
+    assert res["n"] + res["failures"] == 16
+    assert res["flags_hallucinated"] > res["flags_right"]  # it tells them apart on average
+    assert 0.5 < res["auroc"] <= 1.0
+
+
+def test_sweep_with_llm_metric_groups(qwen, tmp_path):
+    """answers + hallucination + ragas (faithfulness) + non-LLM ragas, on one sampled query."""
+    from agentic_rag.experiments import run_sweep
+    from agentic_rag.experiments.spec import SweepSpec
+
+    spec = SweepSpec.model_validate({
+        "name": "llm", "dataset": {"name": "halueval-qa", "n": 3, "seed": 1, "corpus_size": 60},
+        "base": {"llm": {"server": {"port": qwen.config.port}}, "context": {"max_tokens": 400}},
+        "metrics": ["retrieval", "answers", "hallucination", "ragas", "ragas_nonllm"],
+        "ragas_metrics": ["faithfulness"], "llm_sample": 1})
+    res = run_sweep(spec, tmp_path / "runs", tmp_path / "cache", progress=False,
+                    log=lambda *_: None)
+    df = res.results
+    assert len(df) == 3
+    sampled = df[df["answer"].notna()]
+    assert len(sampled) == 1  # LLM metrics only on the sample
+    row = sampled.iloc[0]
+    assert row["llm_prompt_tokens"] > 0 and row["hallucinated"] in (0.0, 1.0)
+    assert 0.0 <= row["token_f1"] <= 1.0
+    assert ("ragas_faithfulness" in df and 0 <= row["ragas_faithfulness"] <= 1) or \
+        isinstance(row.get("ragas_faithfulness_error"), str)  # a failure is recorded, not scored
+    assert 0.0 <= row["ragas_nonllm_context_recall"] <= 1.0
+    s = res.summary.iloc[0]
+    assert s["llm_prompt_tokens_total"] == row["llm_prompt_tokens"] and s["failures"] == 0

@@ -162,7 +162,7 @@ def estimate_llm_cost(spec: SweepSpec, n_configs: int, n_queries: int) -> dict[s
     """Rough count of LLM calls: 1 answer + 1 judge; ragas' LLM metrics make several calls
     each (statement extraction + verification: ~2-3 per metric)."""
     per_query = bool(LLM_GROUPS & set(spec.metrics)) + ("hallucination" in spec.metrics) \
-        + (10 if "ragas" in spec.metrics else 0)
+        + (3 * len(spec.ragas_metrics) if "ragas" in spec.metrics else 0)
     sampled = min(spec.llm_sample, n_queries)
     calls = n_configs * spec.repeats * sampled * per_query
     budget = spec.base.context.max_tokens + 150
@@ -228,7 +228,7 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     if "ragas" in spec.metrics:
         from ..evaluation.ragas_metrics import RagasScorer
 
-        scorer = RagasScorer(spec.base.llm)
+        scorer = RagasScorer(spec.base.llm, spec.ragas_metrics)
     docs_by_id = {d.id: d for d in ds.corpus}
     try:
         for key, members in groups.items():

@@ -51,6 +51,10 @@ class SweepSpec(_Strict):
     baseline: dict[str, Any] | None = Field(
         None, description="overrides that identify the baseline config; default: the first")
     llm_sample: int = Field(20, ge=0, description="queries per config that get LLM metrics")
+    ragas_metrics: list[Literal["faithfulness", "factual_correctness", "context_precision",
+                                "context_recall"]] = Field(
+        default_factory=lambda: ["faithfulness", "factual_correctness", "context_precision",
+                                 "context_recall"])
 
     @model_validator(mode="after")
     def _check_paths(self) -> SweepSpec:
