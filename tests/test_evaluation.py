@@ -75,3 +75,18 @@ def test_ragas_non_llm_metrics_hand_cases():
     wrong = non_llm_scores("Mumbai", "Delhi", ["Paris is nice"], [gold])
     assert wrong["ragas_string_presence"] == 0.0 and wrong["ragas_rouge"] == 0.0
     assert wrong["ragas_nonllm_context_recall"] == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("pred,ref", [("Delhi", "Delhi"), ("delhi", "Delhi"), ("New Delhi", "Delhi")])
+def test_exact_match_agrees_with_ragas_on_plain_strings(pred, ref):
+    import asyncio
+
+    from agentic_rag.evaluation.ragas_metrics import _ragas
+
+    _ragas()
+    from ragas.metrics.collections import ExactMatch
+
+    theirs = asyncio.run(ExactMatch().ascore(reference=ref, response=pred)).value
+    ours = exact_match(pred, [ref])
+    # ragas compares raw strings; ours normalises case/punctuation/articles (SQuAD)
+    assert theirs == (pred == ref) and ours >= theirs

@@ -126,14 +126,15 @@ def test_support_judge_separates_halueval_answers(qwen):
 
 
 def test_sweep_with_llm_metric_groups(qwen, tmp_path):
-    """answers + hallucination + ragas (faithfulness) + non-LLM ragas, on one sampled query."""
+    """answers + hallucination + ragas (faithfulness) + non-LLM ragas + the agent loop,
+    on one sampled query."""
     from agentic_rag.experiments import run_sweep
     from agentic_rag.experiments.spec import SweepSpec
 
     spec = SweepSpec.model_validate({
         "name": "llm", "dataset": {"name": "halueval-qa", "n": 3, "seed": 1, "corpus_size": 60},
         "base": {"llm": {"server": {"port": qwen.config.port}}, "context": {"max_tokens": 400}},
-        "metrics": ["retrieval", "answers", "hallucination", "ragas", "ragas_nonllm"],
+        "metrics": ["retrieval", "answers", "hallucination", "ragas", "ragas_nonllm", "agent"],
         "ragas_metrics": ["faithfulness"], "llm_sample": 1})
     res = run_sweep(spec, tmp_path / "runs", tmp_path / "cache", progress=False,
                     log=lambda *_: None)
@@ -147,5 +148,7 @@ def test_sweep_with_llm_metric_groups(qwen, tmp_path):
     assert ("ragas_faithfulness" in df and 0 <= row["ragas_faithfulness"] <= 1) or \
         isinstance(row.get("ragas_faithfulness_error"), str)  # a failure is recorded, not scored
     assert 0.0 <= row["ragas_nonllm_context_recall"] <= 1.0
+    assert row["agent_stop_reason"] in ("answer", "max_steps") and row["agent_tool_calls"] >= 0
+    assert row["agent_prompt_tokens"] > 0
     s = res.summary.iloc[0]
     assert s["llm_prompt_tokens_total"] == row["llm_prompt_tokens"] and s["failures"] == 0

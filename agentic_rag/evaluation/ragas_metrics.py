@@ -23,6 +23,7 @@ import math
 import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,19 +51,21 @@ def _base_url(cfg: LLMConfig) -> str:
 
 class RagasScorer:
     def __init__(self, llm: LLMConfig, metrics: Sequence[str] = LLM_METRICS,
-                 timeout_s: float = 600.0) -> None:
+                 timeout_s: float = 600.0, cache_dir: str | None = None) -> None:
         unknown = set(metrics) - set(LLM_METRICS)
         if unknown:
             raise ValueError(f"unknown ragas metrics {sorted(unknown)}; choose from {LLM_METRICS}")
         self.config = llm
         self.metric_names = tuple(metrics)
         self.timeout_s = timeout_s
+        self.cache_dir = cache_dir or str(Path.home() / ".cache" / "agentic-rag" / "ragas")
         self._metrics: dict[str, Any] | None = None
 
     def _build(self) -> dict[str, Any]:
         if self._metrics is None:
             _ragas()
             from openai import AsyncOpenAI
+            from ragas.cache import DiskCacheBackend
             from ragas.llms import llm_factory
             from ragas.metrics.collections import (
                 ContextPrecision,
@@ -74,7 +77,9 @@ class RagasScorer:
             key = os.environ.get(self.config.api_key_env) or "not-needed-for-local"
             client = AsyncOpenAI(base_url=_base_url(self.config), api_key=key,
                                  timeout=self.config.timeout_s)
-            llm = llm_factory(self.config.model, client=client, max_tokens=768, temperature=0)
+            # ragas' own disk cache (keyed by the prompt): a rerun makes no LLM call
+            llm = llm_factory(self.config.model, client=client, max_tokens=768, temperature=0,
+                              cache=DiskCacheBackend(cache_dir=self.cache_dir))
             make = {"faithfulness": lambda: Faithfulness(llm=llm),
                     "factual_correctness": lambda: FactualCorrectness(llm=llm),
                     "context_precision": lambda: ContextPrecision(llm=llm),

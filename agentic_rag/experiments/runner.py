@@ -155,14 +155,16 @@ def _find_run(runs_dir: Path, spec: SweepSpec) -> Path | None:
     return None
 
 
-LLM_GROUPS = {"answers", "hallucination", "ragas", "ragas_nonllm"}
+LLM_GROUPS = {"answers", "hallucination", "ragas", "ragas_nonllm", "agent"}
 
 
 def estimate_llm_cost(spec: SweepSpec, n_configs: int, n_queries: int) -> dict[str, int]:
     """Rough count of LLM calls: 1 answer + 1 judge; ragas' LLM metrics make several calls
     each (statement extraction + verification: ~2-3 per metric)."""
-    per_query = bool(LLM_GROUPS & set(spec.metrics)) + ("hallucination" in spec.metrics) \
-        + (3 * len(spec.ragas_metrics) if "ragas" in spec.metrics else 0)
+    per_query = bool({"answers", "hallucination", "ragas"} & set(spec.metrics)) \
+        + ("hallucination" in spec.metrics) \
+        + (3 * len(spec.ragas_metrics) if "ragas" in spec.metrics else 0) \
+        + (3 if "agent" in spec.metrics else 0)
     sampled = min(spec.llm_sample, n_queries)
     calls = n_configs * spec.repeats * sampled * per_query
     budget = spec.base.context.max_tokens + 150
@@ -228,7 +230,8 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     if "ragas" in spec.metrics:
         from ..evaluation.ragas_metrics import RagasScorer
 
-        scorer = RagasScorer(spec.base.llm, spec.ragas_metrics)
+        scorer = RagasScorer(spec.base.llm, spec.ragas_metrics,
+                             cache_dir=str(cache_dir / "ragas-cache"))
     docs_by_id = {d.id: d for d in ds.corpus}
     try:
         for key, members in groups.items():
@@ -301,6 +304,8 @@ def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
 
         gold_texts = [docs_by_id[d].text for d in qrels if d in docs_by_id]
         row.update(non_llm_scores("", "", [h.chunk.text for h in hits], gold_texts))
+    if sampled and "agent" in groups:
+        row.update(_agent_metrics(pipe, q))
     if sampled and groups & {"answers", "hallucination", "ragas"}:
         try:
             reply = generate_answer(pipe.chat_model, q.text, ctx.text)
@@ -325,6 +330,27 @@ def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
     return row
 
 
+def _agent_metrics(pipe: Pipeline, q) -> dict[str, Any]:  # noqa: ANN001
+    """The full agent loop on the query: tool calls, retrieval iterations, answer quality."""
+    from ..agent import run_agent
+    from ..tool import AgenticRAGTool
+
+    res = run_agent(q.text, pipe.chat_model, AgenticRAGTool(pipe), max_steps=3)
+    out: dict[str, Any] = {"agent_tool_calls": res.tool_calls,
+                           "agent_retrieval_iterations": res.retrieval_iterations,
+                           "agent_stop_reason": res.stop_reason,
+                           "agent_prompt_tokens": res.prompt_tokens,
+                           "agent_completion_tokens": res.completion_tokens,
+                           "agent_context_tokens": res.context_tokens,
+                           "latency_agent_ms": 1000 * res.latency_s, "agent_answer": res.answer}
+    if res.stop_reason == "llm_error":
+        out["agent_error"] = res.error
+    elif q.answers:
+        out["agent_token_f1"] = token_f1(res.answer, q.answers)
+        out["agent_exact_match"] = exact_match(res.answer, q.answers)
+    return out
+
+
 def _results_frame(rows: list[dict], configs: list) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if df.empty:
@@ -339,22 +365,29 @@ def _results_frame(rows: list[dict], configs: list) -> pd.DataFrame:
 def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataFrame:
     if results.empty:
         return pd.DataFrame()
-    extra = ["span_recall@10", "span_iou@10", "exact_match", "token_f1", "hallucinated"]
+    extra = ["span_recall@10", "span_iou@10", "exact_match", "token_f1", "hallucinated",
+             "agent_token_f1", "agent_exact_match", "agent_tool_calls",
+             "agent_retrieval_iterations"]
     extra += sorted(c for c in results.columns if c.startswith("ragas_")
                     and not c.endswith(("_error", "_seconds")))
     metric_cols = [c for c in QUALITY + extra if c in results.columns]
     tokens = [c for c in ("llm_prompt_tokens", "llm_completion_tokens", "judge_prompt_tokens",
-                          "judge_completion_tokens") if c in results.columns]
+                          "judge_completion_tokens", "agent_prompt_tokens",
+                          "agent_completion_tokens") if c in results.columns]
     base_id = _baseline_id(spec, configs)
     base = results[results.config_id == base_id].groupby("query_id")
     out = []
     for cid, g in results.groupby("config_id", sort=True):
         s: dict[str, Any] = {"config_id": cid, "config": g["config"].iloc[0], "n": len(g),
-                             "failures": int(g["error"].notna().sum()),
+                             "failures": int(g["error"].notna().sum()
+                                             + (g["agent_error"].notna().sum()
+                                                if "agent_error" in g else 0)),
                              "latency_p50_ms": float(g["latency_ms"].median()),
                              "latency_p95_ms": float(g["latency_ms"].quantile(0.95)),
                              "iterations_mean": float(g["iterations"].mean()),
                              "context_tokens_mean": float(g["context_tokens"].mean())}
+        for c in sorted(c for c in g.columns if c.startswith(("hits_", "relevant_hits_"))):
+            s[f"{c}_mean"] = float(g[c].fillna(0).mean())  # per chunk type, among the top k
         for c in tokens:  # LLM token usage per metric group, summed
             s[f"{c}_total"] = int(g[c].fillna(0).sum())
         for c in [c for c in g.columns if c.startswith("ragas_") and c.endswith("_error")]:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..config import ConfigError, RAGConfig, format_validation_error
 
-MetricGroup = Literal["retrieval", "answers", "hallucination", "ragas", "ragas_nonllm"]
+MetricGroup = Literal["retrieval", "answers", "hallucination", "ragas", "ragas_nonllm", "agent"]
 
 
 class _Strict(BaseModel):

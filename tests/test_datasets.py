@@ -1,0 +1,83 @@
+"""Loaders against the real registry packages: counts match the published ones."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentic_rag.datasets import banking_tasks, halueval_qa, load_local, python_faq
+from agentic_rag.datasets.qa import split_knowledge
+
+
+@pytest.fixture(scope="module")
+def halu():
+    return halueval_qa()
+
+
+def test_halueval_counts_and_structure(halu):
+    assert len(halu.queries) == 10_000  # HaluEval's published QA count
+    assert halu.queries[0].text.startswith("Which magazine was started first Arthur's Magazine")
+    assert 16_500 <= len(halu.corpus) <= 17_000  # de-duplicated supporting paragraphs
+    sizes = [len(v) for v in halu.qrels.values()]
+    assert set(sizes) <= {1, 2} and sizes.count(2) > 7_000
+    docs = {d.id: d.text for d in halu.corpus}
+    for q in halu.queries[:200]:
+        for did in halu.qrels[q.id]:
+            assert docs[did] in q.metadata["knowledge"]  # gold paragraphs come from its row
+        assert q.metadata["hallucinated_answer"] and q.answers
+
+
+def test_knowledge_split_at_the_join():
+    rows = [{"knowledge": "Arthur's Magazine (1844–1846) was an American literary periodical."
+                          "First for Women is a woman's magazine published by Bauer Media Group."},
+            {"knowledge": "The U.S. Army is the land service branch of the United States armed forces."}]
+    assert split_knowledge(rows) == [
+        ["Arthur's Magazine (1844–1846) was an American literary periodical.",
+         "First for Women is a woman's magazine published by Bauer Media Group."],
+        [rows[1]["knowledge"]]]
+
+
+def test_splits_and_sampling_deterministic(halu):
+    dev, test = halu.split("dev"), halu.split("test")
+    assert len(dev.queries) + len(test.queries) == 10_000
+    assert not {q.id for q in dev.queries} & {q.id for q in test.queries}
+    a, b = dev.sample(50, seed=7, corpus_size=500), dev.sample(50, seed=7, corpus_size=500)
+    assert [q.id for q in a.queries] == [q.id for q in b.queries]
+    assert a.fingerprint() == b.fingerprint() and len(a.corpus) == 500
+    gold = {d for v in a.qrels.values() for d in v}
+    assert gold <= {d.id for d in a.corpus}
+    assert dev.sample(50, seed=8).fingerprint() != a.fingerprint()
+
+
+def test_banking_tasks_and_python_faq():
+    bank = banking_tasks()
+    assert len(bank.corpus) == 698 and len(bank.queries) == 97
+    assert 9 <= sum(len(v) for v in bank.qrels.values()) / 97 <= 10.5  # ≈ 9.8 per task
+    faq = python_faq()
+    assert 170 <= len(faq.queries) <= 176 and all(q.text.endswith("?") for q in faq.queries)
+    doc = {d.id: d for d in faq.corpus}
+    q = next(q for q in faq.queries if q.text == "Why are Python strings immutable?")
+    span = faq.spans[q.id][0]
+    assert "performance" in doc[span.doc_id].text[span.start:span.end]
+
+
+def test_load_local_jsonl_csv_and_errors(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nalpha")
+    (docs / "b.md").write_text("# B\n\nbeta")
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"id": "1", "question": "alpha?", "answer": "alpha",
+                              "doc_ids": ["docs/a.md"]}) + "\n")
+    ds = load_local(docs, qs)
+    assert ds.qrels == {"1": {"docs/a.md": 1}} and ds.queries[0].answers == ["alpha"]
+    csv = tmp_path / "q.csv"
+    csv.write_text("question,doc_ids\nbeta?,docs/b.md|docs/a.md\n")
+    assert load_local(docs, csv).qrels == {"q1": {"docs/b.md": 1, "docs/a.md": 1}}
+    csv.write_text("question,doc_ids\nbeta?,docs/zzz.md\n")
+    with pytest.raises(ValueError, match="zzz.md"):
+        load_local(docs, csv)
+    qs.write_text("{not json\n")
+    with pytest.raises(ValueError, match=r"q.jsonl:1"):
+        load_local(docs, qs)
