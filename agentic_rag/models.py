@@ -14,12 +14,12 @@ model is verified before it is served.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from .packages import file_sha256, package_file
 
 
 @dataclass(frozen=True)
@@ -62,24 +62,6 @@ class ModelMissing(RuntimeError):
     """A model's packages are not installed; the message says what to install."""
 
 
-def _package_file(package: str, rel: str, install: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelMissing(f"package {package!r} is not installed: run `{install}`")
-    path = Path(list(spec.submodule_search_locations)[0]) / rel
-    if not path.exists():
-        raise ModelMissing(f"{path} is missing: reinstall with `{install}`")
-    return path
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def models_dir() -> Path:
     """Where split models are assembled: $AGENTIC_RAG_MODELS or ~/.cache/agentic-rag/models."""
     import os
@@ -98,7 +80,7 @@ def resolve_model(model: str, cache_dir: str | Path | None = None) -> Path:
     if model not in MODELS:
         raise ModelMissing(f"llm.server.model {model!r}: not a .gguf path nor one of {sorted(MODELS)}")
     spec = MODELS[model]
-    parts = [_package_file(pkg, f, spec.install) for pkg, f in zip(spec.packages, spec.files)]
+    parts = [package_file(pkg, f, spec.install, ModelMissing) for pkg, f in zip(spec.packages, spec.files)]
     if len(parts) == 1:
         target = parts[0]
     else:
@@ -115,7 +97,7 @@ def resolve_model(model: str, cache_dir: str | Path | None = None) -> Path:
     digest_file = target.parent / (target.name + ".sha256") if len(parts) > 1 else None
     digest = digest_file.read_text().strip() if digest_file and digest_file.exists() else None
     if digest is None:
-        digest = _sha256(target)
+        digest = file_sha256(target)
         if digest_file:
             digest_file.write_text(digest)
     if digest != spec.sha256:

@@ -13,13 +13,13 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 from ..documents import Document
+from ..packages import package_file
 from .base import DatasetMissing
 
 PYDOCS_SUBDIR = "usr/share/doc/python3.11/html/_sources"
@@ -63,13 +63,7 @@ def python_docs(sections: tuple[str, ...] = DEFAULT_PYDOC_SECTIONS) -> list[Docu
 
 
 def _package_data(package: str, relpath: str, install: str) -> Path:
-    spec = importlib.util.find_spec(package)  # locate without importing (no deps needed)
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetMissing(f"package {package!r} is not installed: run `{install}`")
-    path = Path(list(spec.submodule_search_locations)[0]) / relpath
-    if not path.exists():
-        raise DatasetMissing(f"{path} is missing from {package!r}: run `{install}`")
-    return path
+    return package_file(package, relpath, install, DatasetMissing)
 
 
 BANKING_DIR = "tau2/data/domains/banking_knowledge"
