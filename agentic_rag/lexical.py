@@ -67,7 +67,7 @@ class LexicalIndex:
         if not len(raw) or k <= 0:
             return []
         if where:
-            mask = np.array([_matches(c, where) for c in self._chunks], dtype=bool)
+            mask = np.array([matches_where(c, where) for c in self._chunks], dtype=bool)
             raw = np.where(mask, raw, 0.0)
         order = np.argsort(-raw, kind="stable")[:k]
         order = [i for i in order if raw[i] > 0]
@@ -106,7 +106,8 @@ class LexicalIndex:
         return [c.id for c in self._chunks]
 
 
-def _matches(chunk: Chunk, where: dict[str, Any]) -> bool:
+def matches_where(chunk: Chunk, where: dict[str, Any]) -> bool:
+    """The same flat AND-of-values filter the vector stores apply, on an in-memory chunk."""
     meta = chunk.store_metadata()
     for key, want in where.items():
         have = meta.get(key)

@@ -31,7 +31,7 @@ from .config import TiersConfig
 from .documents import Chunk, Document, Hit
 from .gate import confidence_top_mean
 from .index import AgenticIndex
-from .lexical import _matches
+from .lexical import matches_where
 
 DAY = 86400.0
 
@@ -81,7 +81,7 @@ class _Matrix:
         out: list[Hit] = []
         for i in order:
             c = self.chunks[i]
-            if where and not _matches(c, where):
+            if where and not matches_where(c, where):
                 continue
             out.append(Hit(chunk=c, score=float(min(1.0, max(0.0, sims[i]))), rank=len(out) + 1,
                            retriever=retriever))
