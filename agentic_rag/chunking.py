@@ -35,13 +35,7 @@ class AgenticChunker:
     def __init__(self, config: ChunkingConfig | None = None,
                  counter: TokenCounter | None = None) -> None:
         self.config = config or ChunkingConfig()
-        self._counter = counter
-
-    @property
-    def counter(self) -> TokenCounter:
-        if self._counter is None:
-            self._counter = make_token_counter(self.config.tokenizer)
-        return self._counter
+        self.counter: TokenCounter = counter or make_token_counter(self.config.tokenizer)
 
     # -- public ---------------------------------------------------------------------
     def chunk(self, doc: Document) -> list[Chunk]:

@@ -102,13 +102,7 @@ class AgenticContextFormatter:
     def __init__(self, config: ContextConfig | None = None,
                  counter: TokenCounter | None = None) -> None:
         self.config = config or ContextConfig()
-        self._counter = counter
-
-    @property
-    def counter(self) -> TokenCounter:
-        if self._counter is None:
-            self._counter = make_token_counter(self.config.tokenizer)
-        return self._counter
+        self.counter: TokenCounter = counter or make_token_counter(self.config.tokenizer)
 
     def _truncate(self, text: str, n: int) -> str:
         return self.counter.decode(self.counter.encode(text)[:n])

@@ -28,11 +28,15 @@ class TokenCounter(Protocol):
 
 
 class TiktokenCounter:
-    """tiktoken encoding, preferring the offline copy of the BPE ranks."""
+    """tiktoken encoding, preferring the offline copy of the BPE ranks; loaded on first use
+    (and shared by every counter of the same encoding), so constructing one is free."""
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
         self.name = encoding
-        self._enc = _load_encoding(encoding)
+
+    @property
+    def _enc(self):  # noqa: ANN202 - tiktoken.Encoding
+        return _load_encoding(self.name)
 
     def count(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
