@@ -159,12 +159,9 @@ class AgenticChunker:
                                **_step_meta(b.items))]
         groups = _pack([(it.start, it.end) for it in b.items],
                        lambda s, e: self.counter.count(text[s:e]), self.config.max_tokens)
-        by_start = {it.start: it for it in b.items}
-        by_end = {it.end: it for it in b.items}
         out = []
-        for s, e in groups:
+        for s, e in groups:  # groups are unions of whole items: steps are never cut
             items = [it for it in b.items if s <= it.start and it.end <= e]
-            assert by_start[s] is items[0] and by_end[e] is items[-1]
             out.append(self._make(doc, b, "list", s, e, ordered=b.ordered, **_step_meta(items)))
         return out
 

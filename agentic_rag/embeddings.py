@@ -184,7 +184,7 @@ class CachedEmbedder:
             for key, blob in db.execute(q, [model, *part]):
                 found[key] = np.frombuffer(blob, dtype=np.float32)
         missing = [k for k in unique if k not in found]
-        self.hits += len(keys) - sum(1 for k in keys if k in missing)
+        self.hits += sum(1 for k in keys if k in found)
         if missing:
             first = {k: t for k, t in zip(keys, texts)}
             vecs = self.inner.embed([first[k] for k in missing])

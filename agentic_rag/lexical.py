@@ -24,17 +24,17 @@ class LexicalIndex:
         self.config = config or LexicalConfig()
         self._bm25 = None
         self._chunks: list[Chunk] = []
+        self._stemmer = None  # built on first use, then reused by every query
 
     def _tokenize(self, texts: list[str]) -> list[list[str]]:
         import bm25s
 
-        stemmer = None
-        if self.config.stemmer != "none":
+        if self._stemmer is None and self.config.stemmer != "none":
             import Stemmer
 
-            stemmer = Stemmer.Stemmer(self.config.stemmer)
+            self._stemmer = Stemmer.Stemmer(self.config.stemmer)
         stop = None if self.config.stopwords == "none" else self.config.stopwords
-        return bm25s.tokenize(texts, stopwords=stop, stemmer=stemmer, return_ids=False,
+        return bm25s.tokenize(texts, stopwords=stop, stemmer=self._stemmer, return_ids=False,
                               show_progress=False)
 
     def build(self, chunks: list[Chunk], texts: list[str] | None = None) -> LexicalIndex:

@@ -166,6 +166,20 @@ class OpenAIChatModel:
                        f"{last_error}", kind, self.config.max_retries + 1)
 
 
+def ask_json_field(chat: ChatModel, system: str, user: str, field: str, schema: dict,
+                   valid, max_tokens: int) -> tuple[Any, ChatReply]:  # noqa: ANN001 - valid: predicate
+    """One schema-constrained call that must return `{field: value}` with `valid(value)`;
+    anything else raises `LLMError("malformed")` (after the transport/JSON retries)."""
+    reply = chat.chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
+                      json_schema=schema, max_tokens=max_tokens)
+    data = reply.json()
+    value = data.get(field) if isinstance(data, dict) else None
+    if not valid(value):
+        raise LLMError(f"expected {{{field!r}: ...}}, got {reply.content[:200]!r}", "malformed",
+                       reply.attempts)
+    return value, reply
+
+
 def _to_reply(resp: Any, latency: float, attempts: int) -> ChatReply:
     choice = resp.choices[0]
     msg = choice.message

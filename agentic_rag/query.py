@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .config import QueryConfig
 from .documents import Hit
-from .llm import ChatModel, LLMError
+from .llm import ChatModel, LLMError, ask_json_field
 
 IntentType = Literal["fact", "code", "procedure", "data"]
 INTENTS: tuple[str, ...] = ("fact", "code", "procedure", "data")
@@ -79,13 +79,9 @@ class LLMIntentClassifier:
         self.model = model
 
     def __call__(self, message: str) -> IntentType:
-        reply = self.model.chat([{"role": "system", "content": _INTENT_PROMPT},
-                                 {"role": "user", "content": message}],
-                                json_schema=_INTENT_SCHEMA, max_tokens=20)
-        intent = reply.json().get("intent") if isinstance(reply.json(), dict) else None
-        if intent not in INTENTS:
-            raise LLMError(f"intent classifier returned {reply.content!r}", "malformed", reply.attempts)
-        return intent  # type: ignore[return-value]
+        intent, _ = ask_json_field(self.model, _INTENT_PROMPT, message, "intent", _INTENT_SCHEMA,
+                                   lambda v: v in INTENTS, max_tokens=20)
+        return intent
 
 
 # ---- rewriting ----------------------------------------------------------------------
@@ -134,13 +130,8 @@ class LLMRewriter:
         self.model = model
 
     def __call__(self, message: str) -> str:
-        reply = self.model.chat([{"role": "system", "content": _REWRITE_PROMPT},
-                                 {"role": "user", "content": message}],
-                                json_schema=_REWRITE_SCHEMA, max_tokens=60)
-        data = reply.json()
-        q = data.get("query", "") if isinstance(data, dict) else ""
-        if not isinstance(q, str) or not q.strip():
-            raise LLMError(f"rewriter returned {reply.content!r}", "malformed", reply.attempts)
+        q, _ = ask_json_field(self.model, _REWRITE_PROMPT, message, "query", _REWRITE_SCHEMA,
+                              lambda v: isinstance(v, str) and bool(v.strip()), max_tokens=60)
         return q.strip()
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..llm import ChatModel, ChatReply, LLMError
+from ..llm import ChatModel, ChatReply, LLMError, ask_json_field
 
 ANSWER_PROMPT = ("Answer the question using only the context. Reply with the answer only, in "
                  "a few words. If the context does not contain the answer, reply \"I don't know\".")
@@ -33,13 +33,8 @@ def generate_answer(chat: ChatModel, question: str, context: str,
 
 def judge_support(chat: ChatModel, context: str, answer: str) -> tuple[bool, ChatReply]:
     """True when the judge finds the answer supported by the context."""
-    reply = chat.chat([{"role": "system", "content": JUDGE_PROMPT},
-                       {"role": "user", "content": f"Context:\n{context}\n\nAnswer: {answer}"}],
-                      json_schema=_JUDGE_SCHEMA, max_tokens=16)
-    data = reply.json()
-    if not isinstance(data, dict) or not isinstance(data.get("supported"), bool):
-        raise LLMError(f"judge returned {reply.content!r}", "malformed", reply.attempts)
-    return data["supported"], reply
+    return ask_json_field(chat, JUDGE_PROMPT, f"Context:\n{context}\n\nAnswer: {answer}",
+                          "supported", _JUDGE_SCHEMA, lambda v: isinstance(v, bool), max_tokens=16)
 
 
 def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:

@@ -233,6 +233,7 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
         scorer = RagasScorer(spec.base.llm, spec.ragas_metrics,
                              cache_dir=str(cache_dir / "ragas-cache"))
     docs_by_id = {d.id: d for d in ds.corpus}
+    llm_ids = frozenset(q.id for q in ds.queries[:spec.llm_sample])  # the sample is seeded
     try:
         for key, members in groups.items():
             # configs interleaved per query, so drift (caches, background work) hits all alike
@@ -253,7 +254,8 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
             for p in pipes.values():  # warm-up (model load, first-query costs), not recorded
                 p.retriever().retrieve(ds.queries[0].text)
             for i, q, r in todo:
-                row = _evaluate(spec, ds, i, configs[i], pipes[i], q, r, scorer, docs_by_id)
+                row = _evaluate(spec, ds, i, configs[i], pipes[i], q, r, scorer, docs_by_id,
+                                llm_ids)
                 rows.add(row)
                 bar.update(1)
     finally:
@@ -271,7 +273,7 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
 
 
 def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipeline, q, r: int,  # noqa: ANN001
-              scorer=None, docs_by_id=None) -> dict:  # noqa: ANN001
+              scorer=None, docs_by_id=None, llm_ids: frozenset[str] = frozenset()) -> dict:  # noqa: ANN001
     label, _, cfg = config
     row: dict[str, Any] = {"config_id": f"c{i:02d}", "config": label, "query_id": q.id,
                            "repeat": r, "error": None}
@@ -297,7 +299,7 @@ def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
             if ds.spans.get(q.id):
                 row.update(span_metrics(hits, ds.spans[q.id], k))
         row.update(per_type_hits(hits, set(qrels), spec.k))
-    sampled = ds.queries.index(q) < spec.llm_sample
+    sampled = q.id in (llm_ids or ())
     groups = set(spec.metrics)
     if sampled and "ragas_nonllm" in groups:
         from ..evaluation.ragas_metrics import non_llm_scores
