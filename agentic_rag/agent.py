@@ -1,19 +1,35 @@
-"""A minimal agent loop: the model calls `search_documents` until it can answer.
+"""The agent loop around `search_documents`, with a retrieval policy and grounded answers.
 
-Two ways to call the tool, because small local models often lack native tool calls:
+Policies (`AgentConfig.policy`), so "does the agent retrieve?" is a setting, not luck:
 
-- `native`: chat completions with `tools=[search_documents]`; the reply's
-  `tool_calls` are executed and fed back as `tool` messages. A model whose server
-  returns the call as text (Qwen's `<tool_call>{...}</tool_call>`, or a JSON object
-  `{"name": "search_documents", "arguments": ...}`, as llama.cpp's server does with
-  the GGUF's own chat template) is understood too.
-- `json`: a JSON-action prompt, `{"action": "search", "query": ...}` or
-  `{"action": "answer", "answer": ...}`, constrained by a JSON schema.
+- `retrieve_first`: the question itself is searched before the model's first turn; the
+  model reads those passages and may search again.
+- `tool_required`: the model's first turn must be a search. Native mode forces it with
+  `tool_choice` (llama.cpp's server then constrains the reply to the tool's JSON schema);
+  if the server refuses, a JSON action constrained to `search` is asked for instead.
+- `free`: the model decides whether to search (small local models often do not).
+- `closed_book`: no retrieval at all, one answer from the model's own knowledge: the
+  "without RAG" arm of every comparison.
 
-The loop stops on a final answer or after `max_steps` (the last step asks for an
-answer without tools). It returns the answer and a trace: every step's tool call,
-retrieval iterations, tokens and latency. A failed LLM call ends the run with
-`stop_reason="llm_error"` and the error recorded — never a made-up answer.
+Two ways to call the tool (`AgentConfig.mode`):
+
+- `native`: chat completions with `tools=[search_documents]`; the reply's `tool_calls`
+  are executed and fed back as `tool` messages. A call written as text (Qwen's
+  `<tool_call>{...}</tool_call>`, or a bare `{"name": "search_documents", ...}` object)
+  is understood too.
+- `json`: each decision is a small JSON action, `{"action": "search", "query": ...}` or
+  `{"action": "answer"}`, under a schema whose strings are bounded (`maxLength`) and with
+  `action_max_tokens`, so it cannot run away; the answer itself is then asked for as plain
+  text. A malformed action gets one retry with a corrective message; a second failure
+  ends the run (`stop_reason="invalid_action"`), counted, never re-requested.
+
+`max_steps` bounds the model's turns: up to `max_steps - 1` decision turns (each may
+search), then a last turn that must answer from the passages. Passages carry a short
+citation id (`context.citation_id`); the answer is asked to cite them as `[3fa9c]`.
+`AgentResult` lists the citations, which of them name a chunk that was actually served,
+and the invalid ones (a citation of a chunk never served is an error). When searches
+ran and served nothing, the answer is "I don't know" without asking the model. A failed
+LLM call ends the run with `stop_reason="llm_error"` — never a made-up answer.
 """
 
 from __future__ import annotations
@@ -25,32 +41,71 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .config import AgentConfig
+from .context import citation_id
 from .llm import ChatModel, ChatReply, LLMError
 from .tool import TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
 
 SYSTEM_NATIVE = (
-    "You answer questions using only the documentation. Call the search_documents tool to "
-    "find passages, then answer briefly, citing sources. If the passages do not contain the "
-    "answer, say you don't know.")
+    "You answer questions using only the documentation. Search it with the search_documents "
+    "tool. Each passage header shows an id in square brackets, after \"Document N\". Answer "
+    "briefly from the passages and cite the id of every passage you used, in square brackets. "
+    "If the passages do not contain the answer, say \"I don't know\".")
 SYSTEM_JSON = (
-    "You answer questions using only the documentation. Each turn, reply with JSON only:\n"
-    '{"action": "search", "query": "<a few words>", "focus_area": "any|code|procedure|data|fact"}'
-    " to search the documentation, or\n"
-    '{"action": "answer", "answer": "<brief answer citing sources>"} when you can answer. '
-    "If the passages do not contain the answer, answer that you don't know.")
-FORCE_ANSWER = "Answer the question now, using only the passages above."
+    "You answer questions using only the documentation. Each turn, reply with one JSON object "
+    "only: {\"action\": \"search\", \"query\": \"<a few words>\"} to search the documentation, "
+    "or {\"action\": \"answer\"} when the passages found so far answer the question; you will "
+    "then be asked for the answer. Each passage header shows an id in square brackets, after "
+    "\"Document N\".")
+SYSTEM_CLOSED = ("Answer the question briefly from your own knowledge. If you do not know the "
+                 "answer, say \"I don't know\".")
+FORCE_ANSWER = (
+    "Answer the question now, briefly, using only the passages above. Cite the id of every "
+    "passage you used, in square brackets. If the passages do not contain the answer, say "
+    "\"I don't know\".")
+FORCE_SEARCH_JSON = ("Search the documentation first. Reply with JSON only: "
+                     "{\"action\": \"search\", \"query\": \"<a few words>\"}.")
+FIX_ACTION = ("That was not a valid action. Reply with one JSON object only: "
+              "{\"action\": \"search\", \"query\": \"<a few words>\"} or {\"action\": \"answer\"}.")
+NOTHING_FOUND = "I don't know: the documentation search found no passages for this question."
 
-_ACTION_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "action": {"type": "string", "enum": ["search", "answer"]},
-        "query": {"type": "string"},
-        "focus_area": {"type": "string", "enum": ["any", "code", "procedure", "data", "fact"]},
-        "answer": {"type": "string"},
-    },
-    "required": ["action"],
-}
+ACTION_QUERY_MAX_CHARS = 120  # a search query in a JSON action: "a few words"
+Policy = Literal["retrieve_first", "tool_required", "free", "closed_book"]
+
+
+def action_schema(search_only: bool = False) -> dict[str, Any]:
+    """The JSON-action schema: an enum and one bounded string, no free-form fields, so the
+    grammar-constrained output is at most ~40 tokens."""
+    return {"type": "object",
+            "properties": {"action": {"type": "string",
+                                      "enum": ["search"] if search_only else ["search", "answer"]},
+                           "query": {"type": "string", "minLength": 1,
+                                     "maxLength": ACTION_QUERY_MAX_CHARS}},
+            "required": ["action", "query"] if search_only else ["action"],
+            "additionalProperties": False}
+
+
 _TOOL_CALL_TEXT = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
+_BRACKETS = re.compile(r"\[([^\[\]\n]{1,80})\]")
+_CITE_ID = re.compile(r"^[0-9a-f]{5}$")
+_ABSTAIN = re.compile(r"\b(i don'?t know|i do not know|cannot (?:find|answer|determine)|"
+                      r"(?:do|does) not (?:contain|mention|provide|specify|say))\b", re.I)
+
+
+def parse_citations(answer: str) -> list[str]:
+    """Citation ids written in square brackets (`[3fa9c]`, `[3fa9c, 1b2c3]`, `[id: 3fa9c]`),
+    in order of first appearance."""
+    out: list[str] = []
+    for group in _BRACKETS.findall(answer):
+        for token in re.split(r"[,;\s]+", group.strip().lower()):
+            token = token.removeprefix("id:").removeprefix("#").strip()
+            if _CITE_ID.match(token) and token not in out:
+                out.append(token)
+    return out
+
+
+def is_abstention(answer: str) -> bool:
+    return bool(_ABSTAIN.search(answer))
 
 
 class AgentStep(BaseModel):
@@ -58,7 +113,7 @@ class AgentStep(BaseModel):
 
     step: int
     kind: Literal["tool_call", "answer", "invalid_call"]
-    via: str  # native | tool_call_text | json
+    via: str  # native | tool_call_text | json | policy (retrieve_first) | tool_choice | json_forced
     arguments: dict[str, Any] | None = None
     tool: ToolOutput | None = None
     error: str | None = None
@@ -72,14 +127,44 @@ class AgentResult(BaseModel):
 
     question: str
     answer: str
-    stop_reason: Literal["answer", "max_steps", "llm_error"]
+    stop_reason: Literal["answer", "max_steps", "llm_error", "invalid_action", "nothing_found"]
+    policy: str = "free"
+    mode: str = "native"
     steps: list[AgentStep] = Field(default_factory=list)
     error: str | None = None
     latency_s: float = 0.0
+    citations: list[str] = Field(default_factory=list)  # citation ids, as written
+    cited_chunks: list[str] = Field(default_factory=list)  # chunk ids of valid citations
+    invalid_citations: list[str] = Field(default_factory=list)  # ids of chunks never served
+    action_failures: int = 0  # malformed JSON actions (each after its one retry)
 
     @property
     def tool_calls(self) -> int:
+        """Searches made, the policy's own (retrieve_first) included."""
         return sum(1 for s in self.steps if s.kind == "tool_call")
+
+    @property
+    def model_tool_calls(self) -> int:
+        """Searches the model asked for (forced ones included, the policy's pre-search not)."""
+        return sum(1 for s in self.steps if s.kind == "tool_call" and s.via != "policy")
+
+    @property
+    def served(self) -> list[str]:
+        """Chunk ids the agent was shown, in order, without repeats."""
+        return list(dict.fromkeys(c for s in self.steps if s.tool for c in s.tool.chunk_ids))
+
+    @property
+    def citation_valid(self) -> bool:
+        """No citation names a chunk that was never served (vacuously true without citations)."""
+        return not self.invalid_citations
+
+    @property
+    def cites_served(self) -> bool:
+        return bool(self.cited_chunks)
+
+    @property
+    def abstained(self) -> bool:
+        return is_abstention(self.answer)
 
     @property
     def retrieval_iterations(self) -> int:
@@ -113,66 +198,228 @@ def _run_tool(tool: AgenticRAGTool, args: Any) -> tuple[ToolOutput | None, dict 
         parsed.model_dump(), None
 
 
-def run_agent(question: str, chat: ChatModel, tool: AgenticRAGTool, max_steps: int = 4,
-              mode: Literal["native", "json"] = "native") -> AgentResult:
-    t0 = time.perf_counter()
-    steps: list[AgentStep] = []
-    native = mode == "native"
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM_NATIVE if native else SYSTEM_JSON},
-        {"role": "user", "content": question}]
-    for n in range(1, max_steps + 1):
-        last = n == max_steps
-        if last:
-            messages.append({"role": "user", "content": FORCE_ANSWER +
-                             ("" if native else ' Reply {"action": "answer", "answer": ...}.')})
+def _resolve(config: AgentConfig | None, **overrides: Any) -> AgentConfig:
+    cfg = config or AgentConfig()
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return AgentConfig.model_validate({**cfg.model_dump(), **given}) if given else cfg
+
+
+def run_agent(question: str, chat: ChatModel, tool: AgenticRAGTool | None = None,
+              config: AgentConfig | None = None, *, policy: Policy | None = None,
+              mode: Literal["native", "json"] | None = None,
+              max_steps: int | None = None) -> AgentResult:
+    """Answer `question` under `config` (default `AgentConfig()`); the keyword arguments
+    override single fields of it (`run_agent(q, chat, tool, max_steps=3, mode="json")`)."""
+    cfg = _resolve(config, policy=policy, mode=mode, max_steps=max_steps)
+    if cfg.policy != "closed_book" and tool is None:
+        raise ValueError(f"policy {cfg.policy!r} needs a tool (only closed_book runs without)")
+    return _AgentRun(question, chat, tool, cfg).run()
+
+
+class _AgentRun:
+    """One question: the message history, the steps taken, and the policy's control flow."""
+
+    def __init__(self, question: str, chat: ChatModel, tool: AgenticRAGTool | None,
+                 cfg: AgentConfig) -> None:
+        self.question, self.chat, self.tool, self.cfg = question, chat, tool, cfg
+        self.native = cfg.mode == "native"
+        self.steps: list[AgentStep] = []
+        self.action_failures = 0
+        self.t0 = time.perf_counter()
+        system = SYSTEM_NATIVE if self.native else SYSTEM_JSON
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system},
+                                               {"role": "user", "content": question}]
+
+    # ---- results --------------------------------------------------------------------------
+    def _result(self, answer: str, stop_reason: str, error: str | None = None) -> AgentResult:
+        answer = answer.strip()
+        cite_map = {citation_id(c): c for s in self.steps if s.tool for c in s.tool.chunk_ids}
+        cites = parse_citations(answer)
+        return AgentResult(
+            question=self.question, answer=answer, stop_reason=stop_reason,  # type: ignore[arg-type]
+            policy=self.cfg.policy, mode=self.cfg.mode, steps=self.steps, error=error,
+            latency_s=time.perf_counter() - self.t0, citations=cites,
+            cited_chunks=[cite_map[c] for c in cites if c in cite_map],
+            invalid_citations=[c for c in cites if c not in cite_map],
+            action_failures=self.action_failures)
+
+    def _llm_error(self, exc: LLMError) -> AgentResult:
+        return self._result("", "llm_error", f"{exc.kind}: {exc}")
+
+    # ---- control flow ---------------------------------------------------------------------
+    def run(self) -> AgentResult:
+        if self.cfg.policy == "closed_book":
+            return self._closed_book()
+        if self.cfg.policy == "retrieve_first":
+            output = self.tool.search(self.question)
+            self._record_search(0, "policy", "prefetch", {"query": output.query_used}, output)
+        decisions = max(self.cfg.max_steps - 1, 1 if self.cfg.policy == "tool_required" else 0)
+        for n in range(1, decisions + 1):
+            try:
+                if n == 1 and self.cfg.policy == "tool_required":
+                    done = self._forced_search(n)
+                else:
+                    done = self._decide(n)
+            except LLMError as exc:
+                return self._llm_error(exc)
+            if isinstance(done, AgentResult):
+                return done
+        return self._final_answer(decisions + 1, "max_steps" if decisions else "answer")
+
+    def _closed_book(self) -> AgentResult:
         try:
-            if native:
-                reply = chat.chat(messages, tools=None if last else [tool.openai_schema()])
-            else:
-                reply = chat.chat(messages, json_schema=_ACTION_SCHEMA)
+            reply = self.chat.chat([{"role": "system", "content": SYSTEM_CLOSED},
+                                    {"role": "user", "content": self.question}],
+                                   max_tokens=self.cfg.answer_max_tokens)
         except LLMError as exc:
-            return AgentResult(question=question, answer="", stop_reason="llm_error", steps=steps,
-                               error=f"{exc.kind}: {exc}", latency_s=time.perf_counter() - t0)
+            return self._llm_error(exc)
+        self.steps.append(AgentStep(step=1, kind="answer", via="closed_book", **_usage(reply)))
+        return self._result(reply.content, "answer")
 
-        call = _extract_call(reply, native)
-        if call is None or last:
-            answer = reply.content if native else _json_answer(reply)
-            steps.append(AgentStep(step=n, kind="answer", via=mode, **_usage(reply)))
-            return AgentResult(question=question, answer=answer.strip(),
-                               stop_reason="answer" if call is None else "max_steps",
-                               steps=steps, latency_s=time.perf_counter() - t0)
-        via, call_id, args = call
-        output, parsed, error = _run_tool(tool, args)
-        steps.append(AgentStep(step=n, kind="tool_call" if output else "invalid_call", via=via,
-                               arguments=parsed, tool=output, error=error, **_usage(reply)))
-        result_text = output.content if output else f"Error: {error}"
-        if via == "native":
-            messages.append({"role": "assistant", "content": reply.content or None, "tool_calls": [
-                {"id": call_id, "type": "function",
-                 "function": {"name": TOOL_NAME, "arguments": json.dumps(args)
-                              if not isinstance(args, str) else args}}]})
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": result_text})
-        else:
-            messages.append({"role": "assistant", "content": reply.content})
-            messages.append({"role": "user", "content": f"Search results:\n{result_text}"})
-    raise AssertionError("unreachable: the last step always answers")
+    def _searched_nothing(self) -> bool:
+        searches = [s for s in self.steps if s.kind == "tool_call"]
+        return bool(searches) and not any(s.tool.chunk_ids for s in searches)
 
+    def _final_answer(self, n: int, stop_reason: str) -> AgentResult:
+        if self._searched_nothing():
+            return self._result(NOTHING_FOUND, "nothing_found")
+        self.messages.append({"role": "user", "content": FORCE_ANSWER})
+        try:
+            reply = self.chat.chat(list(self.messages), max_tokens=self.cfg.answer_max_tokens)
+        except LLMError as exc:
+            return self._llm_error(exc)
+        self.steps.append(AgentStep(step=n, kind="answer", via=self.cfg.mode, **_usage(reply)))
+        return self._result(reply.content, stop_reason)
 
-def _extract_call(reply: ChatReply, native: bool) -> tuple[str, str, Any] | None:
-    """(via, call id, arguments) of the first tool call in the reply, or None for an answer."""
-    if native:
-        for c in reply.tool_calls:
-            if c.name == TOOL_NAME:
-                return "native", c.id, c.arguments
-        data = _json_call_in_text(reply.content or "")
-        if data is not None:
-            return "tool_call_text", "call_text", data.get("arguments") or data.get("parameters") or {}
+    def _decide(self, n: int) -> AgentResult | None:
+        """One decision turn: a search (returns None, the loop goes on) or the answer."""
+        if self.native:
+            reply = self.chat.chat(list(self.messages), tools=[self.tool.openai_schema()],
+                                   max_tokens=self.cfg.answer_max_tokens)
+            call = _native_call(reply)
+            if call is None:
+                self.steps.append(AgentStep(step=n, kind="answer", via="native", **_usage(reply)))
+                if self._searched_nothing():
+                    return self._result(NOTHING_FOUND, "nothing_found")
+                return self._result(reply.content, "answer")
+            via, call_id, args = call
+            self._execute(n, via, call_id, args, reply)
+            return None
+        action = self._json_action(n, action_schema())
+        if isinstance(action, AgentResult):
+            return action
+        data, reply = action
+        if data["action"] == "answer":
+            self.steps.append(AgentStep(step=n, kind="answer", via="json_action", arguments=data,
+                                        **_usage(reply)))
+            return self._final_answer(n + 1, "answer")
+        self._execute(n, "json", "json", {"query": data["query"]}, reply)
         return None
-    data = reply.json()
-    if isinstance(data, dict) and data.get("action") == "search" and data.get("query"):
-        return "json", "json", {"query": data["query"],
-                                "focus_area": data.get("focus_area", "any")}
+
+    def _forced_search(self, n: int) -> AgentResult | None:
+        """tool_required: the first turn is a search, whatever the model would prefer."""
+        if self.native:
+            try:
+                reply = self.chat.chat(
+                    list(self.messages), tools=[self.tool.openai_schema()],
+                    tool_choice={"type": "function", "function": {"name": TOOL_NAME}},
+                    max_tokens=self.cfg.action_max_tokens)
+            except LLMError as exc:
+                if exc.kind != "refused":
+                    raise
+                reply = None  # the server does not take tool_choice: constrained JSON below
+            call = _native_call(reply) if reply is not None else None
+            if call is not None:
+                via, call_id, args = call
+                self._execute(n, "tool_choice" if via == "native" else via, call_id, args, reply)
+                return None
+        self.messages.append({"role": "user", "content": FORCE_SEARCH_JSON})
+        action = self._json_action(n, action_schema(search_only=True))
+        self.messages.pop()  # the instruction is not part of the conversation
+        if isinstance(action, AgentResult):
+            return action
+        data, reply = action
+        self._execute(n, "json_forced", "forced", {"query": data["query"]}, reply)
+        return None
+
+    # ---- JSON actions -----------------------------------------------------------------------
+    def _json_action(self, n: int, schema: dict) -> tuple[dict, ChatReply] | AgentResult:
+        """A schema-constrained action; a malformed one is retried once with a corrective
+        message, then counted as a failure that ends the run."""
+        error = ""
+        for attempt in range(2):
+            messages = list(self.messages) if attempt == 0 else \
+                [*self.messages, {"role": "user", "content": FIX_ACTION}]
+            try:
+                reply = self.chat.chat(messages, json_schema=schema, retry_malformed=False,
+                                       max_tokens=self.cfg.action_max_tokens)
+            except LLMError as exc:
+                if exc.kind != "malformed":
+                    raise
+                error = str(exc)
+                continue
+            data = _valid_action(reply, schema)
+            if data is not None:
+                return data, reply
+            error = f"invalid action: {reply.content[:200]!r}"
+        self.action_failures += 1
+        self.steps.append(AgentStep(step=n, kind="invalid_call", via="json", error=error))
+        return self._result("", "invalid_action", error)
+
+    # ---- tool execution -----------------------------------------------------------------
+    def _execute(self, n: int, via: str, call_id: str, args: Any, reply: ChatReply) -> None:
+        output, parsed, error = _run_tool(self.tool, args)
+        self.steps.append(AgentStep(step=n, kind="tool_call" if output else "invalid_call",
+                                    via=via, arguments=parsed, tool=output, error=error,
+                                    **_usage(reply)))
+        self._feed(call_id, args, output.content if output else f"Error: {error}",
+                   assistant_text=reply.content)
+
+    def _record_search(self, n: int, via: str, call_id: str, args: dict,
+                       output: ToolOutput) -> None:
+        self.steps.append(AgentStep(step=n, kind="tool_call", via=via, arguments=args, tool=output))
+        self._feed(call_id, args, output.content,
+                   assistant_text=json.dumps({"action": "search", **args}))
+
+    def _feed(self, call_id: str, args: Any, result_text: str, assistant_text: str) -> None:
+        """Append the call and its result in the mode's own format."""
+        if self.native:
+            arguments = args if isinstance(args, str) else json.dumps(args)
+            self.messages.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": call_id, "type": "function",
+                 "function": {"name": TOOL_NAME, "arguments": arguments}}]})
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": result_text})
+        else:
+            self.messages.append({"role": "assistant", "content": assistant_text})
+            self.messages.append({"role": "user", "content": f"Search results:\n{result_text}"})
+
+
+def _valid_action(reply: ChatReply, schema: dict) -> dict | None:
+    try:
+        data = reply.json()
+    except (json.JSONDecodeError, TypeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    allowed = schema["properties"]["action"]["enum"]
+    if data.get("action") not in allowed:
+        return None
+    if data["action"] == "search":
+        query = str(data.get("query") or "").strip()
+        if not query or len(query) > ACTION_QUERY_MAX_CHARS:
+            return None
+        data = {**data, "query": query}
+    return data
+
+
+def _native_call(reply: ChatReply) -> tuple[str, str, Any] | None:
+    """(via, call id, arguments) of the first tool call in a native reply, or None."""
+    for c in reply.tool_calls:
+        if c.name == TOOL_NAME:
+            return "native", c.id, c.arguments
+    data = _json_call_in_text(reply.content or "")
+    if data is not None:
+        return "tool_call_text", "call_text", data.get("arguments") or data.get("parameters") or {}
     return None
 
 
@@ -190,10 +437,3 @@ def _json_call_in_text(text: str) -> dict | None:
         if isinstance(data, dict) and data.get("name") == TOOL_NAME:
             return data
     return None
-
-
-def _json_answer(reply: ChatReply) -> str:
-    data = reply.json()
-    if isinstance(data, dict):
-        return str(data.get("answer") or data.get("query") or "")
-    return reply.content

@@ -159,9 +159,12 @@ class AgenticChunker:
                                **_step_meta(b.items))]
         groups = _pack([(it.start, it.end) for it in b.items],
                        lambda s, e: self.counter.count(text[s:e]), self.config.max_tokens)
-        out = []
-        for s, e in groups:  # groups are unions of whole items: steps are never cut
-            items = [it for it in b.items if s <= it.start and it.end <= e]
+        out, k = [], 0
+        for s, e in groups:  # groups are unions of whole items, in order: steps are never cut
+            first = k
+            while k < len(b.items) and b.items[k].end <= e:
+                k += 1
+            items = [it for it in b.items[first:k] if s <= it.start]
             out.append(self._make(doc, b, "list", s, e, ordered=b.ordered, **_step_meta(items)))
         return out
 

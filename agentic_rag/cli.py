@@ -292,8 +292,13 @@ def llm_serve(config: ConfigOpt = None, home: HomeOpt = None,
 
 @app.command()
 def ask(question: str, config: ConfigOpt = None, home: HomeOpt = None,
-        mode: Annotated[str, typer.Option(help="native or json tool calling")] = "native",
-        max_steps: Annotated[int, typer.Option(min=1, max=10)] = 3,
+        policy: Annotated[str | None, typer.Option(
+            help="retrieve_first | tool_required | free | closed_book (default: agent.policy)")
+        ] = None,
+        mode: Annotated[str | None, typer.Option(
+            help="native or json tool calling (default: agent.mode)")] = None,
+        max_steps: Annotated[int | None, typer.Option(min=1, max=10,
+                                                      help="default: agent.max_steps")] = None,
         serve: Annotated[bool, typer.Option(help="start the local server if none answers")] = True,
         ) -> None:
     """Answer a question with the agent loop over the index, through the configured LLM."""
@@ -303,8 +308,12 @@ def ask(question: str, config: ConfigOpt = None, home: HomeOpt = None,
     from .tool import AgenticRAGTool
 
     cfg = _config(config, home)
-    if mode not in ("native", "json"):
-        _fail(f"--mode {mode!r}: use native or json")
+    overrides = {k: v for k, v in {"agent.policy": policy, "agent.mode": mode,
+                                   "agent.max_steps": max_steps}.items() if v is not None}
+    try:
+        cfg = cfg.with_overrides(overrides) if overrides else cfg
+    except ConfigError as exc:
+        _fail(str(exc))
     srv = LlamaServer(cfg.llm.server, home=cfg.home)
     started = False
     if cfg.llm.base_url is None and serve and not srv.running():
@@ -313,20 +322,25 @@ def ask(question: str, config: ConfigOpt = None, home: HomeOpt = None,
         started = True
     try:
         pipe = Pipeline(cfg)
-        if pipe.index.count() == 0:
+        if cfg.agent.policy != "closed_book" and pipe.index.count() == 0:
             _fail(f"the index at {cfg.home} is empty: run `agentic-rag index` first")
-        res = run_agent(question, pipe.chat_model, AgenticRAGTool(pipe), max_steps=max_steps,
-                        mode=mode)  # type: ignore[arg-type]
+        tool = AgenticRAGTool(pipe) if cfg.agent.policy != "closed_book" else None
+        res = run_agent(question, pipe.chat_model, tool, cfg.agent)
     finally:
         if started:
             srv.stop()
     for s in res.steps:
         if s.tool:
-            typer.echo(f"  step {s.step}: search {s.arguments} -> {len(s.tool.chunk_ids)} passages, "
+            who = "policy search" if s.via == "policy" else "search"
+            typer.echo(f"  step {s.step}: {who} {s.arguments} -> {len(s.tool.chunk_ids)} passages, "
                        f"{s.tool.iterations} retrieval iteration(s), {s.latency_s:.1f}s LLM")
     typer.secho(res.answer or f"(no answer: {res.stop_reason} {res.error or ''})", bold=True)
-    typer.echo(f"  [{res.stop_reason}; {res.tool_calls} tool calls; {res.prompt_tokens}+"
-               f"{res.completion_tokens} tokens; {res.latency_s:.1f}s]")
+    if res.cited_chunks or res.invalid_citations:
+        typer.echo(f"  cited: {', '.join(res.cited_chunks) or '-'}"
+                   + (f"; NOT SERVED: {', '.join(res.invalid_citations)}"
+                      if res.invalid_citations else ""))
+    typer.echo(f"  [{res.policy}/{res.mode}; {res.stop_reason}; {res.tool_calls} searches; "
+               f"{res.prompt_tokens}+{res.completion_tokens} tokens; {res.latency_s:.1f}s]")
 
 
 config_app = typer.Typer(help="Show or write configurations.")

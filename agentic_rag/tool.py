@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .pipeline import Pipeline
 
 TOOL_NAME = "search_documents"
+QUERY_MAX_CHARS = 200  # in the schema the model sees: a grammar-constrained call stays short
 
 
 class SearchInput(BaseModel):
@@ -21,7 +22,8 @@ class SearchInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(..., min_length=1, description="what to look for, in a few words")
+    query: str = Field(..., min_length=1, description="what to look for, in a few words",
+                       json_schema_extra={"maxLength": QUERY_MAX_CHARS})
     max_results: int = Field(5, ge=1, le=20, description="how many passages to return")
     focus_area: Literal["any", "code", "procedure", "data", "fact"] = Field(
         "any", description="code examples, step-by-step procedures, data/table values, or facts")

@@ -34,3 +34,33 @@ def banking() -> list[Document]:
 @pytest.fixture(scope="session")
 def pydocs() -> list[Document]:
     return python_docs(("tutorial", "howto", "faq"))
+
+
+# ---- shared by the reliability suite (tests/test_reliability_*.py) ---------------------
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The real offline embedding model (all-MiniLM-L6-v2), loaded once per session."""
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.embeddings import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(RAGConfig().embedding).open()
+
+
+@pytest.fixture(scope="session")
+def smol_server(tmp_path_factory):
+    """The real llama.cpp server with the fast SmolLM2-135M, on a free loopback port."""
+    from agentic_rag.config import ServerConfig
+    from agentic_rag.server import LlamaServer
+
+    home = tmp_path_factory.mktemp("smol-home")
+    with LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048),
+                     home=home) as srv:
+        yield srv

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentic_rag.config import ContextConfig
-from agentic_rag.context import AgenticContextFormatter, pack_context
+from agentic_rag.context import AgenticContextFormatter, citation_id, pack_context
 from agentic_rag.documents import Chunk, Hit
 
 
@@ -37,14 +37,17 @@ def test_top_result_truncated_not_dropped_with_boundaries():
     out = pack_context([hit("a", big, 0.9), hit("b", "small one", 0.5)],
                        ContextConfig(max_tokens=40, header_style="dashes"), words, first_words)
     assert out.included[0] == "a" and out.truncated == ["a"]
-    assert out.text.startswith("--- Document 1 ---\nSource: a.md — H | type: prose | score: 0.90\nw0 w1")
+    cid = citation_id("a")
+    assert out.text.startswith(f"--- Document 1 [{cid}] ---\nSource: a.md — H | type: prose | "
+                               "score: 0.90\nw0 w1")
     assert "… [truncated]" in out.text and out.tokens <= 40
 
 
 def test_boundaries_styles_and_code_refenced():
     code = hit("c", "    for x in y:\n        print(x)", 0.8, "code", language="python")
     xml = pack_context([code], ContextConfig(header_style="xml"), words, first_words).text
-    assert xml.startswith('<document index="1" source="c.md — H" type="code" score="0.80">\n```python')
+    assert xml.startswith(f'<document index="1" id="{citation_id("c")}" source="c.md — H" '
+                          'type="code" score="0.80">\n```python')
     assert "for x in y:\n    print(x)\n```\n</document>" in xml
     plain = pack_context([code], ContextConfig(boundaries=False), words, first_words).text
     assert plain == "```python\nfor x in y:\n    print(x)\n```"

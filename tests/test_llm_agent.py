@@ -79,7 +79,7 @@ def tool(tmp_path):
 def test_agent_native_tool_call_loop(tool):
     args = json.dumps({"query": "wire transfer fee", "focus_area": "data"})
     m, calls = model([("", [("search_documents", args)]), "The wire transfer fee is $25 [fees.md]."])
-    res = run_agent("How much is a wire transfer?", m, tool)
+    res = run_agent("How much is a wire transfer?", m, tool, policy="free")
     assert res.stop_reason == "answer" and "$25" in res.answer
     assert res.tool_calls == 1 and res.steps[0].via == "native"
     assert res.steps[0].tool.intent == "data" and res.retrieval_iterations >= 1
@@ -91,24 +91,31 @@ def test_agent_native_tool_call_loop(tool):
 def test_agent_tool_call_as_text_and_json_mode(tool):
     text_call = '<tool_call>{"name": "search_documents", "arguments": {"query": "reset"}}</tool_call>'
     m, _ = model([text_call, "Open settings, then press reset."])
-    res = run_agent("How do I reset?", m, tool)
+    res = run_agent("How do I reset?", m, tool, policy="free")
     assert res.steps[0].via == "tool_call_text" and res.stop_reason == "answer"
 
-    m, calls = model(['{"action": "search", "query": "reset steps", "focus_area": "procedure"}',
-                      '{"action": "answer", "answer": "Open settings, press reset."}'])
-    res = run_agent("How do I reset?", m, tool, mode="json")
+    m, calls = model(['{"action": "search", "query": "reset steps"}', '{"action": "answer"}',
+                      "Open settings, press reset."])
+    res = run_agent("How do I reset?", m, tool, policy="free", mode="json")
     assert res.answer == "Open settings, press reset." and res.steps[0].via == "json"
     assert "Search results:" in calls.requests[1]["messages"][-1]["content"]
 
 
 def test_agent_max_steps_and_llm_error_recorded(tool):
     loop = ('{"action": "search", "query": "fees"}',)
-    m, _ = model(list(loop) * 2 + ['{"action": "answer", "answer": "I don\'t know."}'])
-    res = run_agent("?", m, tool, max_steps=3, mode="json")
-    assert res.tool_calls == 2 and res.stop_reason == "answer" and len(res.steps) == 3
+    m, _ = model(list(loop) * 2 + ["I don't know."])
+    res = run_agent("?", m, tool, max_steps=3, mode="json", policy="free")
+    assert res.tool_calls == 2 and res.stop_reason == "max_steps" and len(res.steps) == 3
     dead, _ = model([openai.APIConnectionError(request=REQ)] * 3, retries=2)
     res = run_agent("?", dead, tool)
     assert res.stop_reason == "llm_error" and res.answer == "" and "transport" in res.error
+
+
+def test_malformed_json_not_retried_when_the_caller_retries_itself():
+    m, calls = model(["not json", '{"a": 1}'], retries=3)
+    with pytest.raises(LLMError) as exc:
+        m.chat([{"role": "user", "content": "x"}], json_mode=True, retry_malformed=False)
+    assert exc.value.kind == "malformed" and exc.value.attempts == 1 and len(calls.requests) == 1
 
 
 def test_openai_embedder_batches_and_retries():

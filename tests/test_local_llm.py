@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from agentic_rag.agent import run_agent
-from agentic_rag.config import LLMConfig, QueryConfig, RAGConfig, ServerConfig
+from agentic_rag.config import AgentConfig, LLMConfig, QueryConfig, RAGConfig, ServerConfig
 from agentic_rag.datasets import banking_documents
 from agentic_rag.index import AgenticIndex
 from agentic_rag.llm import ChatCache, OpenAIChatModel
@@ -98,17 +98,46 @@ def test_llm_rewriter_on_qwen(fee_pipeline):
     assert "wire" in q.lower() and "thanks" not in q.lower() and len(q) < 80
 
 
-@pytest.mark.parametrize("mode", ["native", "json"])
-def test_agent_answers_from_default_corpus(fee_pipeline, mode):
+@pytest.fixture(scope="module")
+def blue_pipeline(fee_pipeline):
     blue = next(d for d in banking_documents() if d.id == "doc_checking_accounts_blue_account_003")
     assert "| Monthly maintenance fee | $20.00 |" in blue.text
     fee_pipeline.index.add_document(blue)
+    return fee_pipeline
+
+
+@pytest.mark.parametrize("mode", ["native", "json"])
+def test_agent_answers_from_default_corpus(blue_pipeline, mode):
     res = run_agent("What is the monthly maintenance fee of the Blue Account?",
-                    fee_pipeline.chat_model, AgenticRAGTool(fee_pipeline), max_steps=3, mode=mode)
+                    blue_pipeline.chat_model, AgenticRAGTool(blue_pipeline), max_steps=3, mode=mode)
     assert res.stop_reason == "answer", res
     assert res.tool_calls >= 1 and res.retrieval_iterations >= 1
     assert "20" in res.answer
     assert res.prompt_tokens > 0 and res.context_tokens > 0
+
+
+def test_default_agent_searches_and_cites_a_served_chunk(blue_pipeline):
+    """Issue 11: with the default AgentConfig the agent searches on a documentation question
+    and its answer cites (by citation id) a chunk it was actually served."""
+    res = run_agent("What is the monthly maintenance fee of the Blue Account?",
+                    blue_pipeline.chat_model, AgenticRAGTool(blue_pipeline))
+    assert res.policy == AgentConfig().policy and res.tool_calls >= 1
+    assert res.cites_served and res.citation_valid, (res.answer, res.citations)
+    assert set(res.cited_chunks) <= set(res.served) and "20" in res.answer
+
+
+@pytest.mark.parametrize("mode", ["native", "json"])
+def test_tool_required_makes_the_first_turn_a_bounded_search(blue_pipeline, mode):
+    """llama.cpp's server honours `tool_choice` (native); JSON actions stay under their
+    max_tokens whatever the model would write."""
+    cfg = AgentConfig(policy="tool_required", mode=mode)
+    res = run_agent("Is there a fee for an outgoing international wire transfer?",
+                    blue_pipeline.chat_model, AgenticRAGTool(blue_pipeline), cfg)
+    first = res.steps[0]
+    assert first.kind == "tool_call" and first.via == ("tool_choice" if mode == "native" else
+                                                       "json_forced"), res.steps
+    assert first.arguments["query"] and first.completion_tokens <= cfg.action_max_tokens
+    assert res.action_failures == 0 and res.stop_reason in ("answer", "max_steps", "nothing_found")
 
 
 def test_support_judge_separates_halueval_answers(qwen):

