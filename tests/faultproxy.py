@@ -164,3 +164,75 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(status, reply)
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
+
+
+class StubChatServer:
+    """A minimal OpenAI-compatible chat server (canned replies; JSON that satisfies simple
+    schemas), for machines where the real llama.cpp server cannot run. The reliability tests
+    use the real server unless RELIABILITY_LLM_UPSTREAM=stub is set."""
+
+    ROLES = {"system", "user", "assistant", "tool"}
+
+    def __init__(self) -> None:
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    @staticmethod
+    def sample(schema: dict):  # noqa: ANN205 - JSON value
+        if "enum" in schema:
+            return schema["enum"][0]
+        t = schema.get("type", "object")
+        t = t[0] if isinstance(t, list) else t
+        if t == "object":
+            props = schema.get("properties", {})
+            return {k: StubChatServer.sample(props.get(k, {})) for k in props}
+        return {"string": "x", "integer": 0, "number": 0.0, "boolean": True, "array": [],
+                "null": None}.get(t, "x")
+
+    def reply(self, req: dict) -> tuple[int, dict]:
+        if any(m.get("role") not in self.ROLES for m in req.get("messages", [])):
+            return 422, {"error": {"message": "invalid role"}}
+        fmt = req.get("response_format") or {}
+        content = (json.dumps(self.sample(fmt.get("schema") or {"type": "object"}))
+                   if fmt else "The answer is in the context.")
+        return 200, {"id": "stub", "object": "chat.completion", "created": 0, "model": "local",
+                     "choices": [{"index": 0, "finish_reason": "stop",
+                                  "message": {"role": "assistant", "content": content}}],
+                     "usage": {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18}}
+
+    def start(self) -> StubChatServer:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # noqa: ANN002
+                pass
+
+            def _send(self, status: int, data: dict) -> None:
+                body = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._send(200, {"data": [{"id": "local"}]})
+
+            def do_POST(self) -> None:  # noqa: N802
+                req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                self._send(*stub.reply(req))
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
