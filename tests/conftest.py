@@ -64,3 +64,18 @@ def smol_server(tmp_path_factory):
     with LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048),
                      home=home) as srv:
         yield srv
+
+
+@pytest.fixture(scope="session")
+def llm_upstream_url(request):
+    """Base URL (…/v1) of a real OpenAI-compatible server: llama.cpp with SmolLM2.
+    RELIABILITY_LLM_UPSTREAM=stub swaps in a canned stub (tests/faultproxy.py), only for
+    machines whose llama.cpp build cannot run."""
+    if os.environ.get("RELIABILITY_LLM_UPSTREAM") == "stub":
+        from .faultproxy import StubChatServer
+
+        stub = StubChatServer().start()
+        yield stub.base_url
+        stub.stop()
+    else:
+        yield request.getfixturevalue("smol_server").base_url

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 import pytest
 
 from agentic_rag.config import LLMConfig
 from agentic_rag.llm import LLMError, OpenAIChatModel, schema_errors
 
-from .faultproxy import FaultProxy, StubChatServer
+from .faultproxy import FaultProxy
 
 pytestmark = [pytest.mark.reliability, pytest.mark.slow, pytest.mark.llm]
 
@@ -31,20 +30,8 @@ FAULT_KINDS = {"timeout": "transport", "429": "transport", "500": "transport",
 
 
 @pytest.fixture(scope="module")
-def upstream(request):
-    """The real llama.cpp server (SmolLM2); RELIABILITY_LLM_UPSTREAM=stub swaps in a canned
-    OpenAI-compatible stub, for machines whose llama.cpp build cannot run."""
-    if os.environ.get("RELIABILITY_LLM_UPSTREAM") == "stub":
-        stub = StubChatServer().start()
-        yield stub.base_url
-        stub.stop()
-    else:
-        yield request.getfixturevalue("smol_server").base_url
-
-
-@pytest.fixture(scope="module")
-def proxy(upstream):
-    with FaultProxy(upstream.removesuffix("/v1"), hang_s=30) as p:
+def proxy(llm_upstream_url):
+    with FaultProxy(llm_upstream_url.removesuffix("/v1"), hang_s=30) as p:
         yield p
 
 
