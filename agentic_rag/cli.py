@@ -189,6 +189,28 @@ def sweep(spec: Path,
 
 
 @app.command()
+def calibrate(
+        dataset: Annotated[list[str] | None, typer.Option(
+            help="dataset names (repeatable); default: halueval-qa, python-faq, tau2-banking")] = None,
+        n: Annotated[int, typer.Option(help="queries per dataset and split")] = 100,
+        config: ConfigOpt = None,
+        cache_dir: Annotated[Path, typer.Option(help="shared indexes and embeddings")] = Path(
+            "experiments/cache"),
+        out: Annotated[Path, typer.Option(help="calibrator JSON")] = Path("calibration.json"),
+) -> None:
+    """Fit the gate's calibrated confidence on dev qrels; print the held-out reliability."""
+    from .experiments.calibrate import fit_on_datasets, threshold_table
+
+    base = _config(config, None)
+    names = dataset or ["halueval-qa", "python-faq", "tau2-banking"]
+    cal, test = fit_on_datasets(names, n, base, cache_dir, out, log=typer.echo)
+    typer.echo(threshold_table(test).pivot_table(index=["dataset", "retrievers"],
+                                                 columns="threshold", values="expand_share")
+               .round(2).to_string())
+    typer.echo(f"set gate.calibration: {out} and gate.calibration_sha256 to use it")
+
+
+@app.command()
 def export(run_dir: Path,
            metric: Annotated[str, typer.Option(help="summary column to maximise")] = "ndcg@10",
            constraint: Annotated[list[str] | None, typer.Option(

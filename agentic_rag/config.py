@@ -78,6 +78,16 @@ class StoreConfig(_Section):
     path: str | None = Field(None, description="on-disk folder; default <home>/store-<kind>")
     url: str | None = Field(None, description="qdrant server URL (production); None = local mode")
     api_key_env: str | None = Field(None, description="NAME of the env var holding the server key")
+    search: Literal["auto", "exact", "ann"] = Field(
+        "auto", description="exact: every vector scored with numpy (deterministic, recall 1.0); "
+        "ann: the store's HNSW index; auto: exact up to exact_max_chunks, ann above")
+    exact_max_chunks: int = Field(100_000, ge=0, description="auto mode: exact search up to "
+                                  "this many chunks (the matrix is held in memory: 1.5 KB/chunk)")
+    space: Literal["cosine", "ip"] = Field(
+        "cosine", description="HNSW metric; with normalised embeddings both rank alike")
+    hnsw_m: int = Field(32, ge=2, le=512, description="HNSW graph degree (chroma hnsw:M, qdrant m)")
+    hnsw_ef_construction: int = Field(200, ge=4, le=4096)
+    hnsw_ef_search: int = Field(128, ge=1, le=4096)
 
 
 class LexicalConfig(_Section):
@@ -106,23 +116,41 @@ class QueryConfig(_Section):
     embedding_threshold: float = Field(0.92, ge=0.0, le=1.0, description="cosine of query vectors")
     history_penalty: float = Field(0.3, ge=0.0, le=1.0,
                                    description="score × (1 − penalty) for chunks already served")
+    filter_mode: Literal["hard", "soft", "off"] = Field(
+        "soft", description="hard: search only the intent's chunk types; soft: also rank a "
+        "filtered dense list into the fusion (boosts those types, never empties the list); "
+        "off: classify the intent but never filter")
 
 
-Expansion = Literal["widen_k", "relax_filters", "rewrite_query"]
+Expansion = Literal["relax_filters", "rewrite_query", "add_retriever", "widen_k"]
 
 
 class GateConfig(_Section):
-    """Layer 3: confidence-gated iterative retrieval (`mode="static"`: fixed top-k, one pass)."""
+    """Layer 3: confidence-gated iterative retrieval (see `gate.py`).
 
-    mode: Literal["gated", "static"] = "gated"
-    initial_k: int = Field(5, ge=1, le=1000)
-    max_k: int = Field(40, ge=1, le=5000)
-    growth: float = Field(2.0, gt=1.0, le=10.0, description="k multiplier per widening (seed: 2)")
-    max_iterations: int = Field(4, ge=1, le=20)
+    `static`: one pass; `gated`: expand while confidence < min_confidence; `always_expand`:
+    every expansion regardless of confidence (the "no gating" arm at the same budget)."""
+
+    mode: Literal["gated", "static", "always_expand"] = "gated"
+    initial_k: int = Field(5, ge=1, le=1000, description="hits returned when the caller "
+                           "does not ask for a number (the tool's max_results does)")
+    max_k: int = Field(20, ge=1, le=5000, description="widen_k: at most this many hits")
+    growth: float = Field(2.0, gt=1.0, le=10.0, description="widen_k: k multiplier (once)")
+    max_iterations: int = Field(4, ge=1, le=20, description="searches, the first included")
     min_score_threshold: float = Field(0.0, ge=0.0, le=1.0, description="hits below are dropped")
-    min_confidence: float = Field(0.55, ge=0.0, le=1.0)
-    confidence: Literal["top_mean", "margin"] = "top_mean"
-    expansions: tuple[Expansion, ...] = ("widen_k", "relax_filters", "rewrite_query")
+    min_confidence: float = Field(0.5, ge=0.0, le=1.0)
+    confidence: Literal["calibrated", "top_mean", "margin"] = "calibrated"
+    calibration: str | None = Field(
+        None, description="calibrator JSON (calibration.py); None = the packaged default, "
+        "fitted on the dev splits of halueval-qa, python-faq and tau2-banking")
+    calibration_sha256: str | None = Field(None, description="checked at load when set")
+    expansions: tuple[Expansion, ...] = ("relax_filters", "add_retriever", "rewrite_query",
+                                         "widen_k")
+    add_retrievers: tuple[Literal["dense", "bm25"], ...] = ("dense", "bm25")
+    merge: Literal["rrf", "best", "last"] = Field(
+        "rrf", description="how the iterations' lists are combined")
+    rewriter: Literal["keywords", "query"] = Field(
+        "keywords", description="rewrite_query: keyword extraction, or query.rewriter (e.g. llm)")
 
     @model_validator(mode="after")
     def _k_order(self) -> GateConfig:

@@ -4,7 +4,9 @@
     intent, result = pipe.retrieve("how much is a wire transfer?")
     print(pipe.format(result.hits, intent).text)
 
-Components are created lazily; each gets only its own sub-config.
+Components are created lazily; each gets only its own sub-config. Intent filters on
+chunk types the index does not contain are dropped before the search and recorded in
+`intent.dropped_filters` (a prose-only corpus never empties a "data" question's list).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from .documents import Hit
 from .gate import DynamicRetriever, RetrievalResult
 from .index import AgenticIndex
 from .llm import ChatModel, make_chat_model
-from .query import AgentQueryBuilder, RetrievalIntent, apply_history_penalty
-from .retrievers import FusionRetriever
+from .query import AgentQueryBuilder, RetrievalIntent, apply_history_penalty, rewrite_keywords
+from .retrievers import CandidateMemo, FusionRetriever
 
 
 class Pipeline:
@@ -30,6 +32,9 @@ class Pipeline:
         self.index = index or AgenticIndex(config)
         self._chat = chat_model
         self._builder: AgentQueryBuilder | None = None
+        self._types: dict[str, bool] = {}
+        self._confidence = None
+        self.candidates: CandidateMemo | None = None  # shared memo of candidate lists
         self.formatter = AgenticContextFormatter(config.context)
 
     @classmethod
@@ -52,20 +57,56 @@ class Pipeline:
                                               embed=self.index.embedder.embed)
         return self._builder
 
+    def fusion(self) -> FusionRetriever:
+        return FusionRetriever(self.config.fusion, self.index, self.candidates)
+
     def search_fn(self):  # noqa: ANN201 - SearchFn
-        if tuple(self.config.fusion.retrievers) == ("dense",):
-            return self.index.search
-        return FusionRetriever(self.config.fusion, self.index).search
+        return self.fusion().search
 
     def retriever(self) -> DynamicRetriever:
-        return DynamicRetriever(self.config.gate, self.search_fn(), rewrite=self.builder.rewrite)
+        gate = self.config.gate
+        rewrite = rewrite_keywords if gate.rewriter == "keywords" else self.builder.rewrite
+        if self._confidence is None:
+            from .gate import evidence_confidence
+
+            self._confidence = evidence_confidence(gate)
+        return DynamicRetriever(gate, self.fusion(), rewrite=rewrite,
+                                retrievers=tuple(self.config.fusion.retrievers),
+                                filter_mode=self.config.query.filter_mode,
+                                confidence=self._confidence)
+
+    def has_chunk_type(self, chunk_type: str) -> bool:
+        if chunk_type not in self._types:
+            self._types[chunk_type] = bool(self.index.store.get({"chunk_type": chunk_type},
+                                                                limit=1))
+        return self._types[chunk_type]
+
+    def usable_filters(self, intent: RetrievalIntent) -> RetrievalIntent:
+        """Drop chunk-type filters the index cannot satisfy; record what was dropped."""
+        want = intent.filters.get("chunk_type")
+        if want is None or self.config.query.filter_mode == "off":
+            return intent
+        wanted = [want] if isinstance(want, str) else list(want)
+        present = [t for t in wanted if self.has_chunk_type(t)]
+        if present == wanted:
+            return intent
+        filters = dict(intent.filters)
+        if present:
+            filters["chunk_type"] = present if len(present) > 1 else present[0]
+        else:
+            filters.pop("chunk_type")
+        dropped = [t for t in wanted if t not in present]
+        return intent.model_copy(update={"filters": filters, "dropped_filters": dropped})
 
     def retrieve(self, message: str, agent_state: dict[str, Any] | None = None,
                  previous_retrievals: Sequence[str] = (),
-                 served: set[str] | None = None) -> tuple[RetrievalIntent, RetrievalResult]:
-        intent = self.builder.build_query(message, agent_state, previous_retrievals)
-        result = self.retriever().retrieve(intent.query, intent.filters or None,
-                                           intent.min_confidence)
+                 served: set[str] | None = None, k: int | None = None,
+                 ) -> tuple[RetrievalIntent, RetrievalResult]:
+        intent = self.usable_filters(
+            self.builder.build_query(message, agent_state, previous_retrievals))
+        filters = intent.filters if self.config.query.filter_mode != "off" else None
+        result = self.retriever().retrieve(intent.query, filters or None,
+                                           intent.min_confidence, k=k)
         if served:
             hits = apply_history_penalty(result.hits, served, self.config.query.history_penalty)
             result = result.model_copy(update={"hits": hits})

@@ -39,6 +39,7 @@ class RetrievalIntent(BaseModel):
     min_confidence: float | None = None
     classifier: str = "heuristic"
     duplicate_of: str | None = None  # a previous retrieval this one repeats
+    dropped_filters: list[str] = Field(default_factory=list)  # types the index lacks
 
 
 # ---- heuristic classifier (the seed's keyword rules, improved) ---------------------
@@ -152,6 +153,23 @@ class QueryRewriter:
         return rewrite_heuristic(message) if self.mode == "heuristic" else message
 
     __call__ = rewrite
+
+
+_QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how is are was were do does did can could "
+    "should would will shall may might must a an the of to in on for and or be been being "
+    "i me my we our you your it its this that these those there their they them he she his "
+    "her with about from by as at into than then so if any some".split())
+
+
+def rewrite_keywords(query: str) -> str:
+    """Keyword extraction for the gate's `rewrite_query`: drop question and function words,
+    keep content words, numbers, identifiers and quoted phrases, in their order. Returns
+    the query unchanged when nothing would be left."""
+    words = re.findall(r"\"[^\"]+\"|[\w.$%/+#-]+", query)
+    kept = [w for w in words if w.lower().strip(".") not in _QUESTION_WORDS]
+    out = " ".join(w.strip(".") for w in kept).strip()
+    return out or query
 
 
 # ---- de-duplication -----------------------------------------------------------------

@@ -12,13 +12,22 @@ compute cosine similarity of L2-normalised vectors (Chroma reports the
 distance `1 - cos`); we return `max(0, cos)`: a negative cosine means "unrelated"
 as much as zero does, and clipping keeps thresholds readable on the cosine scale.
 
+Search (`store.search`): `exact` scores every stored vector with one numpy
+matrix-vector product (recall 1.0, and the same ranking in every process); `ann` uses
+the store's HNSW graph (`hnsw_m`, `hnsw_ef_construction`, `hnsw_ef_search`), which is
+approximate and, for Chroma, not stable across processes; `auto` (default) is exact up
+to `exact_max_chunks`. Every ranking breaks ties by chunk id, so equal scores never
+reorder between runs.
+
 Filters: `where` is a flat dict of metadata field → value or list of values
 (`{"chunk_type": ["table", "table_row"], "doc_id": "a.md"}`), AND-ed together.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -48,11 +57,98 @@ def _to_similarity(cos: float) -> float:
     return float(min(1.0, max(0.0, cos)))
 
 
-class ChromaStore:
+def matches_meta(meta: dict[str, Any], where: Where) -> bool:
+    """The flat AND-of-values filter every store applies, on a metadata dict."""
+    for key, want in where.items():
+        have = meta.get(key)
+        if isinstance(want, (list, tuple, set)):
+            if have not in want:
+                return False
+        elif have != want:
+            return False
+    return True
+
+
+def sort_hits(hits: list[Hit]) -> list[Hit]:
+    """Best score first, ties by chunk id; ranks re-assigned from 1."""
+    ordered = sorted(hits, key=lambda h: (-h.score, h.chunk.id))
+    return [h if h.rank == r else h.model_copy(update={"rank": r})
+            for r, h in enumerate(ordered, 1)]
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    """Every stored vector, rows in chunk-id order, for exact search."""
+
+    ids: list[str]
+    vectors: np.ndarray  # (n, d) float32, L2-normalised as stored
+    texts: list[str]
+    metas: list[dict[str, Any]]
+
+    def search(self, vector: np.ndarray, k: int, where: Where | None) -> list[Hit]:
+        if k <= 0 or not self.ids:
+            return []
+        sims = self.vectors @ np.asarray(vector, dtype=np.float32)
+        if where:
+            mask = np.fromiter((matches_meta(m, where) for m in self.metas), bool, len(self.metas))
+            rows = np.flatnonzero(mask)
+            sims = sims[rows]
+        else:
+            rows = np.arange(len(self.ids))
+        # rows are in id order, so a stable sort on -score breaks ties by chunk id
+        order = np.argsort(-sims, kind="stable")[:k]
+        return [Hit(chunk=Chunk.from_store(self.ids[rows[i]], self.texts[rows[i]],
+                                           self.metas[rows[i]]),
+                    score=_to_similarity(float(sims[i])), rank=r, retriever="dense")
+                for r, i in enumerate(order, 1)]
+
+
+def _build_matrix(rows: list[tuple[str, list[float], str, dict[str, Any]]]) -> _Matrix:
+    rows.sort(key=lambda r: r[0])
+    vecs = np.asarray([r[1] for r in rows], dtype=np.float32) if rows else np.zeros((0, 0),
+                                                                                   np.float32)
+    return _Matrix(ids=[r[0] for r in rows], vectors=vecs, texts=[r[2] for r in rows],
+                   metas=[dict(r[3]) for r in rows])
+
+
+class _ExactSearch:
+    """Mixin: exact search over a matrix loaded once from the store and dropped on every
+    write made through this object (a write by another process needs a new object)."""
+
+    config: StoreConfig
+    _matrix: _Matrix | None = None
+    _matrix_lock: threading.Lock
+
+    def _use_exact(self) -> bool:
+        mode = self.config.search
+        if mode == "auto":
+            if self._matrix is not None:
+                return True
+            return self.count() <= self.config.exact_max_chunks
+        return mode == "exact"
+
+    def _invalidate(self) -> None:
+        self._matrix = None
+
+    def _exact(self, vector: np.ndarray, k: int, where: Where | None) -> list[Hit]:
+        matrix = self._matrix
+        if matrix is None:
+            with self._matrix_lock:
+                matrix = self._matrix
+                if matrix is None:
+                    matrix = self._matrix = _build_matrix(self._all_rows())
+        return matrix.search(vector, k, where)
+
+    def _all_rows(self) -> list[tuple[str, list[float], str, dict[str, Any]]]:
+        raise NotImplementedError
+
+
+class ChromaStore(_ExactSearch):
     def __init__(self, config: StoreConfig, path: str | Path) -> None:
         self.config = config
         self.path = Path(path)
         self._col = None
+        self._matrix_lock = threading.Lock()
 
     def open(self) -> ChromaStore:
         if self._col is None:
@@ -62,9 +158,12 @@ class ChromaStore:
             self.path.mkdir(parents=True, exist_ok=True)
             client = chromadb.PersistentClient(
                 path=str(self.path), settings=Settings(anonymized_telemetry=False))
+            cfg = self.config
             self._col = client.get_or_create_collection(
-                self.config.collection, embedding_function=None,
-                metadata={"hnsw:space": "cosine"})
+                cfg.collection, embedding_function=None,
+                metadata={"hnsw:space": cfg.space, "hnsw:M": cfg.hnsw_m,
+                          "hnsw:construction_ef": cfg.hnsw_ef_construction,
+                          "hnsw:search_ef": cfg.hnsw_ef_search})
         return self
 
     @staticmethod
@@ -77,6 +176,7 @@ class ChromaStore:
 
     def upsert(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
         self.open()
+        self._invalidate()
         for i in range(0, len(chunks), _CHROMA_MAX_BATCH):
             part = chunks[i:i + _CHROMA_MAX_BATCH]
             self._col.upsert(ids=[c.id for c in part],
@@ -84,10 +184,21 @@ class ChromaStore:
                              documents=[c.text for c in part],
                              metadatas=[c.store_metadata() for c in part])
 
+    def _all_rows(self) -> list[tuple[str, list[float], str, dict[str, Any]]]:
+        rows = []
+        total = self._col.count()
+        for offset in range(0, total, _CHROMA_MAX_BATCH):
+            res = self._col.get(limit=_CHROMA_MAX_BATCH, offset=offset,
+                                include=["embeddings", "documents", "metadatas"])
+            rows += list(zip(res["ids"], res["embeddings"], res["documents"], res["metadatas"]))
+        return rows
+
     def query(self, vector: np.ndarray, k: int, where: Where | None = None) -> list[Hit]:
         self.open()
         if k <= 0 or self._col.count() == 0:
             return []
+        if self._use_exact():
+            return self._exact(vector, k, where)
         res = self._col.query(query_embeddings=[np.asarray(vector, dtype=np.float32).tolist()],
                               n_results=k, where=self._where(where),
                               include=["documents", "metadatas", "distances"])
@@ -96,7 +207,7 @@ class ChromaStore:
                 res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]), 1):
             hits.append(Hit(chunk=Chunk.from_store(cid, text, meta),
                             score=_to_similarity(1.0 - dist), rank=rank, retriever="dense"))
-        return hits
+        return sort_hits(hits)
 
     def get(self, where: Where | None = None, limit: int | None = None) -> list[Chunk]:
         self.open()
@@ -107,6 +218,7 @@ class ChromaStore:
 
     def delete(self, where: Where) -> int:
         self.open()
+        self._invalidate()
         ids = self._col.get(where=self._where(where), include=[])["ids"]
         for i in range(0, len(ids), _CHROMA_MAX_BATCH):
             self._col.delete(ids=ids[i:i + _CHROMA_MAX_BATCH])
@@ -116,11 +228,12 @@ class ChromaStore:
         return self.open()._col.count()
 
 
-class QdrantStore:
+class QdrantStore(_ExactSearch):
     def __init__(self, config: StoreConfig, path: str | Path) -> None:
         self.config = config
         self.path = Path(path)
         self._client = None
+        self._matrix_lock = threading.Lock()
 
     def open(self) -> QdrantStore:
         if self._client is None:
@@ -166,29 +279,51 @@ class QdrantStore:
         from qdrant_client import models as qm
 
         self.open()
+        self._invalidate()
         if not chunks:
             return
         if not self._exists():
+            cfg = self.config
             self._client.create_collection(
-                self.config.collection,
-                vectors_config=qm.VectorParams(size=int(vectors.shape[1]),
-                                               distance=qm.Distance.COSINE))
+                cfg.collection,
+                vectors_config=qm.VectorParams(
+                    size=int(vectors.shape[1]),
+                    distance=qm.Distance.COSINE if cfg.space == "cosine" else qm.Distance.DOT),
+                hnsw_config=qm.HnswConfigDiff(m=cfg.hnsw_m, ef_construct=cfg.hnsw_ef_construction))
         points = [qm.PointStruct(id=self._point_id(c.id), vector=v.tolist(),
                                  payload={**c.store_metadata(), "chunk_id": c.id, "text": c.text})
                   for c, v in zip(chunks, vectors)]
         for i in range(0, len(points), 1000):
             self._client.upsert(self.config.collection, points=points[i:i + 1000])
 
+    def _all_rows(self) -> list[tuple[str, list[float], str, dict[str, Any]]]:
+        rows, offset = [], None
+        while True:
+            points, offset = self._client.scroll(self.config.collection, limit=1000,
+                                                 offset=offset, with_payload=True,
+                                                 with_vectors=True)
+            for p in points:
+                meta = {k: v for k, v in p.payload.items() if k not in ("chunk_id", "text")}
+                rows.append((p.payload["chunk_id"], p.vector, p.payload["text"], meta))
+            if offset is None:
+                return rows
+
     def query(self, vector: np.ndarray, k: int, where: Where | None = None) -> list[Hit]:
+        from qdrant_client import models as qm
+
         self.open()
         if k <= 0 or not self._exists():
             return []
-        res = self._client.query_points(self.config.collection,
-                                        query=np.asarray(vector, dtype=np.float32).tolist(),
-                                        limit=k, query_filter=self._filter(where),
-                                        with_payload=True)
-        return [Hit(chunk=self._chunk(p.payload), score=_to_similarity(p.score), rank=r,
-                    retriever="dense") for r, p in enumerate(res.points, 1)]
+        if self._use_exact():
+            return self._exact(vector, k, where)
+        res = self._client.query_points(
+            self.config.collection, query=np.asarray(vector, dtype=np.float32).tolist(),
+            limit=k, query_filter=self._filter(where), with_payload=True,
+            # local mode is brute force already; hnsw_ef only means something on a server
+            search_params=qm.SearchParams(hnsw_ef=self.config.hnsw_ef_search)
+            if self.config.url else None)
+        return sort_hits([Hit(chunk=self._chunk(p.payload), score=_to_similarity(p.score),
+                              rank=r, retriever="dense") for r, p in enumerate(res.points, 1)])
 
     def get(self, where: Where | None = None, limit: int | None = None) -> list[Chunk]:
         self.open()
@@ -214,6 +349,7 @@ class QdrantStore:
             return 0
         n = self._client.count(self.config.collection, count_filter=self._filter(where),
                                exact=True).count
+        self._invalidate()
         if n:
             self._client.delete(self.config.collection,
                                 points_selector=qm.FilterSelector(filter=self._filter(where)))

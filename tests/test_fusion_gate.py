@@ -7,7 +7,7 @@ import pytest
 from agentic_rag.config import GateConfig
 from agentic_rag.documents import Chunk, Hit
 from agentic_rag.fusion import rrf, score_fusion
-from agentic_rag.gate import DynamicRetriever, confidence_margin, confidence_top_mean
+from agentic_rag.gate import DynamicRetriever, Evidence, confidence_margin, confidence_top_mean
 
 
 # ---- RRF -----------------------------------------------------------------------------
@@ -55,70 +55,148 @@ def test_confidence_functions():
 
 
 # ---- gate ----------------------------------------------------------------------------
-def _hit(cid: str, score: float, ctype: str = "prose") -> Hit:
+def _hit(cid: str, score: float, ctype: str = "prose", raw: float | None = None) -> Hit:
     c = Chunk(id=cid, doc_id=cid.split("#")[0], text=cid, chunk_type=ctype, start_char=0,
               end_char=1, token_count=1)
-    return Hit(chunk=c, score=score, rank=1)
+    return Hit(chunk=c, score=score, rank=1, raw_score=raw)
 
 
-class FakeSearch:
-    """Scores grow with k (more candidates found), filtered search finds weaker hits."""
+class FakeEvidence:
+    """An evidence source driven by a table (query, where-or-None, retrievers) -> hits."""
 
     def __init__(self, table):
         self.table = table
         self.calls = []
 
-    def __call__(self, query, k, where):
-        self.calls.append((query, k, where))
-        return self.table(query, k, where)
+    def evidence(self, query, k, where, retrievers, filter_mode):
+        use = where if filter_mode != "off" else None
+        self.calls.append((query, use, retrievers, filter_mode))
+        hits = self.table(query, use, retrievers)
+        return Evidence(hits=hits, runs={"dense": hits}, filtered=bool(use), k=k)
+
+
+def _conf_top1(ev):  # a simple, transparent confidence for gate-logic tests
+    return ev.hits[0].score if ev.hits else 0.0
+
+
+def _gate(table, conf=_conf_top1, **cfg):
+    src = FakeEvidence(table)
+    kw = {"confidence": "top_mean", **cfg}
+    return DynamicRetriever(GateConfig(**kw), src, rewrite=lambda q: q + " kw",
+                            retrievers=("dense",), confidence=conf), src
 
 
 def test_gate_stops_when_confident_first_pass():
-    search = FakeSearch(lambda q, k, w: [_hit("a#1", 0.9), _hit("b#1", 0.8), _hit("c#1", 0.7)])
-    res = DynamicRetriever(GateConfig(min_confidence=0.6), search).retrieve("q")
-    assert res.stop_reason == "confident" and res.iterations == 1
-    assert res.confidence == pytest.approx(0.5 * 0.9 + 0.5 * 0.8)
+    gate, src = _gate(lambda q, w, r: [_hit("a#1", 0.9), _hit("b#1", 0.8), _hit("c#1", 0.7)],
+                      min_confidence=0.6)
+    res = gate.retrieve("q", k=3)
+    assert res.stop_reason == "confident" and res.iterations == 1 and len(src.calls) == 1
     assert [h.chunk.id for h in res.hits] == ["a#1", "b#1", "c#1"]
+    assert res.widened_to is None
 
 
-def test_gate_widens_then_relaxes_then_rewrites_in_order():
-    def table(q, k, where):
-        if q == "better query":
-            return [_hit("z#1", 0.95), _hit("y#1", 0.9)]
-        if where:
-            return [_hit("a#1", 0.3)]
-        return [_hit("a#1", 0.3), _hit("b#1", 0.35)]
+def test_defaults_reach_every_evidence_changing_expansion_in_order():
+    # never confident: the default order relaxes the filter, adds BM25, rewrites the query,
+    # and each of those searches something new (the seed's defaults spent every iteration
+    # on widen_k and never reached relax_filters / rewrite_query)
+    def table(q, w, r):
+        return [_hit(f"{q}|{w is not None}|{len(r)}#1", 0.1)]
 
-    search = FakeSearch(table)
-    cfg = GateConfig(initial_k=2, max_k=8, growth=2.0, max_iterations=6, min_confidence=0.8)
-    res = DynamicRetriever(cfg, search, rewrite=lambda q: "better query").retrieve(
-        "q", filters={"chunk_type": "code"})
-    assert [r.decision for r in res.trace] == ["widen_k", "widen_k", "relax_filters",
-                                               "rewrite_query", "stop"]
-    assert [c[1] for c in search.calls] == [2, 4, 8, 8, 8]
-    assert search.calls[3] == ("q", 8, None) and search.calls[4] == ("better query", 8, None)
-    assert res.trace[0].filters == {"chunk_type": "code"} and res.trace[3].filters is None
-    assert res.stop_reason == "confident"
-    # de-duplicated by chunk id across iterations; best score kept; ranks re-assigned
-    ids = [h.chunk.id for h in res.hits]
-    assert ids == ["z#1", "y#1", "b#1", "a#1"] and len(ids) == len(set(ids))
-    assert [h.rank for h in res.hits] == [1, 2, 3, 4]
+    gate, src = _gate(table, min_confidence=0.9)
+    res = gate.retrieve("q", filters={"chunk_type": "table"}, k=3)
+    assert res.expansions == ["relax_filters", "add_retriever", "rewrite_query"]
+    assert res.iterations == 4 and res.stop_reason == "max_iterations"
+    assert src.calls == [("q", {"chunk_type": "table"}, ("dense",), "hard"),
+                         ("q", None, ("dense",), "off"),
+                         ("q", None, ("dense", "bm25"), "off"),
+                         ("q kw", None, ("dense", "bm25"), "off")]
+    assert res.widened_to == 6  # coverage widened once at the end (3 × growth 2)
 
 
-def test_gate_exhausted_and_max_iterations():
-    low = FakeSearch(lambda q, k, w: [_hit("a#1", 0.2)])
-    res = DynamicRetriever(GateConfig(initial_k=5, max_k=5, expansions=("widen_k",)), low).retrieve("q")
-    assert res.stop_reason == "exhausted" and res.iterations == 1
-    res = DynamicRetriever(GateConfig(initial_k=1, max_k=100, max_iterations=3), low).retrieve("q")
-    assert res.stop_reason == "max_iterations" and [r.k for r in res.trace] == [1, 2, 4]
+def test_widen_k_alone_is_never_an_iteration_and_never_raises_confidence():
+    # the seed counted "widen k" as an iteration although confidence read only the top 3
+    calls = []
+
+    def table(q, w, r):
+        calls.append(q)
+        return [_hit(f"x{i}#1", 0.3 - i / 100) for i in range(30)]
+
+    gate, _ = _gate(table, min_confidence=0.9, expansions=("widen_k",), max_k=20)
+    res = gate.retrieve("q", k=5)
+    assert res.iterations == 1 and len(calls) == 1
+    assert res.stop_reason == "exhausted" and res.widened_to == 10 and len(res.hits) == 10
+    assert res.confidence == pytest.approx(0.3)
 
 
-def test_threshold_drops_low_scores_and_static_mode():
-    search = FakeSearch(lambda q, k, w: [_hit("a#1", 0.9), _hit("b#1", 0.1)])
-    res = DynamicRetriever(GateConfig(mode="static", min_score_threshold=0.2), search).retrieve("q")
-    assert res.stop_reason == "static" and res.iterations == 1
+def test_expansion_returning_the_same_list_is_skipped_not_counted():
+    # the filter matched everything anyway: relaxing it returns the same list
+    gate, src = _gate(lambda q, w, r: [_hit("a#1", 0.2), _hit("b#1", 0.1)],
+                      min_confidence=0.9, expansions=("relax_filters", "rewrite_query"))
+    res = gate.retrieve("q", filters={"chunk_type": "prose"}, k=2)
+    assert len(src.calls) == 3 and res.iterations == 1
+    assert res.skipped == ["relax_filters", "rewrite_query"] and res.expansions == []
+
+
+def test_always_expand_ignores_confidence_and_static_is_one_pass():
+    table = (lambda q, w, r: [_hit(f"{q}{len(r)}{w is None}#1", 0.95), _hit("b#1", 0.5)])
+    res, _ = _gate(table, mode="always_expand", min_confidence=0.1)
+    res = res.retrieve("q", filters={"chunk_type": "code"}, k=2)
+    assert res.stop_reason == "always_expand"
+    assert res.expansions == ["relax_filters", "add_retriever", "rewrite_query"]
+    gated, _ = _gate(table, mode="gated", min_confidence=0.1)
+    assert gated.retrieve("q", filters={"chunk_type": "code"}, k=2).iterations == 1
+    static, src = _gate(lambda q, w, r: [_hit("a#1", 0.1)], mode="static", min_confidence=0.9)
+    res = static.retrieve("q", k=2)
+    assert res.stop_reason == "static" and res.iterations == 1 and len(src.calls) == 1
+
+
+def test_static_and_gated_return_the_same_budget():
+    table = (lambda q, w, r: [_hit(f"{q}{i}#1", 0.2 - i / 100) for i in range(15)])
+    for mode in ("static", "gated", "always_expand"):
+        gate, _ = _gate(table, mode=mode, min_confidence=0.9, expansions=("rewrite_query",))
+        assert len(gate.retrieve("q", k=10).hits) == 10, mode
+
+
+def test_merge_modes():
+    def table(q, w, r):
+        return [_hit("a#1", 0.3), _hit("b#1", 0.2)] if q == "q" else \
+            [_hit("c#1", 0.5), _hit("a#1", 0.4)]
+
+    ids = {}
+    for merge in ("rrf", "best", "last"):
+        gate, _ = _gate(table, min_confidence=0.9, expansions=("rewrite_query",), merge=merge)
+        ids[merge] = [h.chunk.id for h in gate.retrieve("q", k=3).hits]
+    assert ids["rrf"] == ["a#1", "c#1", "b#1"]  # a: 1/61 + 1/62 beats c: 1/61
+    assert ids["best"] == ["c#1", "a#1"] == ids["last"]
+
+
+def test_raw_rule_on_bm25_never_fires_but_calibrated_confidence_does():
+    # BM25 scores are divided by the query's best score: top-1 is always 1.0, so top_mean
+    # is >= 0.5 for every query. The calibrated confidence reads raw BM25 scores.
+    from agentic_rag.calibration import load_calibrator
+
+    weak = [_hit("a#1", 1.0, raw=0.4), _hit("b#1", 0.95, raw=0.38)]
+    strong = [_hit("a#1", 1.0, raw=14.0), _hit("b#1", 0.2, raw=2.8)]
+    assert confidence_top_mean([h.score for h in weak]) >= 0.5
+    assert confidence_top_mean([h.score for h in strong]) >= 0.5
+    cal = load_calibrator()
+    p_weak = cal.predict_evidence(Evidence(weak, {"bm25": weak}, False, 5))
+    p_strong = cal.predict_evidence(Evidence(strong, {"bm25": strong}, False, 5))
+    assert 0.0 < p_weak < p_strong < 1.0
+
+
+def test_threshold_drops_low_scores():
+    gate, _ = _gate(lambda q, w, r: [_hit("a#1", 0.9), _hit("b#1", 0.1)], mode="static",
+                    min_score_threshold=0.2)
+    res = gate.retrieve("q", k=5)
     assert [h.chunk.id for h in res.hits] == ["a#1"]
     assert res.trace[0].dropped_below_threshold == 1
+
+
+def test_plain_search_function_still_drives_the_gate():
+    res = DynamicRetriever(GateConfig(mode="static"), lambda q, k, w: [_hit("a#1", 0.9)]).retrieve(
+        "q", k=1)
+    assert [h.chunk.id for h in res.hits] == ["a#1"] and res.iterations == 1
 
 
 # ---- hybrid retriever over a real index (fake embedder, real Chroma + bm25s) ----------
@@ -146,12 +224,12 @@ def test_fusion_retriever_hand_computed(tmp_path):
     assert hybrid[0].chunk.doc_id == "a.md"
     assert hybrid[0].score == pytest.approx(expected[0][1] / (2 / 61))
     assert all(0 <= h.score <= 1 for h in hybrid)
-    # the gate drives hybrid search through the same SearchFn signature
-    res = DynamicRetriever(GateConfig(initial_k=1, max_k=3, min_confidence=0.99),
-                           FusionRetriever(FusionConfig(), idx).search).retrieve(query)
-    # a.md is first for both retrievers: normalised fused score 1.0, so the gate stops at once
-    assert res.stop_reason == "confident" and res.trace[0].scores == [1.0]
-    res = DynamicRetriever(GateConfig(initial_k=1, max_k=3, min_confidence=0.999),
-                           FusionRetriever(FusionConfig(), idx).search).retrieve("wire rates")
-    # dense and BM25 disagree on "wire rates": fused top score 0.992 < 0.999 → widen to max_k
-    assert [r.k for r in res.trace] == [1, 2, 3] and res.stop_reason == "exhausted"
+    # soft filters fuse a filtered dense list in: never empty, and a matching type is boosted
+    ev = FusionRetriever(FusionConfig(), idx).evidence(query, 3, {"chunk_type": "table"},
+                                                       None, "soft")
+    assert len(ev.hits) == 3 and set(ev.runs) == {"dense", "bm25", "filtered"}
+    assert ev.runs["filtered"] == []  # no table in this corpus; the fused list is unchanged
+    assert [h.chunk.id for h in ev.hits] == [h.chunk.id for h in hybrid]
+    hard = FusionRetriever(FusionConfig(), idx).evidence(query, 3, {"chunk_type": "table"},
+                                                         None, "hard")
+    assert hard.hits == []

@@ -107,7 +107,7 @@ def test_gated_hybrid_pipeline_on_real_documents(tmp_path, real_embedder, bankin
     from agentic_rag.pipeline import Pipeline
 
     docs = [d for d in banking if "| Monthly maintenance fee" in d.text][:10]
-    cfg = RAGConfig(home=str(tmp_path))
+    cfg = RAGConfig(home=str(tmp_path)).with_overrides({"query.filter_mode": "hard"})
     idx = AgenticIndex(cfg, embedder=CachedEmbedder(real_embedder, tmp_path / "e.sqlite"))
     idx.add_documents(docs)
     pipe = Pipeline(cfg, index=idx)

@@ -77,3 +77,46 @@ def test_metadata_survives(loaded):
     c = steps[0]
     assert c.metadata["step"] == 1 and c.metadata["step_end"] == 3 and c.metadata["ordered"] is True
     assert c.heading_path == "Reset" and c.doc_id == "steps.md"
+
+
+# ---- exact vs ANN search, deterministic ties (issue: rankings differed across processes) --
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_exact_search_equals_numpy_brute_force_with_id_tie_break(kind, tmp_path):
+    import numpy as np
+
+    from agentic_rag.documents import Chunk
+
+    emb = HashingEmbedder(dim=16)
+    texts = [f"word{i % 7} common" for i in range(60)]  # many exact duplicates → score ties
+    chunks = [Chunk(id=f"d{i:03d}#prose@0-1", doc_id=f"d{i:03d}", text=t, chunk_type="prose",
+                    start_char=0, end_char=1, token_count=2) for i, t in enumerate(texts)]
+    vecs = emb.embed(texts)
+    q = emb.embed(["word3 common"])[0]
+    want = np.clip(vecs @ q, 0, 1)
+    order = sorted(range(len(chunks)), key=lambda i: (-round(float(want[i]), 5), chunks[i].id))
+    exact = make_store(StoreConfig(kind=kind, search="exact"), tmp_path / "e")
+    exact.upsert(list(reversed(chunks)), vecs[::-1].copy())  # insertion order must not matter
+    hits = exact.query(q, k=20)
+    assert [h.chunk.id for h in hits] == [chunks[i].id for i in order[:20]]
+    assert [h.score for h in hits] == pytest.approx([float(want[i]) for i in order[:20]], abs=1e-6)
+    # where filters apply before the top-k cut, and a write invalidates the matrix
+    only = exact.query(q, k=3, where={"doc_id": ["d001", "d050"]})
+    assert {h.chunk.doc_id for h in only} == {"d001", "d050"}
+    exact.delete({"doc_id": "d003"})
+    assert "d003" not in {h.chunk.doc_id for h in exact.query(q, k=60)}
+    # ANN with ties: the same set of scores, ties ordered by chunk id too
+    ann = make_store(StoreConfig(kind=kind, search="ann"), tmp_path / "a")
+    ann.upsert(chunks, vecs)
+    got = ann.query(q, k=10)
+    for a, b in zip(got, got[1:]):
+        assert (-a.score, a.chunk.id) <= (-b.score, b.chunk.id)
+
+
+def test_auto_mode_is_exact_below_the_size_limit(tmp_path):
+    store = make_store(StoreConfig(search="auto", exact_max_chunks=5), tmp_path)
+    emb = HashingEmbedder()
+    chunks = AgenticChunker().chunk_many(DOCS)
+    store.upsert(chunks, emb.embed([c.text for c in chunks]))
+    assert store.count() == 6 and not store._use_exact()
+    store2 = make_store(StoreConfig(search="auto", exact_max_chunks=6), tmp_path)
+    assert store2._use_exact()

@@ -37,6 +37,7 @@ from ..evaluation.llm_judge import generate_answer, judge_support
 from ..index import AgenticIndex
 from ..llm import LLMError
 from ..pipeline import Pipeline
+from ..retrievers import CandidateMemo
 from .spec import SweepSpec
 from .stats import bootstrap_ci, paired_bootstrap, pareto_front
 
@@ -82,6 +83,23 @@ def index_key(cfg: RAGConfig, corpus_fp: str) -> str:
     parts = [corpus_fp, cfg.chunking.model_dump_json(), cfg.embedding.model_dump_json(),
              cfg.lexical.model_dump_json(), cfg.store.kind]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
+
+
+def open_index(cfg: RAGConfig, ds: Dataset, cache_dir: str | Path, progress: bool = False,
+               log=print) -> tuple[RAGConfig, AgenticIndex]:  # noqa: ANN001
+    """The shared, cached index of `ds.corpus` under `cfg`'s chunking / embedder / BM25
+    (built once per distinct key in `cache_dir`, reused by every later run)."""
+    cache_dir = Path(cache_dir)
+    key = index_key(cfg, ds.corpus_fingerprint())
+    first = cfg.with_overrides({"home": str(cache_dir / f"index-{key}")})
+    emb = make_embedder(first.embedding, cache_dir / "embeddings")
+    index = AgenticIndex(first, embedder=emb)
+    t0 = time.perf_counter()
+    rep = index.add_documents(ds.corpus, progress=progress)
+    _ = index.lexical
+    log(f"index {key}: {index.count()} chunks ({rep.added_chunks} new) in "
+        f"{time.perf_counter() - t0:.1f}s")
+    return first, index
 
 
 def _git_commit() -> str:
@@ -241,18 +259,20 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
                     if (f"c{i:02d}", q.id, r) not in rows.done]
             if not todo:
                 continue
-            first = configs[members[0]][2].with_overrides({"home": str(cache_dir / f"index-{key}")})
-            emb = make_embedder(first.embedding, cache_dir / "embeddings")
-            index = AgenticIndex(first, embedder=emb)
-            t0 = time.perf_counter()
-            rep = index.add_documents(ds.corpus, progress=progress)
-            _ = index.lexical
-            log(f"index {key}: {index.count()} chunks ({rep.added_chunks} new) in "
-                f"{time.perf_counter() - t0:.1f}s")
-            pipes = {i: Pipeline(configs[i][2].with_overrides({"home": first.home}), index=index)
-                     for i in members}
+            first, index = open_index(configs[members[0]][2], ds, cache_dir, progress, log)
+            # one memo of candidate lists per index: configs that differ only in fusion,
+            # gate or filters replay the same searches instead of repeating them
+            memo = CandidateMemo() if spec.replay else None
+            pipes = {}
+            for i in members:
+                pipes[i] = Pipeline(configs[i][2].with_overrides({"home": first.home}), index=index)
+                pipes[i].candidates = memo
             for p in pipes.values():  # warm-up (model load, first-query costs), not recorded
-                p.retriever().retrieve(ds.queries[0].text)
+                p.retrieve(ds.queries[0].text, k=spec.k)
+            if memo is not None:  # the warm-up's lists must not be replayed as free
+                memo.lists.clear()
+                memo.seconds.clear()
+                memo.take()
             for i, q, r in todo:
                 row = _evaluate(spec, ds, i, configs[i], pipes[i], q, r, scorer, docs_by_id,
                                 llm_ids)
@@ -277,19 +297,31 @@ def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
     label, _, cfg = config
     row: dict[str, Any] = {"config_id": f"c{i:02d}", "config": label, "query_id": q.id,
                            "repeat": r, "error": None}
+    memo = pipe.candidates
+    if memo is not None:
+        memo.take()
     t0 = time.perf_counter()
-    intent = pipe.builder.build_query(q.text)
-    t1 = time.perf_counter()
-    result = pipe.retriever().retrieve(intent.query, intent.filters or None)
+    # equal budget: every config is asked for, and scored on, the same number of hits
+    intent, result = pipe.retrieve(q.text, k=spec.k)
     t2 = time.perf_counter()
     hits = result.hits[:spec.k]
     ctx = pipe.format(hits, intent)
     t3 = time.perf_counter()
+    retrieval_s = t2 - t0
+    if memo is not None:  # replayed lists are charged what their first search cost
+        cost, fresh = memo.take()
+        retrieval_s += cost - fresh
     row.update({"intent": intent.intent, "iterations": result.iterations,
                 "stop_reason": result.stop_reason, "confidence": result.confidence,
+                "expansions": json.dumps(result.expansions),
+                "skipped_expansions": len(result.skipped),
+                "filter_applied": bool(intent.filters) and pipe.config.query.filter_mode != "off",
+                "dropped_filters": len(intent.dropped_filters),
+                "widened_to": result.widened_to,
                 "n_hits": len(hits), "context_tokens": ctx.tokens,
-                "latency_query_ms": 1000 * (t1 - t0), "latency_retrieval_ms": 1000 * (t2 - t1),
-                "latency_context_ms": 1000 * (t3 - t2), "latency_ms": 1000 * (t3 - t0)})
+                "latency_retrieval_ms": 1000 * retrieval_s,
+                "latency_context_ms": 1000 * (t3 - t2),
+                "latency_ms": 1000 * (retrieval_s + (t3 - t2))})
     qrels = ds.qrels.get(q.id, {})
     run = doc_run(hits)
     row["retrieved_docs"] = json.dumps(list(run))  # rank order, for re-scoring and analysis
@@ -373,7 +405,16 @@ def _results_frame(rows: list[dict], configs: list) -> pd.DataFrame:
     return df.sort_values(["config_id", "query_id", "repeat"]).reset_index(drop=True)
 
 
+PAIRED = ["span_recall@5", "span_recall@10", "span_iou@10", "exact_match", "token_f1",
+          "hallucinated", "iterations", "context_tokens", "agent_tool_calls",
+          "agent_token_f1", "agent_exact_match", "agent_retrieval_iterations"]
+
+
 def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataFrame:
+    """One row per config: means with 95 % CIs, and for every metric the paired difference
+    vs the baseline over the same queries (repeats averaged first) with its CI and the
+    relative change. Decision distributions (iterations, stop reasons, expansions, filters)
+    are part of the row, so a knob that never fires is visible."""
     if results.empty:
         return pd.DataFrame()
     extra = ["span_recall@10", "span_iou@10", "exact_match", "token_f1", "hallucinated",
@@ -382,6 +423,7 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
     extra += sorted(c for c in results.columns if c.startswith("ragas_")
                     and not c.endswith(("_error", "_seconds")))
     metric_cols = [c for c in QUALITY + extra if c in results.columns]
+    paired_cols = [c for c in dict.fromkeys(QUALITY + PAIRED + extra) if c in results.columns]
     tokens = [c for c in ("llm_prompt_tokens", "llm_completion_tokens", "judge_prompt_tokens",
                           "judge_completion_tokens", "agent_prompt_tokens",
                           "agent_completion_tokens") if c in results.columns]
@@ -390,6 +432,7 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
     out = []
     for cid, g in results.groupby("config_id", sort=True):
         s: dict[str, Any] = {"config_id": cid, "config": g["config"].iloc[0], "n": len(g),
+                             "n_queries": int(g["query_id"].nunique()),
                              "failures": int(g["error"].notna().sum()
                                              + (g["agent_error"].notna().sum()
                                                 if "agent_error" in g else 0)),
@@ -397,6 +440,7 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
                              "latency_p95_ms": float(g["latency_ms"].quantile(0.95)),
                              "iterations_mean": float(g["iterations"].mean()),
                              "context_tokens_mean": float(g["context_tokens"].mean())}
+        s.update(decision_distribution(g))
         for c in sorted(c for c in g.columns if c.startswith(("hits_", "relevant_hits_"))):
             s[f"{c}_mean"] = float(g[c].fillna(0).mean())  # per chunk type, among the top k
         for c in tokens:  # LLM token usage per metric group, summed
@@ -404,15 +448,22 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
         for c in [c for c in g.columns if c.startswith("ragas_") and c.endswith("_error")]:
             s[c.replace("_error", "_failures")] = int(g[c].notna().sum())
         for m in metric_cols:
-            vals = g[m].astype(float)
+            vals = g.groupby("query_id")[m].mean().astype(float)  # repeats averaged first
             s[m] = float(vals.mean())
             s[f"{m}_ci_low"], s[f"{m}_ci_high"] = bootstrap_ci(vals.to_list())
-            if cid != base_id and m in QUALITY + ["span_recall@10"]:
-                mine = g.groupby("query_id")[m].mean()
-                theirs = base[m].mean().reindex(mine.index)
+        if cid != base_id:
+            for m in paired_cols:
+                mine = g.groupby("query_id")[m].mean().astype(float)
+                theirs = base[m].mean().astype(float).reindex(mine.index)
                 pb = paired_bootstrap(mine.to_list(), theirs.to_list())
+                ref = float(theirs.mean())
                 s[f"{m}_diff_vs_base"] = pb["diff"]
-                s[f"{m}_diff_vs_base_ci_low"], s[f"{m}_diff_vs_base_ci_high"] = pb["ci_low"], pb["ci_high"]
+                s[f"{m}_diff_vs_base_ci_low"] = pb["ci_low"]
+                s[f"{m}_diff_vs_base_ci_high"] = pb["ci_high"]
+                rel = (pb["diff"] / ref) if ref else float("nan")
+                s[f"{m}_rel_vs_base"] = rel
+                s[f"{m}_rel_vs_base_ci_low"] = pb["ci_low"] / ref if ref else float("nan")
+                s[f"{m}_rel_vs_base_ci_high"] = pb["ci_high"] / ref if ref else float("nan")
         out.append(s)
     summary = pd.DataFrame(out)
     summary["baseline"] = summary["config_id"] == base_id
@@ -420,6 +471,30 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
     if quality:
         summary["pareto"] = pareto_front(summary, quality, ["latency_p50_ms", "context_tokens_mean"])
     return summary
+
+
+def decision_distribution(g: pd.DataFrame) -> dict[str, Any]:
+    """How often each gate / filter decision fired, as JSON-able columns."""
+    out: dict[str, Any] = {
+        "iterations_dist": json.dumps({int(k): int(v) for k, v in
+                                       g["iterations"].value_counts().sort_index().items()}),
+        "stop_reasons": json.dumps({str(k): int(v) for k, v in
+                                    g["stop_reason"].value_counts().sort_index().items()})}
+    if "expansions" in g:
+        counts: dict[str, int] = {}
+        for e in g["expansions"].dropna():
+            for step in json.loads(e):
+                counts[step] = counts.get(step, 0) + 1
+        out["expansions_fired"] = json.dumps(dict(sorted(counts.items())))
+    for c, name in (("filter_applied", "filter_applied_share"),
+                    ("dropped_filters", "dropped_filters_share"),
+                    ("skipped_expansions", "skipped_expansions_mean")):
+        if c in g:
+            v = g[c].fillna(0).astype(float)
+            out[name] = float((v > 0).mean()) if name.endswith("share") else float(v.mean())
+    if "widened_to" in g:
+        out["widened_share"] = float(g["widened_to"].notna().mean())
+    return out
 
 
 def _baseline_id(spec: SweepSpec, configs: list) -> str:

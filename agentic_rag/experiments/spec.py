@@ -50,6 +50,9 @@ class SweepSpec(_Strict):
     repeats: int = Field(1, ge=1, le=20, description="repeat each config (latency variance)")
     baseline: dict[str, Any] | None = Field(
         None, description="overrides that identify the baseline config; default: the first")
+    replay: bool = Field(True, description="configs sharing an index share one memo of "
+                         "candidate lists (fusion / gate / filter settings cost no new search; "
+                         "latency is charged the first search's time)")
     llm_sample: int = Field(20, ge=0, description="queries per config that get LLM metrics")
     ragas_metrics: list[Literal["faithfulness", "factual_correctness", "context_precision",
                                 "context_recall"]] = Field(
