@@ -116,6 +116,7 @@ class AgenticIndex:
         self.lock_timeout_s = lock_timeout_s
         self._embedder = embedder
         self._store = store
+        self._store_version: int | None = None
         self._lexical: LexicalIndex | None = None
         self._lexical_version: int | None = None
         self._mutex = threading.RLock()  # lazy components
@@ -140,8 +141,23 @@ class AgenticIndex:
                     opener = getattr(store, "open", None)
                     if opener:
                         opener()  # opened once, under the lock: threads share one client
+                    self._store_version = self.version()
                     self._store = store
         return self._store
+
+    def _fresh_store(self) -> VectorStore:
+        """The store for a read or a write. When another process completed a write since we
+        last looked, the store's in-memory search state is stale: a store that offers
+        `refresh()` is asked to reload it (Chroma's per-process cache otherwise keeps
+        serving the old vectors)."""
+        store = self.store
+        version = self.version()
+        if self._store_version != version:
+            refresh = getattr(store, "refresh", None)
+            if refresh is not None:
+                refresh()
+            self._store_version = version
+        return store
 
     def _sig(self, doc: Document) -> str:
         parts = [doc.content_hash, self.config.chunking.model_dump_json(),
@@ -171,6 +187,7 @@ class AgenticIndex:
                               f"over {self.lock_timeout_s:.0f}s (lock {self.home / LOCK_FILE}); "
                               "wait for it to finish, or stop it") from None
         try:
+            self._fresh_store()  # another process may have written since we last looked
             report = IndexReport()
             report.recovered_documents = self.recover()
             yield report
@@ -194,8 +211,11 @@ class AgenticIndex:
         _write_json(self.home / JOURNAL_FILE, {"pid": os.getpid(), "docs": doc_ids})
 
     def _commit(self) -> None:
-        _write_json(self.home / STATE_FILE, {"version": self.version() + 1})
+        version = self.version() + 1
+        _write_json(self.home / STATE_FILE, {"version": version})
         (self.home / JOURNAL_FILE).unlink(missing_ok=True)
+        if self._store_version == version - 1:
+            self._store_version = version  # our own write: our store object saw it
 
     def recover(self) -> int:
         """Undo a write that did not complete (call with the write lock held; `add_documents`
@@ -327,13 +347,13 @@ class AgenticIndex:
 
     def search(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
         """Dense search; scores are cosine similarities clipped to [0, 1]."""
-        return self.store.query(self.embed_query(query), k, where)
+        return self._fresh_store().query(self.embed_query(query), k, where)
 
     def search_lexical(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
         return self.lexical.search(query, k, where)
 
     def count(self) -> int:
-        return self.store.count()
+        return self._fresh_store().count()
 
 
 def _progress(total: int, desc: str, enabled: bool):  # noqa: ANN202
