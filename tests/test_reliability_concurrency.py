@@ -114,7 +114,7 @@ def test_two_processes_indexing_one_home_serialise(tmp_path, record_property):
                                str(p)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for p in (1, 2)]
     outs = [p.communicate(timeout=240) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
     docs = [d.model_copy(update={"id": f"p{p}-{d.id}"}) for p in (1, 2) for d in corpus(1, n=30)]
     n = assert_in_step(home, docs)
