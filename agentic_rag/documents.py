@@ -6,11 +6,12 @@ Also reading documents from disk, with a clear error for binary / non-UTF-8 file
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ChunkType = Literal["code", "table", "table_row", "list", "prose", "heading"]
 CHUNK_TYPES: tuple[str, ...] = ("code", "table", "table_row", "list", "prose", "heading")
@@ -19,6 +20,15 @@ DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt")
 
 class DocumentError(ValueError):
     """A document cannot be read or chunked; the message names the file."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """Lone UTF-16 surrogates (e.g. from a JSON "\\ud800" escape) cannot be encoded as UTF-8,
+    hashed, tokenized or stored: each becomes U+FFFD, one character for one, so offsets hold."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 class Document(BaseModel):
@@ -30,6 +40,11 @@ class Document(BaseModel):
     source: str = ""
     format: Literal["markdown", "rst"] = "markdown"
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("text", "title", mode="after")
+    @classmethod
+    def _clean(cls, value: str) -> str:
+        return clean_text(value)
 
     @property
     def content_hash(self) -> str:

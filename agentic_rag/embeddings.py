@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .config import EmbeddingConfig
+from .documents import clean_text
 from .packages import file_sha256
 
 # sha256 of all-MiniLM-L6-v2's model.safetensors (90,868,376 bytes), checked at load
@@ -103,7 +104,7 @@ class SentenceTransformerEmbedder:
         self.open()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vecs = self._model.encode(texts, batch_size=self.config.batch_size,
+        vecs = self._model.encode([clean_text(t) for t in texts], batch_size=self.config.batch_size,
                                   normalize_embeddings=self.config.normalize,
                                   convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
@@ -132,6 +133,7 @@ class OpenAIEmbedder:
     def _call(self, batch: list[str]) -> list[list[float]]:
         import openai
 
+        batch = [clean_text(t) for t in batch]
         delay = 1.0
         for attempt in range(self.config.max_retries + 1):
             try:
@@ -194,6 +196,7 @@ class CachedEmbedder:
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         db, model = self._conn(), self.inner.model_id
+        texts = [clean_text(t) for t in texts]
         keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         found: dict[str, np.ndarray] = {}
         unique = list(dict.fromkeys(keys))

@@ -193,6 +193,16 @@ def test_control_characters_and_odd_unicode_in_documents(tmp_path, record_proper
     record_property("bad_inputs_tried", 1)
 
 
+def test_lone_surrogates_in_a_document_are_replaced_not_fatal(tmp_path, record_property):
+    text = json.loads('"# Title\\n\\nbroken \\udcff escape and fee words\\n"')
+    doc = Document(id="s.md", text=text)
+    assert "\ufffd" in doc.text and len(doc.text) == len(text)  # one for one: offsets hold
+    idx = fake_index(tmp_path)
+    assert idx.add_documents([doc]).added_chunks == idx.count() == 1
+    assert idx.search_lexical("escape", 1)[0].chunk.doc_id == "s.md"
+    record_property("bad_inputs_tried", 1)
+
+
 # ---- duplicate ids and failed writes ----------------------------------------------------
 def test_duplicate_document_ids_rejected_before_any_write(tmp_path, record_property):
     idx = fake_index(tmp_path)
@@ -331,6 +341,7 @@ QUERIES = {
     "control-chars": "".join(chr(c) for c in range(32)) + "fee\x00\x07\x1b[0m\x7f\x85\u2028",
     "only-punctuation": "?!?!... ### ``` |||",
     "emoji-rtl": "\U0001f4b3 fee? \u202e\u0645\u0635\u0631\u0641",
+    "lone-surrogates": json.loads('"monthly fee \\ud800 account \\udfff"'),  # JSON allows them
 }
 
 
