@@ -37,7 +37,7 @@ $(PYDOC_DEB_DIR)/.done:
 # the main job: a quick sweep on a HaluEval-QA sample (chunk size × gating × fusion),
 # summary table, plot and the exported best config, in the run folder
 run: install datasets
-	$(BIN)/agentic-rag sweep experiments/quick.yaml --export ndcg@10
+	$(BIN)/agentic-rag sweep experiments/quick.yaml --export ndcg@10 --test
 
 demo: install datasets
 	$(BIN)/agentic-rag demo

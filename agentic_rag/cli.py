@@ -161,7 +161,10 @@ def sweep(spec: Path,
               "experiments/cache"),
           plots: Annotated[bool, typer.Option(help="write PNG plots into the run folder")] = True,
           export_metric: Annotated[str | None, typer.Option(
-              "--export", help="also export the best config by this metric")] = None) -> None:
+              "--export", help="also export the best config by this metric")] = None,
+          test: Annotated[bool, typer.Option(
+              help="with --export: score the chosen config on the test split too")] = False,
+          ) -> None:
     """Run a sweep spec (YAML); rerunning the same spec resumes an unfinished run."""
     from .config import ConfigError
     from .experiments import export_config, run_sweep
@@ -184,7 +187,7 @@ def sweep(spec: Path,
         res.plot_tradeoff(path=res.run_dir / "tradeoff.png")
         typer.echo(f"plot: {res.run_dir / 'tradeoff.png'}")
     if export_metric:
-        out = export_config(res.run_dir, metric=export_metric)
+        out = export_config(res.run_dir, metric=export_metric, test=test, cache_dir=cache_dir)
         typer.echo(f"best config by {export_metric}: {out}")
 
 
@@ -215,13 +218,16 @@ def export(run_dir: Path,
            metric: Annotated[str, typer.Option(help="summary column to maximise")] = "ndcg@10",
            constraint: Annotated[list[str] | None, typer.Option(
                help="e.g. 'latency_p50_ms<50' (repeatable)")] = None,
-           out: Annotated[Path | None, typer.Option(help="output YAML")] = None) -> None:
-    """Write the best config of a run (YAML with a provenance block)."""
+           out: Annotated[Path | None, typer.Option(help="output YAML")] = None,
+           test: Annotated[bool, typer.Option(
+               help="score the chosen config on the test split and record it")] = False) -> None:
+    """Write the best config of a run (YAML with a provenance block): chosen on dev, and with
+    --test also scored on the test split."""
     from .experiments import choose_config, export_config
 
     try:
         row = choose_config(run_dir, metric, constraint)
-        path = export_config(run_dir, out, metric, constraint)
+        path = export_config(run_dir, out, metric, constraint, test=test)
     except (FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
     typer.echo(f"{row['config_id']} ({row['config']}): {metric}={row[metric]:.4f}, "

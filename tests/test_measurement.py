@@ -45,7 +45,7 @@ def test_soft_filter_never_empties_and_boosts_the_matching_type(tmp_path):
     cfg = RAGConfig(home=str(tmp_path)).with_overrides({"gate.mode": "static"})
     idx = AgenticIndex(cfg, embedder=HashingEmbedder())
     idx.add_documents(docs)
-    q = "show me the code for valley fees"
+    q = "show me the code snippet for valley_fees"
     ranks = {}
     for mode in ("off", "soft", "hard"):
         pipe = Pipeline(cfg.with_overrides({"query.filter_mode": mode}), index=idx)

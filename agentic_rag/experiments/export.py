@@ -5,6 +5,10 @@
 writes a YAML `RAGConfig` with a `provenance:` block (run, dataset, metric values with
 CIs). `RAGConfig.load` ignores that block, so `Pipeline.from_config(path)` rebuilds the
 pipeline from the file alone.
+
+Choose on dev, report on test: with `test=True` (CLI `--test`) the chosen config is run
+once more on the *test* split of the same dataset (same sample size and seed) and the
+provenance records both figures — the dev figure is optimistic, having been selected.
 """
 
 from __future__ import annotations
@@ -55,12 +59,7 @@ def choose_config(run_dir: str | Path, metric: str = "ndcg@10",
                              ascending=[not maximize, True]).iloc[0]
 
 
-def export_config(run_dir: str | Path, out: str | Path | None = None, metric: str = "ndcg@10",
-                  constraints: list[str] | None = None) -> Path:
-    run_dir = Path(run_dir)
-    row = choose_config(run_dir, metric, constraints)
-    cfg = RAGConfig.load(run_dir / "configs" / f"{row['config_id']}.yaml")
-    meta = json.loads((run_dir / "meta.json").read_text())
+def _values(row: pd.Series) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for col in row.index:
         if col in ("config_id", "config") or col.endswith(("_ci_low", "_ci_high")):
@@ -71,11 +70,42 @@ def export_config(run_dir: str | Path, out: str | Path | None = None, metric: st
             if low is not None and high is not None and pd.notna(low):
                 entry = {"mean": float(row[col]), "ci95": [float(low), float(high)]}
             values[col] = entry
+    return values
+
+
+def score_on_test(run_dir: Path, cfg: RAGConfig, cache_dir: str | Path = "experiments/cache",
+                  log=print) -> tuple[str, pd.Series]:  # noqa: ANN001
+    """Run `cfg` alone on the test split of the run's dataset; (run name, summary row)."""
+    from .runner import run_sweep
+    from .spec import SweepSpec
+
+    spec = SweepSpec.load(run_dir / "spec.yaml")
+    if spec.dataset.split != "dev":
+        raise ValueError(f"{run_dir.name}: chosen on split {spec.dataset.split!r}; "
+                         "choose on dev to report on test")
+    test_spec = spec.model_copy(update={
+        "name": f"{spec.name}-test", "base": cfg, "grid": {}, "random": None, "baseline": None,
+        "dataset": spec.dataset.model_copy(update={"split": "test"})})
+    res = run_sweep(test_spec, run_dir.parent, cache_dir, progress=False, log=log)
+    return res.run_dir.name, res.summary.iloc[0]
+
+
+def export_config(run_dir: str | Path, out: str | Path | None = None, metric: str = "ndcg@10",
+                  constraints: list[str] | None = None, test: bool = False,
+                  cache_dir: str | Path = "experiments/cache") -> Path:
+    run_dir = Path(run_dir)
+    row = choose_config(run_dir, metric, constraints)
+    cfg = RAGConfig.load(run_dir / "configs" / f"{row['config_id']}.yaml")
+    meta = json.loads((run_dir / "meta.json").read_text())
+    values = _values(row)
     provenance = {"run": run_dir.name, "config_id": row["config_id"], "config": row["config"],
                   "chosen_by": metric, "constraints": constraints or [],
                   "dataset": meta.get("dataset"),
                   "dataset_fingerprint": meta.get("dataset_fingerprint"),
-                  "git_commit": meta.get("git_commit"), "metrics": values}
+                  "git_commit": meta.get("git_commit"), "split": "dev", "metrics": values}
+    if test:
+        test_run, test_row = score_on_test(run_dir, cfg, cache_dir)
+        provenance["test"] = {"run": test_run, "split": "test", "metrics": _values(test_row)}
     out = Path(out) if out else run_dir / "best-config.yaml"
     text = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
     text += yaml.safe_dump({"provenance": provenance}, sort_keys=False)

@@ -510,8 +510,9 @@ def _baseline_id(spec: SweepSpec, configs: list) -> str:
 def print_summary(summary: pd.DataFrame, log=print) -> None:  # noqa: ANN001
     cols = [c for c in ["config_id", "config", "ndcg@10", "ndcg@10_ci_low", "ndcg@10_ci_high",
                         "recall@10", "mrr@10", "span_recall@10", "token_f1", "hallucinated",
-                        "iterations_mean", "context_tokens_mean", "latency_p50_ms",
-                        "latency_p95_ms", "failures", "pareto"] if c in summary.columns]
+                        "iterations_mean", "iterations_dist", "stop_reasons", "expansions_fired",
+                        "context_tokens_mean", "latency_p50_ms", "latency_p95_ms", "failures",
+                        "pareto"] if c in summary.columns]
     with pd.option_context("display.max_columns", None, "display.width", 200,
                            "display.max_colwidth", 60, "display.float_format", "{:.3f}".format):
         log(summary[cols].to_string(index=False))

@@ -1,0 +1,146 @@
+"""Replay gate and fusion settings over cached candidate lists: the interactive tuner.
+
+Everything the gate and fusion can do to one query comes from a finite set of searches
+({query, keyword rewrite} × {intent filter, none} × {dense, BM25}, at depth
+`fusion.candidates`). `Tuner` runs each once per query and chunk size (`prefill`), keeps
+them in a `CandidateMemo`, and then `score(**settings)` recomputes fusion, gate decisions
+and metrics from the stored lists with the same code a live search runs — no new
+search, milliseconds per query. `widget()` puts sliders on it for Jupyter; the plain
+call is what tests and scripts use.
+
+    tuner = Tuner("halueval-qa", n=100, chunk_sizes=(64, 256))
+    tuner.score(min_confidence=0.6, rrf_k=20, weights=(1.0, 0.5), mode="gated")
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..config import RAGConfig
+from ..datasets import Dataset, load_dataset
+from ..evaluation import doc_run, ir_metrics
+from ..pipeline import Pipeline
+from ..retrievers import CandidateMemo
+from .runner import open_index
+
+SETTINGS = {  # tuner argument → config path
+    "mode": "gate.mode", "min_confidence": "gate.min_confidence", "merge": "gate.merge",
+    "confidence": "gate.confidence", "method": "fusion.method", "rrf_k": "fusion.rrf_k",
+    "weights": "fusion.weights", "retrievers": "fusion.retrievers",
+    "filter_mode": "query.filter_mode", "normalise": "fusion.normalise",
+}
+
+
+class Tuner:
+    def __init__(self, dataset: str | Dataset = "halueval-qa", n: int = 100, split: str = "dev",
+                 chunk_sizes: Sequence[int] = (256,), base: RAGConfig | None = None,
+                 cache_dir: str | Path = "experiments/cache", corpus_size: int | None = None,
+                 seed: int = 0, log=print) -> None:  # noqa: ANN001
+        ds = load_dataset(dataset) if isinstance(dataset, str) else dataset
+        if corpus_size is None and ds.name == "halueval-qa":
+            corpus_size = 2000
+        self.ds = ds.split(split).sample(n, seed, corpus_size)
+        self.base = base or RAGConfig()
+        self.pipes: dict[int, Pipeline] = {}
+        for size in chunk_sizes:
+            cfg, index = open_index(self.base.with_overrides({"chunking.max_tokens": size}),
+                                    self.ds, cache_dir, log=log)
+            pipe = Pipeline(cfg, index=index)
+            pipe.candidates = CandidateMemo()
+            self.pipes[size] = pipe
+        self.qrels = {q.id: self.ds.qrels[q.id] for q in self.ds.queries if q.id in self.ds.qrels}
+        self.prefill()
+
+    def prefill(self) -> int:
+        """Run every search the gate can reach, once; returns the number of searches."""
+        for size in self.pipes:
+            for fm in ("hard", "soft", "off"):
+                for rs in (["dense"], ["bm25"], ["dense", "bm25"]):
+                    self._run(size, {"mode": "always_expand", "filter_mode": fm,
+                                     "retrievers": rs})
+        return sum(p.candidates.searches for p in self.pipes.values())
+
+    def _pipe(self, size: int, settings: dict[str, Any]) -> Pipeline:
+        base = self.pipes[size]
+        over = {SETTINGS[k]: (list(v) if isinstance(v, tuple) else v)
+                for k, v in settings.items() if k in SETTINGS}
+        retrievers = over.get("fusion.retrievers", base.config.fusion.retrievers)
+        if over.get("fusion.weights") is not None and len(over["fusion.weights"]) != len(retrievers):
+            over["fusion.weights"] = None  # weights for another retriever mix: equal weights
+        pipe = Pipeline(base.config.with_overrides(over), index=base.index)
+        pipe.candidates = base.candidates
+        pipe._types = base._types
+        return pipe
+
+    def _run(self, size: int, settings: dict[str, Any], k: int = 10) -> tuple[dict, dict]:
+        pipe = self._pipe(size, settings)
+        run, stats = {}, {"iterations": 0, "hits": 0}
+        for q in self.ds.queries:
+            _, res = pipe.retrieve(q.text, k=k)
+            run[q.id] = doc_run(res.hits[:k])
+            stats["iterations"] += res.iterations
+            stats["hits"] += len(res.hits[:k])
+        return run, stats
+
+    def score(self, chunk_size: int | None = None, k: int = 10, **settings: Any) -> dict[str, Any]:
+        """Metrics of one setting over the sample, replayed from the stored lists."""
+        size = chunk_size or next(iter(self.pipes))
+        before = sum(p.candidates.searches for p in self.pipes.values())
+        t0 = time.perf_counter()
+        run, stats = self._run(size, settings, k)
+        per_q = ir_metrics(self.qrels, run)
+        df = pd.DataFrame.from_dict(per_q, orient="index")
+        out = {"chunk_size": size, "k": k, **settings, **df.mean().round(4).to_dict(),
+               "iterations_mean": stats["iterations"] / len(self.ds.queries),
+               "new_searches": sum(p.candidates.searches for p in self.pipes.values()) - before,
+               "seconds": round(time.perf_counter() - t0, 3)}
+        return out
+
+    def sweep(self, grid: dict[str, Sequence[Any]]) -> pd.DataFrame:
+        """Every combination of `grid` (tuner argument → values), as a tidy table."""
+        import itertools
+
+        keys = list(grid)
+        return pd.DataFrame([self.score(**dict(zip(keys, vals)))
+                             for vals in itertools.product(*grid.values())])
+
+    def widget(self):  # noqa: ANN201 - an ipywidgets box
+        import ipywidgets as w
+        from IPython.display import display
+
+        sizes = list(self.pipes)
+        controls = {
+            "chunk_size": w.Dropdown(options=sizes, value=sizes[0], description="chunk"),
+            "mode": w.Dropdown(options=["static", "gated", "always_expand"], value="gated"),
+            "min_confidence": w.FloatSlider(value=0.5, min=0.0, max=1.0, step=0.05,
+                                            description="threshold"),
+            "filter_mode": w.Dropdown(options=["off", "soft", "hard"], value="soft"),
+            "method": w.Dropdown(options=["rrf", "score"], value="rrf"),
+            "rrf_k": w.IntSlider(value=60, min=0, max=200, step=5, description="RRF k"),
+            "w_dense": w.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1),
+            "w_bm25": w.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1),
+            "k": w.IntSlider(value=10, min=1, max=20, description="cutoff k"),
+        }
+        out = w.Output()
+
+        def update(_=None) -> None:  # noqa: ANN001
+            v = {name: c.value for name, c in controls.items()}
+            res = self.score(chunk_size=v["chunk_size"], k=v["k"], mode=v["mode"],
+                             min_confidence=v["min_confidence"], filter_mode=v["filter_mode"],
+                             method=v["method"], rrf_k=float(v["rrf_k"]),
+                             weights=(v["w_dense"], v["w_bm25"]),
+                             retrievers=("dense", "bm25"))
+            with out:
+                out.clear_output(wait=True)
+                display(pd.Series(res).to_frame("value"))
+
+        for c in controls.values():
+            c.observe(update, names="value")
+        update()
+        return w.VBox([w.HBox(list(controls.values())[:5]), w.HBox(list(controls.values())[5:]),
+                       out])
