@@ -70,7 +70,7 @@ class AgenticRAGTool:
         args = SearchInput(query=query, max_results=max_results, focus_area=focus_area)
         state = {} if args.focus_area == "any" else {"task_type": args.focus_area}
         intent, result = self.pipeline.retrieve(args.query, state, self.previous_queries,
-                                                self.served)
+                                                self.served, k=args.max_results)
         hits = result.hits[:args.max_results]
         ctx = self.pipeline.format(hits, intent)
         self.previous_queries.append(intent.query)
