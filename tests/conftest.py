@@ -61,9 +61,17 @@ def smol_server(tmp_path_factory):
     from agentic_rag.server import LlamaServer
 
     home = tmp_path_factory.mktemp("smol-home")
-    with LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048),
-                     home=home) as srv:
+    with pytest.MonkeyPatch.context() as mp:
+        # read by llama_cpp.server's settings: one-token micro-batches. The llama-cpp-python
+        # 0.3.36 build here segfaults on batched prompt decoding (n_ubatch > 1, any model);
+        # SmolLM2 is fast enough either way, and the server is still the real one.
+        mp.setenv("N_UBATCH", "1")
+        srv = LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048),
+                          home=home).start()
+    try:
         yield srv
+    finally:
+        srv.stop()
 
 
 @pytest.fixture(scope="session")

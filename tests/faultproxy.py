@@ -8,7 +8,7 @@ Each request takes the next fault of the plan (then `proxy.default`, "pass" unle
 
 - `pass`: forwarded to the upstream server, its reply relayed unchanged;
 - `timeout`: no reply until the client gives up (`hang_s`, or until the proxy stops);
-- `429`, `500`, `503`: an OpenAI-style JSON error with that status;
+- `400`, `401`, `429`, `500`, `503`: an OpenAI-style JSON error with that status;
 - `reset`: the connection is reset (RST) without a reply;
 - `truncated`: the upstream reply with its full Content-Length but only half the body;
 - `malformed_json`: 200, `application/json`, a body that is not JSON;
@@ -30,8 +30,8 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
 
-FAULTS = ("pass", "timeout", "429", "500", "503", "reset", "truncated", "malformed_json",
-          "not_completion", "ignore_schema")
+FAULTS = ("pass", "timeout", "400", "401", "429", "500", "503", "reset", "truncated",
+          "malformed_json", "not_completion", "ignore_schema")
 
 
 class FaultProxy:
@@ -139,7 +139,7 @@ class _Handler(BaseHTTPRequestHandler):
                 p._stop.wait(p.hang_s)
                 self.close_connection = True
                 return
-            if fault in ("429", "500", "503"):
+            if fault in ("400", "401", "429", "500", "503"):
                 err = {"error": {"message": f"injected {fault}", "type": "injected", "code": fault}}
                 return self._send(int(fault), json.dumps(err).encode())
             if fault == "reset":
@@ -195,7 +195,7 @@ class StubChatServer:
 
     def reply(self, req: dict) -> tuple[int, dict]:
         if any(m.get("role") not in self.ROLES for m in req.get("messages", [])):
-            return 422, {"error": {"message": "invalid role"}}
+            return 500, {"error": {"message": "invalid role"}}  # as llama.cpp's server does
         fmt = req.get("response_format") or {}
         content = (json.dumps(self.sample(fmt.get("schema") or {"type": "object"}))
                    if fmt else "The answer is in the context.")

@@ -64,13 +64,26 @@ def test_persistent_fault_raises_typed_error_after_backoff(proxy, fault, record_
     record_property("llm_faults_injected", proxy.injected - n0)
 
 
-def test_refused_request_is_not_retried(proxy):
+@pytest.mark.parametrize("fault", ["400", "401"])
+def test_refused_request_is_not_retried(proxy, fault, record_property):
+    sleeps: list[float] = []
+    proxy.plan([fault, "pass"])
+    with pytest.raises(LLMError) as exc:
+        chat_model(proxy, sleeps).chat(MESSAGES)
+    assert exc.value.kind == "refused" and exc.value.attempts == 1 and sleeps == []
+    assert f"HTTP {fault}" in str(exc.value)
+    proxy.plan([])
+    record_property("llm_faults_injected", 1)
+
+
+def test_server_side_error_on_a_bad_request_is_typed(proxy):
+    """llama.cpp answers a request it cannot handle (unknown role) with a 500: retried, then
+    a typed transport error, never an exception from inside the client."""
     sleeps: list[float] = []
     proxy.plan([])
-    m = chat_model(proxy, sleeps)
-    with pytest.raises(LLMError) as exc:  # llama.cpp rejects an invalid role with 4xx
-        m.chat([{"role": "wizard", "content": "hi"}])
-    assert exc.value.kind == "refused" and exc.value.attempts == 1 and sleeps == []
+    with pytest.raises(LLMError) as exc:
+        chat_model(proxy, sleeps, retries=1).chat([{"role": "wizard", "content": "hi"}])
+    assert exc.value.attempts == 2 and sleeps == [1.0]
 
 
 def test_schema_errors_subset():
