@@ -174,6 +174,17 @@ class ChromaStore(_ExactSearch):
                    for k, v in where.items()]
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
+    def refresh(self) -> None:
+        """Reload after another process wrote to the same folder: chromadb keeps one
+        System per path per process, serving the vectors it saw; drop it and the matrix."""
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        self._invalidate()
+        if self._col is not None:
+            SharedSystemClient._identifier_to_system.pop(str(self.path), None)
+            self._col = None
+            self.open()
+
     def upsert(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
         self.open()
         self._invalidate()

@@ -155,13 +155,6 @@ def test_reader_sees_another_process_write_in_bm25(tmp_path):
     assert sorted(a.lexical.chunk_ids) == sorted(c.id for c in a.store.get())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "stores.py ChromaStore: chromadb caches one System per path per process, so after another "
-    "process writes, this process's dense search keeps the old vectors (ANN: silently misses "
-    "them; exact: `InternalError: Error finding id` once the matrix is rebuilt, and a new "
-    "ChromaStore object does not help). Needs ChromaStore.refresh(): drop the matrix and "
-    "chromadb's cached System for the path (SharedSystemClient._identifier_to_system), "
-    "reopen; AgenticIndex already calls store.refresh() when index-state.json moved"))
 def test_reader_in_another_process_sees_a_consistent_index(tmp_path):
     """A long-lived reader (a notebook) sees another process's completed write in BM25 and in
     dense search alike, without being reopened."""
