@@ -152,19 +152,22 @@ class ChromaStore(_ExactSearch):
 
     def open(self) -> ChromaStore:
         if self._col is None:
-            import chromadb
-            from chromadb.config import Settings
-
-            self.path.mkdir(parents=True, exist_ok=True)
-            client = chromadb.PersistentClient(
-                path=str(self.path), settings=Settings(anonymized_telemetry=False))
-            cfg = self.config
-            self._col = client.get_or_create_collection(
-                cfg.collection, embedding_function=None,
-                metadata={"hnsw:space": cfg.space, "hnsw:M": cfg.hnsw_m,
-                          "hnsw:construction_ef": cfg.hnsw_ef_construction,
-                          "hnsw:search_ef": cfg.hnsw_ef_search})
+            self._col = self._collection()
         return self
+
+    def _collection(self):  # noqa: ANN202 - chromadb Collection
+        import chromadb
+        from chromadb.config import Settings
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        client = chromadb.PersistentClient(
+            path=str(self.path), settings=Settings(anonymized_telemetry=False))
+        cfg = self.config
+        return client.get_or_create_collection(
+            cfg.collection, embedding_function=None,
+            metadata={"hnsw:space": cfg.space, "hnsw:M": cfg.hnsw_m,
+                      "hnsw:construction_ef": cfg.hnsw_ef_construction,
+                      "hnsw:search_ef": cfg.hnsw_ef_search})
 
     @staticmethod
     def _where(where: Where | None) -> dict | None:
@@ -176,14 +179,16 @@ class ChromaStore(_ExactSearch):
 
     def refresh(self) -> None:
         """Reload after another process wrote to the same folder: chromadb keeps one
-        System per path per process, serving the vectors it saw; drop it and the matrix."""
+        System per path per process, serving the vectors it saw. A new System and
+        collection replace the old ones in one assignment, so threads still querying the
+        old collection finish undisturbed."""
         from chromadb.api.shared_system_client import SharedSystemClient
 
-        self._invalidate()
-        if self._col is not None:
-            SharedSystemClient._identifier_to_system.pop(str(self.path), None)
-            self._col = None
-            self.open()
+        with self._matrix_lock:
+            if self._col is not None:
+                SharedSystemClient._identifier_to_system.pop(str(self.path), None)
+                self._col = self._collection()
+            self._matrix = None
 
     def upsert(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
         self.open()
