@@ -62,3 +62,98 @@ def plot_metric(summary: pd.DataFrame, param: str, metric: str = "ndcg@10",
     if path:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def plot_lines(df: pd.DataFrame, x: str, y: str, group: str | None = None, ax=None,  # noqa: ANN001
+               title: str | None = None, path: str | Path | None = None):  # noqa: ANN201
+    """One line per `group` value of `y` against `x` (a sweep curve), markers on the points."""
+    plt = _plt()
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 4))
+    for name, g in (df.groupby(group, sort=False) if group else [(y, df)]):
+        g = g.sort_values(x)
+        ax.plot(g[x], g[y], marker="o", label=str(name))
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    if group:
+        ax.legend(title=group, fontsize=8)
+    ax.set_title(title or f"{y} vs {x}", fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def plot_bars(df: pd.DataFrame, x: str, y: str, group: str | None = None,
+              title: str | None = None, path: str | Path | None = None):  # noqa: ANN201
+    """Grouped bars of `y`: one cluster per `x` value, one bar per `group` value; 95% CI
+    whiskers when `{y}_ci_low` / `{y}_ci_high` columns are present."""
+    plt = _plt()
+    table = df.pivot_table(index=x, columns=group, values=y, sort=False) if group \
+        else df.set_index(x)[[y]]
+    lo = hi = None
+    if f"{y}_ci_low" in df and f"{y}_ci_high" in df:
+        lo = df.pivot_table(index=x, columns=group, values=f"{y}_ci_low", sort=False) if group \
+            else df.set_index(x)[[f"{y}_ci_low"]].set_axis([y], axis=1)
+        hi = df.pivot_table(index=x, columns=group, values=f"{y}_ci_high", sort=False) if group \
+            else df.set_index(x)[[f"{y}_ci_high"]].set_axis([y], axis=1)
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.9 * len(table) * max(1, table.shape[1]) / 2), 4))
+    width = 0.8 / table.shape[1]
+    for j, col in enumerate(table.columns):
+        pos = [i + j * width - 0.4 + width / 2 for i in range(len(table))]
+        err = None
+        if lo is not None and hi is not None:
+            err = [(table[col] - lo[col]).clip(lower=0), (hi[col] - table[col]).clip(lower=0)]
+        ax.bar(pos, table[col], width, yerr=err, capsize=2, label=str(col))
+    ax.set_xticks(range(len(table)))
+    ax.set_xticklabels([str(i) for i in table.index], rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel(y)
+    if group:
+        ax.legend(title=group, fontsize=8)
+    ax.set_title(title or f"{y} by {x}", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def plot_gate_curves(summary: pd.DataFrame, quality: str = "ndcg@10",
+                     costs: tuple[str, ...] = ("iterations_mean", "context_tokens_mean"),
+                     group: str = "gate.mode", path: str | Path | None = None):  # noqa: ANN201
+    """Quality against each cost, one panel per cost, one line per gate mode (the points of
+    a line are the thresholds swept; static and always_expand do not depend on it)."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(costs), figsize=(5.5 * len(costs), 4), squeeze=False)
+    for ax, cost in zip(axes[0], costs):
+        plot_lines(summary, cost, quality, group, ax=ax, title=f"{quality} vs {cost}")
+        if "gate.min_confidence" in summary:
+            for _, r in summary[summary[group] == "gated"].iterrows():
+                ax.annotate(f"{r['gate.min_confidence']:g}", (r[cost], r[quality]), fontsize=7,
+                            xytext=(3, -8), textcoords="offset points")
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def plot_reliability(table: pd.DataFrame, title: str = "gate confidence reliability",
+                     path: str | Path | None = None):  # noqa: ANN201
+    """Reliability diagram from `calibration.reliability_table`: observed rate against mean
+    predicted probability per bin (marker size ∝ n), the diagonal for perfect calibration."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.8, 4.5))
+    t = table[table["n"] > 0]
+    ax.plot([0, 1], [0, 1], ls="--", color="gray", lw=1)
+    ax.scatter(t["predicted"], t["observed"], s=20 + 200 * t["n"] / max(1, t["n"].max()),
+               alpha=0.8)
+    ax.plot(t["predicted"], t["observed"], alpha=0.5)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("predicted P(relevant in top 5)")
+    ax.set_ylabel("observed rate")
+    ax.set_title(f"{title} (n={int(t['n'].sum())})", fontsize=10)
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=120)
+    return fig
