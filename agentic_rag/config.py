@@ -186,6 +186,8 @@ class ContextConfig(_Section):
 
     max_tokens: int = Field(1500, ge=1, le=200_000)
     boundaries: bool = Field(True, description="wrap each chunk in a numbered document boundary")
+    attribution: bool = Field(True, description="name each chunk's source (a separate switch "
+                              "from boundaries, so their effects can be told apart)")
     header_style: Literal["dashes", "xml", "markdown"] = "dashes"
     priority: Literal["relevance", "recent_first"] = "relevance"
     recency_field: str = Field("last_updated", description="metadata field holding an ISO date")

@@ -52,16 +52,25 @@ def citation_id(chunk_id: str) -> str:
     return hashlib.sha1(chunk_id.encode()).hexdigest()[:5]
 
 
-def render_header(hit: Hit, n: int, style: str) -> tuple[str, str]:
+def render_header(hit: Hit, n: int, style: str, boundaries: bool = True,
+                  attribution: bool = True) -> tuple[str, str]:
+    """(head, tail) around one chunk. `boundaries` draws the numbered document frame (with
+    the citation id); `attribution` names the source. They are separate switches, so the
+    effect of boundaries on hallucination is not confounded with losing the source line."""
     c = hit.chunk
     cid = citation_id(c.id)
     where = f"{c.source or c.doc_id}" + (f" — {c.heading_path}" if c.heading_path else "")
+    if not boundaries:
+        return (f"Source: {where}" if attribution else ""), ""
     if style == "xml":
-        return (f'<document index="{n}" id="{cid}" source="{where}" type="{c.chunk_type}" '
+        src = f' source="{where}"' if attribution else ""
+        return (f'<document index="{n}" id="{cid}"{src} type="{c.chunk_type}" '
                 f'score="{hit.score:.2f}">', "</document>")
     if style == "markdown":
-        return f"### [{n}] {where}\n_id: [{cid}], type: {c.chunk_type}, score: {hit.score:.2f}_", ""
-    return (f"--- Document {n} [{cid}] ---\nSource: {where} | type: {c.chunk_type} | "
+        title = where if attribution else "passage"
+        return f"### [{n}] {title}\n_id: [{cid}], type: {c.chunk_type}, score: {hit.score:.2f}_", ""
+    src = f"Source: {where} | " if attribution else ""
+    return (f"--- Document {n} [{cid}] ---\n{src}type: {c.chunk_type} | "
             f"score: {hit.score:.2f}"), ""
 
 
@@ -84,7 +93,8 @@ def pack_context(hits: Sequence[Hit], config: ContextConfig, count: Callable[[st
     for hit in _order(hits, config.priority, config.recency_field):
         n = len(included) + 1
         body = render_body(hit, config.refence_code)
-        head, tail = render_header(hit, n, config.header_style) if config.boundaries else ("", "")
+        head, tail = render_header(hit, n, config.header_style, config.boundaries,
+                                   config.attribution)
         block = "\n".join(p for p in (head, body, tail) if p)
         cost = count(block) + (count(sep) if parts else 0)
         if used + cost <= config.max_tokens:

@@ -24,7 +24,7 @@ def hit(cid: str, text: str, score: float, ctype: str = "prose", **meta) -> Hit:
 def test_budget_packing_skips_what_does_not_fit_and_keeps_order():
     hits = [hit("b", "two words", 0.5), hit("a", "one two three four five six", 0.9),
             hit("c", "x " * 30, 0.4), hit("d", "tiny", 0.1)]
-    cfg = ContextConfig(max_tokens=12, boundaries=False)
+    cfg = ContextConfig(max_tokens=12, boundaries=False, attribution=False)
     out = pack_context(hits, cfg, words, first_words)
     # a (6) + b (2) = 8; c (30) does not fit → dropped; d (1) fits → 9
     assert out.included == ["a", "b", "d"] and out.dropped == ["c"] and out.truncated == []
@@ -49,8 +49,19 @@ def test_boundaries_styles_and_code_refenced():
     assert xml.startswith(f'<document index="1" id="{citation_id("c")}" source="c.md — H" '
                           'type="code" score="0.80">\n```python')
     assert "for x in y:\n    print(x)\n```\n</document>" in xml
-    plain = pack_context([code], ContextConfig(boundaries=False), words, first_words).text
+    plain = pack_context([code], ContextConfig(boundaries=False, attribution=False), words,
+                         first_words).text
     assert plain == "```python\nfor x in y:\n    print(x)\n```"
+
+
+def test_boundaries_and_attribution_are_separate_switches():
+    # "boundaries off" used to drop the source line too: two factors moved together
+    h = [hit("a", "alpha text", 0.9), hit("b", "beta text", 0.5)]
+    no_frame = pack_context(h, ContextConfig(boundaries=False), words, first_words).text
+    assert no_frame == "Source: a.md — H\nalpha text\n\nSource: b.md — H\nbeta text"
+    no_source = pack_context(h, ContextConfig(attribution=False), words, first_words).text
+    assert no_source.startswith(f"--- Document 1 [{citation_id('a')}] ---\ntype: prose")
+    assert "a.md" not in no_source and "--- Document 2" in no_source
 
 
 def test_recent_first_priority():

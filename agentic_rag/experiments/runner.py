@@ -29,7 +29,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import RAGConfig
+from ..config import ContextConfig, RAGConfig
+from ..context import AgenticContextFormatter
 from ..datasets import Dataset, load_dataset, load_local
 from ..embeddings import make_embedder
 from ..evaluation import doc_run, exact_match, ir_metrics, per_type_hits, span_metrics, token_f1
@@ -351,7 +352,10 @@ def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
                 row["exact_match"] = exact_match(answer, q.answers)
                 row["token_f1"] = token_f1(answer, q.answers)
             if "hallucination" in groups:
-                supported, jr = judge_support(pipe.chat_model, ctx.text, answer)
+                # the instrument does not change with the treatment: the judge reads one
+                # canonical rendering of the hits the answer was given, whatever the format
+                supported, jr = judge_support(pipe.chat_model, judge_view(hits, ctx.included),
+                                              answer)
                 row["hallucinated"] = 0.0 if supported else 1.0
                 row["judge_prompt_tokens"] = jr.prompt_tokens
                 row["judge_completion_tokens"] = jr.completion_tokens
@@ -362,6 +366,17 @@ def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
                 row.update(scorer.score(q.text, answer, [h.chunk.text for h in hits],
                                         q.answers[0] if q.answers else ""))
     return row
+
+
+JUDGE_VIEW = ContextConfig(max_tokens=200_000)
+
+
+def judge_view(hits: list, included: list[str]) -> str:
+    """The evidence as the hallucination judge sees it: the chunks placed in the answer's
+    context, always rendered with the default boundaries, attribution and order."""
+    keep = set(included)
+    return AgenticContextFormatter(JUDGE_VIEW).format_for_agent(
+        [h for h in hits if h.chunk.id in keep]).text
 
 
 def _agent_metrics(pipe: Pipeline, q) -> dict[str, Any]:  # noqa: ANN001
