@@ -46,23 +46,22 @@ from .context import citation_id
 from .llm import ChatModel, ChatReply, LLMError
 from .tool import TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
 
-SYSTEM_NATIVE = (
-    "You answer questions using only the documentation. Search it with the search_documents "
-    "tool. Each passage header shows an id in square brackets, after \"Document N\". Answer "
-    "briefly from the passages and cite the id of every passage you used, in square brackets. "
-    "If the passages do not contain the answer, say \"I don't know\".")
+# Wording checked on Qwen2.5-Coder-1.5B: "say I don't know if the passages do not contain the
+# answer" made it abstain with the answer in passage 4; showing the header format made it cite.
+_IDS = ("Passages start with a header like \"--- Document 2 [1a2b3] ---\"; [1a2b3] is the "
+        "passage id.")
+_CITE = ("in one or two sentences, and put the id of the passage you used after the fact, like "
+         "[1a2b3]. If none of the passages is about the question, say \"I don't know\".")
+SYSTEM_NATIVE = ("You are a documentation assistant with a search_documents tool. " + _IDS +
+                 " Answer the question from the passages " + _CITE)
 SYSTEM_JSON = (
-    "You answer questions using only the documentation. Each turn, reply with one JSON object "
-    "only: {\"action\": \"search\", \"query\": \"<a few words>\"} to search the documentation, "
-    "or {\"action\": \"answer\"} when the passages found so far answer the question; you will "
-    "then be asked for the answer. Each passage header shows an id in square brackets, after "
-    "\"Document N\".")
-SYSTEM_CLOSED = ("Answer the question briefly from your own knowledge. If you do not know the "
-                 "answer, say \"I don't know\".")
-FORCE_ANSWER = (
-    "Answer the question now, briefly, using only the passages above. Cite the id of every "
-    "passage you used, in square brackets. If the passages do not contain the answer, say "
-    "\"I don't know\".")
+    "You are a documentation assistant. Each turn, reply with one JSON object only: "
+    "{\"action\": \"search\", \"query\": \"<a few words>\"} to search the documentation, or "
+    "{\"action\": \"answer\"} when the passages found so far answer the question; you will "
+    "then be asked for the answer. " + _IDS)
+SYSTEM_CLOSED = ("Answer the question from your own knowledge, in one or two sentences. If you "
+                 "do not know the answer, say \"I don't know\".")
+FORCE_ANSWER = "Answer the question now from the passages above " + _CITE
 FORCE_SEARCH_JSON = ("Search the documentation first. Reply with JSON only: "
                      "{\"action\": \"search\", \"query\": \"<a few words>\"}.")
 FIX_ACTION = ("That was not a valid action. Reply with one JSON object only: "
@@ -385,7 +384,8 @@ class _AgentRun:
         """Append the call and its result in the mode's own format."""
         if self.native:
             arguments = args if isinstance(args, str) else json.dumps(args)
-            self.messages.append({"role": "assistant", "content": None, "tool_calls": [
+            # content must be a string: llama.cpp's server rejects null (HTTP 500)
+            self.messages.append({"role": "assistant", "content": "", "tool_calls": [
                 {"id": call_id, "type": "function",
                  "function": {"name": TOOL_NAME, "arguments": arguments}}]})
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": result_text})

@@ -75,6 +75,7 @@ def test_retrieve_first_searches_before_the_model_and_checks_citations(tool):
     first = calls.requests[0]["messages"]  # the model's first turn already has the passages
     assert first[-1]["role"] == "tool" and "| Wire transfer | $25 |" in first[-1]["content"]
     assert f"[{good}]" in first[-1]["content"]  # the header shows the id to cite
+    assert all(isinstance(msg["content"], str) for msg in first)  # llama.cpp rejects null
     assert res.cited_chunks == [served[0]] and res.cites_served
     assert res.invalid_citations == ["abcde"] and not res.citation_valid
     assert len(calls.requests) == 1
