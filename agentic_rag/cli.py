@@ -214,6 +214,20 @@ def calibrate(
 
 
 @app.command()
+def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks the machinery, "
+                                              "not the claims")] = False,
+           out: Annotated[Path, typer.Option(help="report folder")] = Path("experiments/claims"),
+           config: ConfigOpt = None) -> None:
+    """Run one protocol per design claim on the three deployments; write REPORT.md + claims.json."""
+    from .experiments.claims import run_claims
+
+    ledger = run_claims(out, smoke=smoke, base=_config(config, None), log=typer.echo)
+    typer.echo(ledger[["claim", "dataset", "n_queries", "relative_effect", "ci_low", "ci_high",
+                       "verdict"]].to_string(index=False))
+    typer.echo(f"report: {out / 'REPORT.md'}")
+
+
+@app.command()
 def export(run_dir: Path,
            metric: Annotated[str, typer.Option(help="summary column to maximise")] = "ndcg@10",
            constraint: Annotated[list[str] | None, typer.Option(
