@@ -279,6 +279,28 @@ def test_non_utf8_config_file_raises_config_error(tmp_path):
         RAGConfig.load(p)
 
 
+BAD_SPECS = {
+    "unknown-key.yaml": ("name: x\nmetrcs: [retrieval]\n", "metrcs"),
+    "bad-path.yaml": ("name: x\ngrid:\n  chunking.max_tokenz: [64]\n", "max_tokenz"),
+    "bad-metric.yaml": ("name: x\nmetrics: [vibes]\n", "metrics"),
+    "out-of-range.yaml": ("name: x\nk: 0\n", "k"),
+    "malformed.yaml": ("name: x\ngrid: {a: [1, 2\n", "not valid YAML"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_SPECS))
+def test_bad_sweep_specs_raise_config_error(tmp_path, name, record_property):
+    from agentic_rag.experiments.spec import SweepSpec
+
+    text, phrase = BAD_SPECS[name]
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as exc:
+        SweepSpec.load(p)
+    assert str(p) in str(exc.value) and phrase in str(exc.value), str(exc.value)
+    record_property("bad_inputs_tried", 1)
+
+
 def test_cli_reports_bad_config_without_traceback(tmp_path):
     from agentic_rag.cli import app
 

@@ -190,6 +190,7 @@ def test_all_llm_calls_failing_sweep_still_finishes(tmp_path, proxy, minilm):
         "base": {"llm": {"base_url": proxy.url, "max_retries": 1, "timeout_s": 120.0,
                          "max_tokens": 8, "cache": False}},
         "metrics": ["retrieval", "answers"], "llm_sample": 3})
+    proxy.plan([])
     proxy.default = "503"
     try:
         res = run_sweep(spec, tmp_path / "runs", tmp_path / "cache", progress=False,
