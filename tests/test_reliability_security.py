@@ -1,6 +1,7 @@
 """Reliability: privacy and supply chain. Nothing leaves the machine (any non-loopback
-connection attempt is recorded and refused) during index, search, a sweep and the agent loop;
-model weights are used only after their sha256 matches."""
+connection attempt is recorded and refused) during index, search, the agent loop and a sweep
+with LLM answers and ragas' non-LLM metrics (Chroma and ragas telemetry off); model weights are
+used only after their sha256 matches."""
 
 from __future__ import annotations
 
@@ -91,10 +92,11 @@ spec = SweepSpec.model_validate({{
     "name": "offline", "dataset": {{"name": "local", "docs": docs_dir, "questions": questions,
                                     "split": "all", "n": None}},
     "base": {{"llm": {{"base_url": base_url, "max_tokens": 8}}, "context": {{"max_tokens": 100}}}},
-    "metrics": ["retrieval", "answers"], "llm_sample": 1}})
+    "metrics": ["retrieval", "answers", "ragas_nonllm"], "llm_sample": 1}})
 sw = run_sweep(spec, os.path.join(home, "runs"), os.path.join(home, "cache"), progress=False,
                log=lambda *_: None)
-steps["sweep"] = [len(sw.results), int(sw.summary.iloc[0]["failures"])]
+steps["sweep"] = [len(sw.results), int(sw.summary.iloc[0]["failures"]),
+                  "ragas_nonllm_context_recall" in sw.results]
 print("RESULT " + json.dumps({{"attempts": ATTEMPTS, "steps": steps}}), flush=True)
 """
 
@@ -127,7 +129,7 @@ def test_nothing_leaves_the_machine(tmp_path, llm_upstream_url, record_property)
     steps = out["steps"]
     assert steps["index"] > 0 and steps["search"] > 0 and steps["bm25"] > 0
     assert steps["agent"][1] > 0, steps["agent"]  # the loop reached the model (answer not judged)
-    assert steps["sweep"] == [2, 0]
+    assert steps["sweep"] == [2, 0, True]  # ragas imported and scored under the guard too
     record_property("non_loopback_connections", len(out["attempts"]))
 
 
