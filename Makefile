@@ -54,10 +54,11 @@ test: install datasets
 
 # JupyterLab on notebooks/ with this venv's kernel; offline, data and caches found from the repo
 LAB_PORT ?= 8888
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: install datasets
 	cd notebooks && HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAGAS_DO_NOT_TRACK=true \
 	  AGENTIC_RAG_DATA=$(CURDIR)/$(DATA) $(CURDIR)/$(BIN)/jupyter lab --port=$(LAB_PORT) \
-	  --notebook-dir=$(CURDIR)/notebooks
+	  --notebook-dir=$(CURDIR)/notebooks $(LAB_ARGS)
 
 lint: install
 	$(BIN)/ruff check agentic_rag tests
