@@ -172,3 +172,29 @@ def test_reader_in_another_process_sees_a_consistent_index(tmp_path):
     dense = {h.chunk.id for h in a.search("guide topic", k=1000)}
     assert dense == set(a.lexical.chunk_ids) and len(dense) == a.count()
     assert Path(home / "index-journal.json").exists() is False
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "stores.py _ExactSearch: upsert()/delete() call _invalidate() BEFORE writing, and _exact() "
+    "stores the matrix it built without checking for a write in between; a reader that "
+    "searches during a write caches the pre-write vectors, and dense search misses the "
+    "written chunks until the next write (BM25 has them). Fix: invalidate after the write "
+    "too, or a write counter checked before the built matrix is kept"))
+def test_dense_search_during_a_write_does_not_keep_a_stale_matrix(tmp_path):
+    """Deterministic form of the 8-thread race: a reader searches exactly while an upsert is
+    in flight (from inside the collection's upsert); afterwards dense must see every chunk."""
+    idx = AgenticIndex(RAGConfig(home=str(tmp_path / "home")), embedder=HashingEmbedder())
+    idx.add_documents(corpus(1, n=2))
+    store = idx.store
+    col = store._col  # the chromadb collection (test-only reach into the store)
+    real_upsert = col.upsert
+
+    def upsert_with_a_reader_inside(*a, **k):  # noqa: ANN002, ANN003
+        idx.search("guide", k=5)  # a concurrent reader, at the worst moment
+        return real_upsert(*a, **k)
+
+    col.upsert = upsert_with_a_reader_inside
+    idx.add_documents([d.model_copy(update={"id": "new-" + d.id}) for d in corpus(1, n=2)])
+    col.upsert = real_upsert
+    dense = {h.chunk.id for h in idx.search("guide", k=1000)}
+    assert dense == {c.id for c in idx.store.get()} == set(idx.lexical.chunk_ids)
