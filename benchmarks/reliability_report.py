@@ -53,6 +53,14 @@ def run(args: list[str]) -> tuple[int, Path, float]:
     return rc, xml, time.perf_counter() - t0
 
 
+def load() -> str:
+    """1-minute load average: timings on a shared 2-core machine scale with it."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "n/a"
+
+
 def outcome(case: ET.Element) -> str:
     for tag in ("failure", "error"):
         if case.find(tag) is not None:
@@ -88,7 +96,7 @@ def summarise(xml: Path) -> dict:
     return {"groups": groups, "sums": sums, "timings": timings, "notes": notes}
 
 
-def render(s: dict, rc: int, wall: float) -> str:
+def render(s: dict, rc: int, wall: float, loads: tuple[str, str]) -> str:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=ROOT).stdout.strip() or "unknown"
     upstream = os.environ.get("RELIABILITY_LLM_UPSTREAM") or "llama.cpp server, SmolLM2-135M"
@@ -98,7 +106,8 @@ def render(s: dict, rc: int, wall: float) -> str:
              f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; commit {commit}; "
              f"{platform.platform()}, {os.cpu_count()} CPUs; Python {platform.python_version()}",
              f"- LLM upstream behind the fault proxy: {upstream}",
-             f"- wall time: {wall:.0f} s; pytest exit code {rc}", "",
+             f"- wall time: {wall:.0f} s (load average {loads[0]} at the start, {loads[1]} at "
+             f"the end); pytest exit code {rc}", "",
              "| group | passed | failed | xfailed | skipped | time (s) |",
              "|---|---|---|---|---|---|"]
     for module, title in GROUPS.items():
@@ -123,11 +132,12 @@ def render(s: dict, rc: int, wall: float) -> str:
 
 
 def main() -> int:
+    before = load()
     rc, xml, wall = run(sys.argv[1:])
     if not xml.exists():
         print(f"pytest wrote no report (exit {rc})", file=sys.stderr)
         return rc or 1
-    OUT.write_text(render(summarise(xml), rc, wall), encoding="utf-8")
+    OUT.write_text(render(summarise(xml), rc, wall, (before, load())), encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)}")
     return rc
 
