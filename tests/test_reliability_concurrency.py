@@ -49,7 +49,7 @@ def test_8_reader_threads_while_a_writer_adds(tmp_path, minilm, banking, record_
     def reader(n: int) -> None:
         try:
             i = 0
-            while not stop.is_set():
+            while i == 0 or not stop.is_set():  # at least one query each
                 q = queries[(n + i) % len(queries)]
                 kind = (n + i) % 3
                 if kind == 0:

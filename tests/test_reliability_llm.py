@@ -35,8 +35,9 @@ def proxy(llm_upstream_url):
         yield p
 
 
-def chat_model(proxy: FaultProxy, sleeps: list, retries: int = 2) -> OpenAIChatModel:
-    cfg = LLMConfig(max_retries=retries, timeout_s=2.0, max_tokens=16, cache=False)
+def chat_model(proxy: FaultProxy, sleeps: list, retries: int = 2,
+               timeout_s: float = 60.0) -> OpenAIChatModel:
+    cfg = LLMConfig(max_retries=retries, timeout_s=timeout_s, max_tokens=16, cache=False)
     return OpenAIChatModel(cfg, base_url=proxy.url, sleep=sleeps.append)
 
 
@@ -45,7 +46,8 @@ def test_fault_once_is_retried_then_succeeds(proxy, fault, record_property):
     sleeps: list[float] = []
     proxy.plan([fault])
     n0 = proxy.injected
-    reply = chat_model(proxy, sleeps).chat(MESSAGES, json_schema=SCHEMA)
+    timeout = 4.0 if fault == "timeout" else 60.0  # the retry must still reach the real server
+    reply = chat_model(proxy, sleeps, timeout_s=timeout).chat(MESSAGES, json_schema=SCHEMA)
     assert reply.attempts == 2 and sleeps == [1.0]
     assert schema_errors(json.loads(reply.content), SCHEMA) == []
     record_property("llm_faults_injected", proxy.injected - n0)
@@ -57,7 +59,8 @@ def test_persistent_fault_raises_typed_error_after_backoff(proxy, fault, record_
     proxy.plan([fault] * 3)
     n0 = proxy.injected
     with pytest.raises(LLMError) as exc:
-        chat_model(proxy, sleeps).chat(MESSAGES, json_schema=SCHEMA)
+        chat_model(proxy, sleeps, timeout_s=2.0 if fault == "timeout" else 60.0).chat(
+            MESSAGES, json_schema=SCHEMA)
     assert exc.value.kind == FAULT_KINDS[fault] and exc.value.attempts == 3, str(exc.value)
     assert sleeps == [1.0, 2.0]  # exponential backoff between the attempts
     assert "failed after 3 attempts" in str(exc.value)
