@@ -92,7 +92,7 @@ def claim_spec(claim: Claim, deployment: str, dataset: DatasetSpec, base: RAGCon
                smoke: bool = False) -> SweepSpec:
     ds = dataset
     if smoke:
-        ds = ds.model_copy(update={"n": 8, "corpus_size": 150 if ds.corpus_size else None})
+        ds = ds.model_copy(update={"n": 5, "corpus_size": 12})
     keys = sorted(set(claim.baseline) | set(claim.treatment))
     grid = {k: [claim.baseline.get(k), claim.treatment.get(k)] for k in keys}
     name = f"claim-{claim.id}-{ds.name}" + ("-smoke" if smoke else "")
@@ -134,7 +134,8 @@ def ledger_row(claim: Claim, deployment: str, run_dir: Path) -> dict[str, Any]:
            "design_figure": claim.design_figure, "protocol": claim.protocol,
            "n_queries": int(treat_row["n_queries"]),
            "baseline": json.dumps(claim.baseline), "treatment": json.dumps(claim.treatment),
-           "baseline_value": float(base_row[m]), "treatment_value": float(treat_row[m]),
+           "baseline_value": float(base_row[_col(summary, m)]),
+           "treatment_value": float(treat_row[_col(summary, m)]),
            "relative_effect": float(treat_row[f"{m}_rel_vs_base"]),
            "ci_low": float(lo), "ci_high": float(hi),
            "verdict": verdict(float(lo), float(hi), claim.direction, claim.design_figure),
@@ -148,6 +149,11 @@ def ledger_row(claim: Claim, deployment: str, run_dir: Path) -> dict[str, Any]:
             row[f"{b}_baseline"] = float(base_row[col])
             row[f"{b}_treatment"] = float(treat_row[col])
     return row
+
+
+def _col(summary: pd.DataFrame, metric: str) -> str:
+    """The summary column holding a metric's mean (quality metrics by name, costs as *_mean)."""
+    return metric if metric in summary.columns else f"{metric}_mean"
 
 
 def write_report(ledger: pd.DataFrame, out_dir: str | Path, smoke: bool = False) -> Path:
