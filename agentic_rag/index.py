@@ -57,6 +57,13 @@ STATE_FILE = "index-state.json"
 LEXICAL_VERSION_FILE = "index-version.json"  # inside lexical/
 
 
+# home → the index version this process's stores last saw. A store library may cache state
+# per process and path (chromadb does), so a new store object for a home that another
+# process wrote to since is refreshed before use.
+_SEEN_VERSION: dict[str, int] = {}
+_SEEN_LOCK = threading.Lock()
+
+
 class IndexLocked(RuntimeError):
     """Another process kept the index's write lock longer than the timeout."""
 
@@ -141,9 +148,25 @@ class AgenticIndex:
                     opener = getattr(store, "open", None)
                     if opener:
                         opener()  # opened once, under the lock: threads share one client
-                    self._store_version = self.version()
+                    version = self.version()
+                    with _SEEN_LOCK:
+                        seen = _SEEN_VERSION.get(self._home_key)
+                        _SEEN_VERSION[self._home_key] = version
+                    if seen is not None and seen != version:
+                        self._refresh(store)  # this process saw an older version of this home
+                    self._store_version = version
                     self._store = store
         return self._store
+
+    @property
+    def _home_key(self) -> str:
+        return str(self.home.resolve())
+
+    @staticmethod
+    def _refresh(store: VectorStore) -> None:
+        refresh = getattr(store, "refresh", None)
+        if refresh is not None:
+            refresh()
 
     def _fresh_store(self) -> VectorStore:
         """The store for a read or a write. When another process completed a write since we
@@ -153,10 +176,10 @@ class AgenticIndex:
         store = self.store
         version = self.version()
         if self._store_version != version:
-            refresh = getattr(store, "refresh", None)
-            if refresh is not None:
-                refresh()
+            self._refresh(store)
             self._store_version = version
+            with _SEEN_LOCK:
+                _SEEN_VERSION[self._home_key] = version
         return store
 
     def _sig(self, doc: Document) -> str:
@@ -216,6 +239,9 @@ class AgenticIndex:
         (self.home / JOURNAL_FILE).unlink(missing_ok=True)
         if self._store_version == version - 1:
             self._store_version = version  # our own write: our store object saw it
+            with _SEEN_LOCK:
+                if _SEEN_VERSION.get(self._home_key) == version - 1:
+                    _SEEN_VERSION[self._home_key] = version
 
     def recover(self) -> int:
         """Undo a write that did not complete (call with the write lock held; `add_documents`

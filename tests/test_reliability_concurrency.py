@@ -141,20 +141,6 @@ def test_writer_blocked_by_another_process_fails_clearly(tmp_path):
     assert_in_step(home, corpus(1, n=2))
 
 
-def test_reader_sees_another_process_write_in_bm25(tmp_path):
-    """A long-lived reader (a notebook) picks up another process's completed write in BM25
-    (the on-disk version moved), without being reopened."""
-    home = tmp_path / "home"
-    a = AgenticIndex(RAGConfig(home=str(home)), embedder=HashingEmbedder())
-    a.add_documents(corpus(1, n=6))
-    assert len(a.lexical) == a.count() == 36
-    res = subprocess.run([sys.executable, "-c", WRITER.format(root=str(ROOT)), str(home), "3"],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert len(a.lexical) == a.count() == int(res.stdout.split()[0]) == 36 + 180
-    assert sorted(a.lexical.chunk_ids) == sorted(c.id for c in a.store.get())
-
-
 def test_reader_in_another_process_sees_a_consistent_index(tmp_path):
     """A long-lived reader (a notebook) sees another process's completed write in BM25 and in
     dense search alike, without being reopened."""
@@ -198,3 +184,44 @@ def test_dense_search_during_a_write_does_not_keep_a_stale_matrix(tmp_path):
     col.upsert = real_upsert
     dense = {h.chunk.id for h in idx.search("guide", k=1000)}
     assert dense == {c.id for c in idx.store.get()} == set(idx.lexical.chunk_ids)
+
+
+def test_writer_killed_while_another_waits_for_the_lock(tmp_path, record_property):
+    """A is killed -9 mid-write while B waits for the lock: the OS frees A's lock, B recovers
+    A's half-written documents (removes them), writes its own; A's rerun then completes."""
+    import os
+    import signal
+
+    from .test_reliability_crash import WORKER, run_worker
+
+    home = tmp_path / "home"
+    ready = tmp_path / "b-ready"
+    b_script = WRITER.format(root=str(ROOT)).replace(
+        "t0 = time.time()", f"t0 = time.time(); open({str(ready)!r}, 'w').close()")
+    a = subprocess.Popen([sys.executable, "-c", WORKER.format(root=str(ROOT)), str(home), "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "WORKER_PAUSE_S": "2.0"})  # a slow writer
+    assert a.stdout is not None
+    b = None
+    for line in a.stdout:
+        if not line.startswith("upsert"):
+            continue
+        if b is None:  # A holds the lock and is writing: start B, which will have to wait
+            b = subprocess.Popen([sys.executable, "-c", b_script, str(home), "7"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        elif ready.exists():  # B is at its first add_documents, i.e. waiting for the lock
+            time.sleep(0.5)
+            break
+    killed_at = time.time()
+    os.kill(a.pid, signal.SIGKILL)
+    a.wait(60)
+    assert a.returncode == -signal.SIGKILL, "A finished before B was ready: slow machine?"
+    assert b is not None
+    out, err = b.communicate(timeout=240)
+    assert b.returncode == 0, err[-2000:]
+    assert float(out.split()[1]) < killed_at  # B started its write while A held the lock
+    b_docs = [d.model_copy(update={"id": f"p7-{d.id}"}) for d in corpus(1, n=30)]
+    assert_in_step(home, b_docs)  # nothing of A's interrupted write is left
+    run_worker(home, 1)  # A's rerun
+    n = assert_in_step(home, b_docs + corpus(1))
+    record_property("kill9_rows_checked", n)

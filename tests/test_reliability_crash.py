@@ -40,8 +40,9 @@ def corpus(version: int, n: int = 12) -> list[Document]:
 
 
 WORKER = r"""
-import sys, time
+import os, sys, time
 sys.path.insert(0, {root!r})
+PAUSE = float(os.environ.get("WORKER_PAUSE_S", "0.05"))
 from agentic_rag.config import RAGConfig
 from agentic_rag.index import AgenticIndex
 from agentic_rag.lexical import LexicalIndex
@@ -53,9 +54,9 @@ idx = AgenticIndex(RAGConfig(home=home), embedder=HashingEmbedder())
 store = idx.store
 up, de = store.upsert, store.delete
 def upsert(chunks, vecs):
-    up(chunks, vecs); print("upsert", flush=True); time.sleep(0.05)
+    up(chunks, vecs); print("upsert", flush=True); time.sleep(PAUSE)
 def delete(where):
-    n = de(where); print("delete", flush=True); time.sleep(0.05); return n
+    n = de(where); print("delete", flush=True); time.sleep(PAUSE); return n
 store.upsert, store.delete = upsert, delete
 save = LexicalIndex.save
 def slow_save(self, folder):
