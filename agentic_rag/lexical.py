@@ -42,6 +42,7 @@ class LexicalIndex:
         import bm25s
 
         self._chunks = list(chunks)
+        self._metas = None
         self._bm25 = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
         if self._chunks:
             tokens = self._tokenize(texts if texts is not None else [c.text for c in chunks])
@@ -62,12 +63,21 @@ class LexicalIndex:
             return np.zeros(len(self._chunks), dtype=np.float32)
         return np.asarray(self._bm25.get_scores(q), dtype=np.float32)
 
+    def _mask(self, where: dict[str, Any]) -> np.ndarray:
+        """Which chunks match `where`; metadata flattened once per index, not per query."""
+        metas = getattr(self, "_metas", None)
+        if metas is None or len(metas) != len(self._chunks):
+            metas = self._metas = [c.store_metadata() for c in self._chunks]
+        from .stores import matches_meta
+
+        return np.fromiter((matches_meta(m, where) for m in metas), bool, len(metas))
+
     def search(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[Hit]:
         raw = self.scores(query)
         if not len(raw) or k <= 0:
             return []
         if where:
-            mask = np.array([matches_where(c, where) for c in self._chunks], dtype=bool)
+            mask = self._mask(where)
             raw = np.where(mask, raw, 0.0)
         order = np.argsort(-raw, kind="stable")[:k]
         order = [i for i in order if raw[i] > 0]
