@@ -69,9 +69,11 @@ def plot_lines(df: pd.DataFrame, x: str, y: str, group: str | None = None, ax=No
     """One line per `group` value of `y` against `x` (a sweep curve), markers on the points."""
     plt = _plt()
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 4))
-    for name, g in (df.groupby(group, sort=False) if group else [(y, df)]):
+    groups = list(df.groupby(group, sort=False)) if group else [(y, df)]
+    for i, (name, g) in enumerate(groups):  # shrinking markers: coinciding points stay visible
         g = g.sort_values(x)
-        ax.plot(g[x], g[y], marker="o", label=str(name))
+        ax.plot(g[x], g[y], marker="osD^v<>"[i % 7], markersize=max(3, 10 - 2 * i), alpha=0.85,
+                label=str(name))
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     if group:
