@@ -105,9 +105,12 @@ def test_50mb_markdown_file_reads_parses_and_chunks_linearly(tmp_path, record_pr
     times = {}
     for mb in (1, 4):
         text = _big_markdown(mb * 2**19)
-        t0 = time.perf_counter()
-        chunks = chunker.chunk(Document(id="big.md", text=text))
-        times[mb] = time.perf_counter() - t0
+        runs = []
+        for _ in range(2):  # the faster of two: a busy shared machine adds noise
+            t0 = time.perf_counter()
+            chunks = chunker.chunk(Document(id="big.md", text=text))
+            runs.append(time.perf_counter() - t0)
+        times[mb] = min(runs)
         assert len({c.id for c in chunks}) == len(chunks)
         assert all(c.text == text[c.start_char:c.end_char] for c in chunks
                    if c.chunk_type != "table_row")
@@ -115,7 +118,7 @@ def test_50mb_markdown_file_reads_parses_and_chunks_linearly(tmp_path, record_pr
     record_property("parse_50mb_s", round(parse_s, 2))
     record_property("chunk_0.5mb_s", round(times[1], 2))
     record_property("chunk_2mb_s", round(times[4], 2))
-    assert times[4] < 4 * times[1] * 2.0 + 0.5, times  # linear, with slack for a busy machine
+    assert times[4] < 4 * times[1] * 2.5 + 0.5, times  # linear (quadratic would be 16×)
     assert parse_s < 120
 
 
@@ -142,12 +145,15 @@ def test_very_long_list_is_chunked_linearly():
     times = {}
     for n in (5_000, 20_000):
         text = "".join(f"{i}. do step number {i} now\n" for i in range(1, n + 1))
-        t0 = time.perf_counter()
-        chunks = chunker.chunk(Document(id="l.md", text=text))
-        times[n] = time.perf_counter() - t0
+        runs = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            chunks = chunker.chunk(Document(id="l.md", text=text))
+            runs.append(time.perf_counter() - t0)
+        times[n] = min(runs)
         assert chunks[0].metadata["step"] == 1 and chunks[-1].metadata["step_end"] == n
         assert sum(c.metadata["items"] for c in chunks) == n
-    assert times[20_000] < 4 * times[5_000] * 2.0 + 0.5, times
+    assert times[20_000] < 4 * times[5_000] * 2.5 + 0.5, times
 
 
 @pytest.mark.parametrize("shape", ["one-line", "staircase", "rst"])
