@@ -92,11 +92,9 @@ class FusionRetriever:
         names = tuple(retrievers or self.config.retrievers)
         hard = where if (where and filter_mode == "hard") else None
         runs = {name: self.run(name, query, hard) for name in names}
-        weights = list(self.config.weights) if self.config.weights and \
-            len(self.config.weights) == len(names) else [1.0] * len(names)
         if where and filter_mode == "soft":
             runs["filtered"] = self.run("dense", query, where)
-            weights.append(1.0)
+        weights = [self.config.weight(name) for name in runs]
         return Evidence(hits=self.fuse(runs, weights), runs=runs, filtered=bool(where)
                         and filter_mode != "off", k=k)
 

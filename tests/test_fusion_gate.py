@@ -217,7 +217,7 @@ def test_fusion_retriever_hand_computed(tmp_path):
     query = "wire transfer fee"
     dense = [h.chunk.id for h in idx.search(query, 50)]
     lexical = [h.chunk.id for h in idx.search_lexical(query, 50)]
-    hybrid = FusionRetriever(FusionConfig(rrf_k=60), idx).search(query, 3)
+    hybrid = FusionRetriever(FusionConfig(rrf_k=60, weights=None), idx).search(query, 3)
     expected = rrf([dense, lexical], k=60)
     assert [h.chunk.id for h in hybrid] == [cid for cid, _ in expected][:3]
     assert hybrid[0].raw_score == pytest.approx(expected[0][1])
@@ -225,7 +225,7 @@ def test_fusion_retriever_hand_computed(tmp_path):
     assert hybrid[0].score == pytest.approx(expected[0][1] / (2 / 61))
     assert all(0 <= h.score <= 1 for h in hybrid)
     # soft filters fuse a filtered dense list in: never empty, and a matching type is boosted
-    ev = FusionRetriever(FusionConfig(), idx).evidence(query, 3, {"chunk_type": "table"},
+    ev = FusionRetriever(FusionConfig(rrf_k=60, weights=None), idx).evidence(query, 3, {"chunk_type": "table"},
                                                        None, "soft")
     assert len(ev.hits) == 3 and set(ev.runs) == {"dense", "bm25", "filtered"}
     assert ev.runs["filtered"] == []  # no table in this corpus; the fused list is unchanged
@@ -233,3 +233,16 @@ def test_fusion_retriever_hand_computed(tmp_path):
     hard = FusionRetriever(FusionConfig(), idx).evidence(query, 3, {"chunk_type": "table"},
                                                          None, "hard")
     assert hard.hits == []
+
+
+def test_fusion_weights_by_retriever_name_survive_a_retriever_override():
+    from agentic_rag.config import FusionConfig, RAGConfig
+
+    assert FusionConfig().weight("bm25") == 0.3 and FusionConfig().weight("filtered") == 1.0
+    assert FusionConfig(retrievers=("bm25", "dense"), weights=[2.0, 1.0]).weights == \
+        {"bm25": 2.0, "dense": 1.0}
+    # a sweep overriding retrievers to dense-only must not trip over the default weights
+    cfg = RAGConfig().with_overrides({"fusion.retrievers": ["dense"]})
+    assert cfg.fusion.retrievers == ("dense",)
+    with pytest.raises(Exception, match="one entry per retriever"):
+        FusionConfig(weights=[1.0])

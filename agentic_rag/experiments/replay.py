@@ -40,7 +40,7 @@ class Tuner:
     def __init__(self, dataset: str | Dataset = "halueval-qa", n: int = 100, split: str = "dev",
                  chunk_sizes: Sequence[int] = (256,), base: RAGConfig | None = None,
                  cache_dir: str | Path = "experiments/cache", corpus_size: int | None = None,
-                 seed: int = 0, log=print) -> None:  # noqa: ANN001
+                 seed: int = 0, prefill: bool = True, log=print) -> None:  # noqa: ANN001
         ds = load_dataset(dataset) if isinstance(dataset, str) else dataset
         if corpus_size is None and ds.name == "halueval-qa":
             corpus_size = 2000
@@ -54,7 +54,8 @@ class Tuner:
             pipe.candidates = CandidateMemo()
             self.pipes[size] = pipe
         self.qrels = {q.id: self.ds.qrels[q.id] for q in self.ds.queries if q.id in self.ds.qrels}
-        self.prefill()
+        if prefill:  # else lists are searched on first use (the first score() is slower)
+            self.prefill()
 
     def prefill(self) -> int:
         """Run every search the gate can reach, once; returns the number of searches."""
