@@ -316,6 +316,9 @@ class RAGConfig(_Section):
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ConfigError(f"{path}: config file not found") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: "
+                              f"{exc.object[exc.start:exc.start + 1]!r})") from None
         try:
             data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
         except (json.JSONDecodeError, yaml.YAMLError) as exc:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -127,8 +129,20 @@ class _ExactSearch:
             return self.count() <= self.config.exact_max_chunks
         return mode == "exact"
 
+    _writes: int = 0  # bumped before and after every write made through this object
+
     def _invalidate(self) -> None:
+        self._writes += 1
         self._matrix = None
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Around a write: a matrix built while it runs is used once and never kept."""
+        self._invalidate()
+        try:
+            yield
+        finally:
+            self._invalidate()
 
     def _exact(self, vector: np.ndarray, k: int, where: Where | None) -> list[Hit]:
         matrix = self._matrix
@@ -136,7 +150,11 @@ class _ExactSearch:
             with self._matrix_lock:
                 matrix = self._matrix
                 if matrix is None:
-                    matrix = self._matrix = _build_matrix(self._all_rows())
+                    before = self._writes
+                    matrix = _build_matrix(self._all_rows())
+                    # a write that started or ended meanwhile: use this matrix once, keep none
+                    if self._writes == before and before % 2 == 0:
+                        self._matrix = matrix
         return matrix.search(vector, k, where)
 
     def _all_rows(self) -> list[tuple[str, list[float], str, dict[str, Any]]]:
@@ -192,13 +210,13 @@ class ChromaStore(_ExactSearch):
 
     def upsert(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
         self.open()
-        self._invalidate()
-        for i in range(0, len(chunks), _CHROMA_MAX_BATCH):
-            part = chunks[i:i + _CHROMA_MAX_BATCH]
-            self._col.upsert(ids=[c.id for c in part],
-                             embeddings=vectors[i:i + _CHROMA_MAX_BATCH].tolist(),
-                             documents=[c.text for c in part],
-                             metadatas=[c.store_metadata() for c in part])
+        with self._writing():
+            for i in range(0, len(chunks), _CHROMA_MAX_BATCH):
+                part = chunks[i:i + _CHROMA_MAX_BATCH]
+                self._col.upsert(ids=[c.id for c in part],
+                                 embeddings=vectors[i:i + _CHROMA_MAX_BATCH].tolist(),
+                                 documents=[c.text for c in part],
+                                 metadatas=[c.store_metadata() for c in part])
 
     def _all_rows(self) -> list[tuple[str, list[float], str, dict[str, Any]]]:
         rows = []
@@ -295,9 +313,14 @@ class QdrantStore(_ExactSearch):
         from qdrant_client import models as qm
 
         self.open()
-        self._invalidate()
         if not chunks:
             return
+        with self._writing():
+            self._upsert_points(chunks, vectors)
+
+    def _upsert_points(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        from qdrant_client import models as qm
+
         if not self._exists():
             cfg = self.config
             self._client.create_collection(
@@ -365,10 +388,10 @@ class QdrantStore(_ExactSearch):
             return 0
         n = self._client.count(self.config.collection, count_filter=self._filter(where),
                                exact=True).count
-        self._invalidate()
         if n:
-            self._client.delete(self.config.collection,
-                                points_selector=qm.FilterSelector(filter=self._filter(where)))
+            with self._writing():
+                self._client.delete(self.config.collection,
+                                    points_selector=qm.FilterSelector(filter=self._filter(where)))
         return n
 
     def count(self) -> int:

@@ -160,12 +160,6 @@ def test_reader_in_another_process_sees_a_consistent_index(tmp_path):
     assert Path(home / "index-journal.json").exists() is False
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "stores.py _ExactSearch: upsert()/delete() call _invalidate() BEFORE writing, and _exact() "
-    "stores the matrix it built without checking for a write in between; a reader that "
-    "searches during a write caches the pre-write vectors, and dense search misses the "
-    "written chunks until the next write (BM25 has them). Fix: invalidate after the write "
-    "too, or a write counter checked before the built matrix is kept"))
 def test_dense_search_during_a_write_does_not_keep_a_stale_matrix(tmp_path):
     """Deterministic form of the 8-thread race: a reader searches exactly while an upsert is
     in flight (from inside the collection's upsert); afterwards dense must see every chunk."""
