@@ -46,12 +46,15 @@ from .context import citation_id
 from .llm import ChatModel, ChatReply, LLMError
 from .tool import TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
 
-# Wording checked on Qwen2.5-Coder-1.5B: "say I don't know if the passages do not contain the
-# answer" made it abstain with the answer in passage 4; showing the header format made it cite.
+# Wording checked on Qwen2.5-Coder-1.5B: "if the passages do not contain the answer, say I don't
+# know" made it abstain with the answer in the passages (4 FAQ questions of 4, gold passage
+# served); "only when no passage is about the question" and the passages in the user turn
+# made it answer 3 of 3 and cite a served id in 2 (experiments/agent-runs/README.md).
 _IDS = ("Passages start with a header like \"--- Document 2 [1a2b3] ---\"; [1a2b3] is the "
         "passage id.")
 _CITE = ("in one or two sentences, and put the id of the passage you used after the fact, like "
-         "[1a2b3]. If none of the passages is about the question, say \"I don't know\".")
+         "[1a2b3]. Say \"I don't know\" only when no passage is about the question.")
+PASSAGES = "\n\nPassages from the documentation:\n\n"
 SYSTEM_NATIVE = ("You are a documentation assistant with a search_documents tool. " + _IDS +
                  " Answer the question from the passages " + _CITE)
 SYSTEM_JSON = (
@@ -251,7 +254,7 @@ class _AgentRun:
             return self._closed_book()
         if self.cfg.policy == "retrieve_first":
             output = self.tool.search(self.question)
-            self._record_search(0, "policy", "prefetch", {"query": output.query_used}, output)
+            self._record_search(0, "policy", {"query": output.query_used}, output)
         decisions = max(self.cfg.max_steps - 1, 1 if self.cfg.policy == "tool_required" else 0)
         for n in range(1, decisions + 1):
             try:
@@ -374,11 +377,12 @@ class _AgentRun:
         self._feed(call_id, args, output.content if output else f"Error: {error}",
                    assistant_text=reply.content)
 
-    def _record_search(self, n: int, via: str, call_id: str, args: dict,
+    def _record_search(self, n: int, via: str, args: dict,
                        output: ToolOutput) -> None:
+        """The policy's own search: its passages go in the user turn, after the question (the
+        1.5B model answers from them there; from a synthetic tool turn it abstained)."""
         self.steps.append(AgentStep(step=n, kind="tool_call", via=via, arguments=args, tool=output))
-        self._feed(call_id, args, output.content,
-                   assistant_text=json.dumps({"action": "search", **args}))
+        self.messages[1] = {"role": "user", "content": self.question + PASSAGES + output.content}
 
     def _feed(self, call_id: str, args: Any, result_text: str, assistant_text: str) -> None:
         """Append the call and its result in the mode's own format."""
