@@ -116,7 +116,7 @@ def test_export_then_rebuild_gives_same_retrieval(sweep, tmp_path):
     from agentic_rag.evaluation import doc_run, ir_metrics
 
     for q in ds.queries[:5]:
-        intent, result = pipe.retrieve(q.text)
+        intent, result = pipe.retrieve(q.text, k=res.spec.k)  # the sweep's budget
         got = ir_metrics({q.id: ds.qrels[q.id]}, {q.id: doc_run(result.hits[:10])})[q.id]
         assert got["ndcg@10"] == pytest.approx(rows.loc[q.id, "ndcg@10"])
 

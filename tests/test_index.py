@@ -107,7 +107,8 @@ def test_gated_hybrid_pipeline_on_real_documents(tmp_path, real_embedder, bankin
     from agentic_rag.pipeline import Pipeline
 
     docs = [d for d in banking if "| Monthly maintenance fee" in d.text][:10]
-    cfg = RAGConfig(home=str(tmp_path)).with_overrides({"query.filter_mode": "hard"})
+    cfg = RAGConfig(home=str(tmp_path)).with_overrides({"query.filter_mode": "hard",
+                                                        "gate.mode": "static"})
     idx = AgenticIndex(cfg, embedder=CachedEmbedder(real_embedder, tmp_path / "e.sqlite"))
     idx.add_documents(docs)
     pipe = Pipeline(cfg, index=idx)
@@ -118,4 +119,4 @@ def test_gated_hybrid_pipeline_on_real_documents(tmp_path, real_embedder, bankin
     assert result.trace[0].k == cfg.gate.initial_k
     assert result.trace[-1].decision == "stop" and result.iterations == len(result.trace)
     ctx = pipe.format(result.hits, intent)
-    assert ctx.text.startswith("--- Document 1 ---") and ctx.tokens <= cfg.context.max_tokens
+    assert ctx.text.startswith("--- Document 1 [") and ctx.tokens <= cfg.context.max_tokens
