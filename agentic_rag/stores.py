@@ -229,10 +229,12 @@ class ChromaStore(_ExactSearch):
 
     def query(self, vector: np.ndarray, k: int, where: Where | None = None) -> list[Hit]:
         self.open()
-        if k <= 0 or self._col.count() == 0:
+        if k <= 0:
             return []
-        if self._use_exact():
+        if self._use_exact():  # no store round trip once the matrix is loaded
             return self._exact(vector, k, where)
+        if self._col.count() == 0:
+            return []
         res = self._col.query(query_embeddings=[np.asarray(vector, dtype=np.float32).tolist()],
                               n_results=k, where=self._where(where),
                               include=["documents", "metadatas", "distances"])
