@@ -312,7 +312,6 @@ class QdrantStore(_ExactSearch):
         return Chunk.from_store(payload["chunk_id"], payload["text"], meta)
 
     def upsert(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
-        from qdrant_client import models as qm
 
         self.open()
         if not chunks:

@@ -9,8 +9,7 @@ import httpx
 import openai
 import pytest
 
-from agentic_rag.agent import (FIX_ACTION, NOTHING_FOUND, action_schema, parse_citations,
-                               run_agent)
+from agentic_rag.agent import FIX_ACTION, NOTHING_FOUND, action_schema, parse_citations, run_agent
 from agentic_rag.config import AgentConfig, LLMConfig, RAGConfig
 from agentic_rag.context import citation_id
 from agentic_rag.documents import Document

@@ -138,7 +138,8 @@ def test_expansion_returning_the_same_list_is_skipped_not_counted():
 
 
 def test_always_expand_ignores_confidence_and_static_is_one_pass():
-    table = (lambda q, w, r: [_hit(f"{q}{len(r)}{w is None}#1", 0.95), _hit("b#1", 0.5)])
+    def table(q, w, r):
+        return ([_hit(f"{q}{len(r)}{w is None}#1", 0.95), _hit("b#1", 0.5)])
     res, _ = _gate(table, mode="always_expand", min_confidence=0.1)
     res = res.retrieve("q", filters={"chunk_type": "code"}, k=2)
     assert res.stop_reason == "always_expand"
@@ -151,7 +152,8 @@ def test_always_expand_ignores_confidence_and_static_is_one_pass():
 
 
 def test_static_and_gated_return_the_same_budget():
-    table = (lambda q, w, r: [_hit(f"{q}{i}#1", 0.2 - i / 100) for i in range(15)])
+    def table(q, w, r):
+        return ([_hit(f"{q}{i}#1", 0.2 - i / 100) for i in range(15)])
     for mode in ("static", "gated", "always_expand"):
         gate, _ = _gate(table, mode=mode, min_confidence=0.9, expansions=("rewrite_query",))
         assert len(gate.retrieve("q", k=10).hits) == 10, mode

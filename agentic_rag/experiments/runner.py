@@ -254,7 +254,7 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     docs_by_id = {d.id: d for d in ds.corpus}
     llm_ids = frozenset(q.id for q in ds.queries[:spec.llm_sample])  # the sample is seeded
     try:
-        for key, members in groups.items():
+        for _key, members in groups.items():
             # configs interleaved per query, so drift (caches, background work) hits all alike
             todo = [(i, q, r) for r in range(spec.repeats) for q in ds.queries for i in members
                     if (f"c{i:02d}", q.id, r) not in rows.done]
