@@ -17,6 +17,7 @@ import numpy as np
 
 from .config import LexicalConfig
 from .documents import Chunk, Hit
+from .stores import matches_meta
 
 
 class LexicalIndex:
@@ -68,8 +69,6 @@ class LexicalIndex:
         metas = getattr(self, "_metas", None)
         if metas is None or len(metas) != len(self._chunks):
             metas = self._metas = [c.store_metadata() for c in self._chunks]
-        from .stores import matches_meta
-
         return np.fromiter((matches_meta(m, where) for m in metas), bool, len(metas))
 
     def search(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[Hit]:
@@ -118,12 +117,4 @@ class LexicalIndex:
 
 def matches_where(chunk: Chunk, where: dict[str, Any]) -> bool:
     """The same flat AND-of-values filter the vector stores apply, on an in-memory chunk."""
-    meta = chunk.store_metadata()
-    for key, want in where.items():
-        have = meta.get(key)
-        if isinstance(want, (list, tuple, set)):
-            if have not in want:
-                return False
-        elif have != want:
-            return False
-    return True
+    return matches_meta(chunk.store_metadata(), where)

@@ -18,7 +18,7 @@ from typing import Any
 from .config import RAGConfig
 from .context import AgenticContextFormatter, FormattedContext
 from .documents import Hit
-from .gate import DynamicRetriever, RetrievalResult
+from .gate import DynamicRetriever, RetrievalResult, evidence_confidence
 from .index import AgenticIndex
 from .llm import ChatModel, make_chat_model
 from .query import AgentQueryBuilder, RetrievalIntent, apply_history_penalty, rewrite_keywords
@@ -67,8 +67,6 @@ class Pipeline:
         gate = self.config.gate
         rewrite = rewrite_keywords if gate.rewriter == "keywords" else self.builder.rewrite
         if self._confidence is None:
-            from .gate import evidence_confidence
-
             self._confidence = evidence_confidence(gate)
         return DynamicRetriever(gate, self.fusion(), rewrite=rewrite,
                                 retrievers=tuple(self.config.fusion.retrievers),

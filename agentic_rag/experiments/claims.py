@@ -88,7 +88,7 @@ def verdict(lo: float, hi: float, direction: int, design_figure: float | None = 
     return "confirmed"
 
 
-def claim_spec(claim: Claim, deployment: str, dataset: DatasetSpec, base: RAGConfig,
+def claim_spec(claim: Claim, dataset: DatasetSpec, base: RAGConfig,
                smoke: bool = False) -> SweepSpec:
     ds = dataset
     if smoke:
@@ -111,7 +111,7 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
     done: dict[str, Path] = {}
     for claim in CLAIMS:
         for deployment, ds in DATASETS.items():
-            spec = claim_spec(claim, deployment, ds, base, smoke)
+            spec = claim_spec(claim, ds, base, smoke)
             key = json.dumps(spec.model_dump(mode="json", exclude={"name"}), sort_keys=True)
             if key not in done:  # claims sharing a protocol share its run
                 done[key] = run_sweep(spec, runs_dir, cache_dir, progress=False, log=log).run_dir
