@@ -164,8 +164,14 @@ def sweep(spec: Path,
               "--export", help="also export the best config by this metric")] = None,
           test: Annotated[bool, typer.Option(
               help="with --export: score the chosen config on the test split too")] = False,
+          cache: Annotated[bool, typer.Option(
+              help="read finished rows from the row cache (--no-cache: recompute every row; "
+                   "the fresh rows replace the stored ones)")] = True,
+          row_cache: Annotated[Path | None, typer.Option(
+              help="the row cache file; default <cache-dir>/rows.sqlite")] = None,
           ) -> None:
-    """Run a sweep spec (YAML); rerunning the same spec resumes an unfinished run."""
+    """Run a sweep spec (YAML); rerunning the same spec resumes an unfinished run, and rows
+    finished by any earlier run are read from the row cache, not recomputed."""
     from .config import ConfigError
     from .experiments import export_config, run_sweep
     from .experiments.runner import print_summary
@@ -178,7 +184,7 @@ def sweep(spec: Path,
     t0 = time.perf_counter()
     try:
         res = run_sweep(spec_obj, runs_dir, cache_dir, progress=sys.stderr.isatty(),
-                        log=typer.echo)
+                        log=typer.echo, use_cache=cache, row_cache=row_cache)
     except (RuntimeError, ValueError) as exc:
         _fail(str(exc))
     typer.echo(f"\nfinished in {time.perf_counter() - t0:.0f}s: {res.run_dir}")

@@ -31,7 +31,9 @@ import json, sys
 from agentic_rag.experiments import run_sweep
 from agentic_rag.experiments.spec import SweepSpec
 spec = SweepSpec.model_validate(json.loads(sys.argv[1]))
-res = run_sweep(spec, sys.argv[2], sys.argv[3], progress=False, log=lambda *a: None)
+# use_cache=False: the second process must recompute, not read the first one's rows
+res = run_sweep(spec, sys.argv[2], sys.argv[3], progress=False, log=lambda *a: None,
+                use_cache=False)
 print(res.run_dir)
 """
 

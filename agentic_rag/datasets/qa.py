@@ -24,6 +24,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 from pathlib import Path
 
 from ..documents import Document, iter_document_paths, read_document
@@ -36,12 +37,14 @@ HALUEVAL_FILE = "benchs/halueval/dataset_halueval_qa.jsonl"
 MIN_PARAGRAPH = 30  # a split leaving a shorter half is an abbreviation, not a join
 
 
+_SENTENCE_END = re.compile(r"[.!?]")
+
+
 def _join_candidates(t: str) -> list[int]:
     """Positions where a sentence end is glued to the next paragraph: "century.First"."""
     out = []
-    for i in range(1, len(t) - 1):
-        if t[i] not in ".!?":
-            continue
+    for m in _SENTENCE_END.finditer(t, 1, len(t) - 1):  # t[1:-1], punctuation only
+        i = m.start()
         nx, pv = t[i + 1], t[i - 1]
         if not (nx.isupper() or nx in '"(' or (nx.isdigit() and not pv.isdigit())):
             continue

@@ -10,6 +10,11 @@ Each run has a folder `runs_dir/<timestamp>-<name>/` with `spec.yaml`, `configs/
 `meta.json` and `status.json`. Resume: rerunning the same spec finds the unfinished run
 of the same spec hash and skips the (config, query, repeat) keys already in rows.jsonl;
 a torn last line (kill -9 mid-write) is dropped. Nothing is lost or duplicated.
+
+Rows are shared across runs too: every finished row is stored in a row cache
+(`row_cache.py`) under a digest of everything that can change it, so a rerun of a finished
+sweep (or of one with a few configs changed) reads those rows instead of recomputing them,
+without opening their indexes, and writes a complete run folder of its own.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from ..index import AgenticIndex
 from ..llm import LLMError
 from ..pipeline import Pipeline
 from ..retrievers import CandidateMemo
+from .row_cache import RowCache, RowKeys, code_version
 from .spec import SweepSpec
 from .stats import bootstrap_ci, paired_bootstrap, pareto_front
 
@@ -51,6 +57,7 @@ class SweepResult:
     results: pd.DataFrame
     summary: pd.DataFrame
     spec: SweepSpec
+    rows_from_cache: int = 0
 
     def plot_tradeoff(self, x: str = "latency_p50_ms", y: str = "ndcg@10", path=None):  # noqa: ANN001, ANN201
         from .plots import plot_tradeoff
@@ -129,6 +136,7 @@ class _Rows:
         self.path = path
         self.done: set[tuple[str, str, int]] = set()
         self.rows: list[dict] = []
+        self.lines: list[str] = []  # each kept row's JSON line, in the same order
         if path.exists():
             raw = path.read_bytes()
             good = 0
@@ -139,24 +147,38 @@ class _Rows:
                     row = json.loads(line)
                 except json.JSONDecodeError:
                     break
-                self._keep(row)
+                self._keep(row, line.decode("utf-8").rstrip("\n"))
                 good += len(line)
             if good != len(raw):
                 with path.open("r+b") as f:
                     f.truncate(good)
         self._f = path.open("a", encoding="utf-8")
 
-    def _keep(self, row: dict) -> None:
+    def _keep(self, row: dict, line: str) -> None:
         key = (row["config_id"], row["query_id"], row["repeat"])
         if key not in self.done:
             self.done.add(key)
             self.rows.append(row)
+            self.lines.append(line)
 
-    def add(self, row: dict) -> None:
-        self._f.write(json.dumps(row, default=float) + "\n")
+    def add(self, row: dict) -> str:
+        """Append one row (fsync'd); returns its JSON line. The row is kept as read back from
+        that line, so a fresh run and a resumed or cached one give the same values and types."""
+        line = json.dumps(row, default=float)
+        self._f.write(line + "\n")
         self._f.flush()
         os.fsync(self._f.fileno())
-        self._keep(row)
+        self._keep(json.loads(line), line)
+        return line
+
+    def add_many(self, rows: list[dict]) -> None:
+        """Append rows already in their JSON form (read from one), with one fsync."""
+        lines = [json.dumps(row, default=float) for row in rows]
+        self._f.write("".join(line + "\n" for line in lines))
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        for row, line in zip(rows, lines):
+            self._keep(row, line)
 
     def close(self) -> None:
         self._f.close()
@@ -193,72 +215,91 @@ def estimate_llm_cost(spec: SweepSpec, n_configs: int, n_queries: int) -> dict[s
 
 def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/runs",
               cache_dir: str | Path = "experiments/cache", progress: bool = True,
-              log=print) -> SweepResult:  # noqa: ANN001
+              log=print, *, use_cache: bool = True,  # noqa: ANN001
+              row_cache: str | Path | None = None) -> SweepResult:
+    """Run every config × query × repeat of `spec` into a run folder (resuming an unfinished
+    run of the same spec).
+
+    Row cache: every finished row without a failure is stored in `row_cache` (default
+    `cache_dir/rows.sqlite`) under a digest of everything that can change it (see
+    `row_cache.py`: config, dataset and query, repeat, evaluation settings, model
+    identities, package and code versions). A row found there is read, not recomputed, and
+    its latency columns are the ones recorded by the run that computed it; an index whose
+    rows are all stored is never opened. `use_cache=False` recomputes every row (the fresh
+    rows replace the stored ones). A new run folder is written either way; `meta.json`
+    says how many rows came from the cache (`rows_from_cache`)."""
     from tqdm.auto import tqdm
 
     spec = spec if isinstance(spec, SweepSpec) else SweepSpec.load(spec)
     runs_dir, cache_dir = Path(runs_dir), Path(cache_dir)
     ds = load_spec_dataset(spec)
     configs = spec.configs()
-    run_dir = _find_run(runs_dir, spec)
-    resumed = run_dir is not None
-    if run_dir is None:
-        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-        run_dir = runs_dir / f"{stamp}-{spec.name}"
-        (run_dir / "configs").mkdir(parents=True)
-        spec.save(run_dir / "spec.yaml")
-        for i, (_, _, cfg) in enumerate(configs):
-            cfg.save(run_dir / "configs" / f"c{i:02d}.yaml")
-        (run_dir / "status.json").write_text(json.dumps(
-            {"spec_hash": spec.spec_hash(), "complete": False}))
-    meta = {"spec_hash": spec.spec_hash(), "git_commit": _git_commit(), "python": sys.version,
-            "platform": platform.platform(), "packages": _versions(), "dataset": ds.name,
-            "dataset_fingerprint": ds.fingerprint(), "dataset_stats": ds.stats(),
-            "seed": spec.dataset.seed, "embedding_model": spec.base.embedding.model,
-            "llm": {"model": spec.base.llm.model, "base_url": spec.base.llm.base_url,
-                    "server_model": spec.base.llm.server.model},
-            "configs": {f"c{i:02d}": label for i, (label, _, _) in enumerate(configs)}}
-    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+    run_dir, resumed = _open_run_dir(runs_dir, spec, configs)
     rows = _Rows(run_dir / "rows.jsonl")
-    total = len(configs) * len(ds.queries) * spec.repeats
-    log(f"sweep {spec.name}: {len(configs)} configs × {len(ds.queries)} queries × {spec.repeats} "
-        f"repeat(s) on {ds.name} ({ds.stats()['documents']} docs) → {run_dir}"
-        + (f" [resuming: {len(rows.done)}/{total} done]" if resumed else ""))
-    llm_groups = LLM_GROUPS & set(spec.metrics)
-    if llm_groups:
-        est = estimate_llm_cost(spec, len(configs), len(ds.queries))
-        log(f"LLM metrics {sorted(llm_groups)} on {min(spec.llm_sample, len(ds.queries))} queries "
-            f"per config: about {est['llm_calls']} LLM calls, ~{est['prompt_tokens_est']:,} prompt "
-            f"+ ~{est['completion_tokens_est']:,} completion tokens (cached calls are free)")
-
+    llm_ids = frozenset(q.id for q in ds.queries[:spec.llm_sample])  # the sample is seeded
     groups: dict[str, list[int]] = {}
     corpus_fp = ds.corpus_fingerprint()
     for i, (_, _, cfg) in enumerate(configs):
         groups.setdefault(index_key(cfg, corpus_fp), []).append(i)
+    # plan: per index, the rows still to do and those of them the row cache holds
+    versions = _versions()
+    cache = RowCache(row_cache if row_cache is not None else cache_dir / "rows.sqlite")
+    keys = RowKeys([cfg for _, _, cfg in configs], ds, evaluation_settings(spec), llm_ids,
+                   {"packages": versions}, cache)
+    plan = []
+    for members in groups.values():
+        # configs interleaved per query, so drift (caches, background work) hits all alike
+        todo = [(i, q, r, keys.key(i, q.id, r)) for r in range(spec.repeats) for q in ds.queries
+                for i in members if (f"c{i:02d}", q.id, r) not in rows.done]
+        found = cache.get_many([t[3] for t in todo]) if use_cache and todo else {}
+        plan.append((members, todo, found, sum(t[3] in found for t in todo)))
+    from_cache = sum(hits for *_, hits in plan)
+    to_compute = sum(len(todo) for _, todo, _, _ in plan) - from_cache
+
+    stats = ds.stats()
+    meta = {"spec_hash": spec.spec_hash(), "git_commit": _git_commit(), "python": sys.version,
+            "platform": platform.platform(), "packages": versions, "dataset": ds.name,
+            "dataset_fingerprint": keys.dataset_fingerprint, "dataset_stats": stats,
+            "seed": spec.dataset.seed, "embedding_model": spec.base.embedding.model,
+            "llm": {"model": spec.base.llm.model, "base_url": spec.base.llm.base_url,
+                    "server_model": spec.base.llm.server.model},
+            "configs": {f"c{i:02d}": label for i, (label, _, _) in enumerate(configs)},
+            "row_cache": str(cache.path), "rows_from_cache": from_cache,
+            "code_version": code_version()}
+    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+    total = len(configs) * len(ds.queries) * spec.repeats
+    log(f"sweep {spec.name}: {len(configs)} configs × {len(ds.queries)} queries × {spec.repeats} "
+        f"repeat(s) on {ds.name} ({stats['documents']} docs) → {run_dir}"
+        + (f" [resuming: {len(rows.done)}/{total} done]" if resumed else "")
+        + (f" [{from_cache} row(s) from the row cache]" if from_cache else ""))
+    llm_groups = LLM_GROUPS & set(spec.metrics)
+    if llm_groups and to_compute:
+        est = estimate_llm_cost(spec, len(configs), len(ds.queries))
+        log(f"LLM metrics {sorted(llm_groups)} on {min(spec.llm_sample, len(ds.queries))} queries "
+            f"per config: about {est['llm_calls']} LLM calls, ~{est['prompt_tokens_est']:,} prompt "
+            f"+ ~{est['completion_tokens_est']:,} completion tokens (cached calls are free)")
     log(f"{len(groups)} distinct index(es) for {len(configs)} configs")
+
     bar = tqdm(total=total, initial=len(rows.done), desc=spec.name, disable=not progress)
-    server = None
-    if llm_groups - {"ragas_nonllm"} and spec.base.llm.base_url is None and len(rows.done) < total:
+    server = scorer = None
+    if llm_groups - {"ragas_nonllm"} and spec.base.llm.base_url is None and to_compute:
         from ..server import LlamaServer
 
         server = LlamaServer(spec.base.llm.server, home=cache_dir)
         if not server.running():
             log(f"starting the local LLM server ({spec.base.llm.server.model}) ...")
             server.start()
-    scorer = None
-    if "ragas" in spec.metrics:
+    if "ragas" in spec.metrics and to_compute:
         from ..evaluation.ragas_metrics import RagasScorer
 
         scorer = RagasScorer(spec.base.llm, spec.ragas_metrics,
                              cache_dir=str(cache_dir / "ragas-cache"))
     docs_by_id = {d.id: d for d in ds.corpus}
-    llm_ids = frozenset(q.id for q in ds.queries[:spec.llm_sample])  # the sample is seeded
     try:
-        for _key, members in groups.items():
-            # configs interleaved per query, so drift (caches, background work) hits all alike
-            todo = [(i, q, r) for r in range(spec.repeats) for q in ds.queries for i in members
-                    if (f"c{i:02d}", q.id, r) not in rows.done]
-            if not todo:
+        for members, todo, found, hits in plan:
+            if hits == len(todo):  # every row stored: the index is not even opened
+                rows.add_many([_cached_row(found[key], i, configs) for i, _, _, key in todo])
+                bar.update(len(todo))
                 continue
             first, index = open_index(configs[members[0]][2], ds, cache_dir, progress, log)
             # one memo of candidate lists per index: configs that differ only in fusion,
@@ -274,23 +315,85 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
                 memo.lists.clear()
                 memo.seconds.clear()
                 memo.take()
-            for i, q, r in todo:
-                row = _evaluate(spec, ds, i, configs[i], pipes[i], q, r, scorer, docs_by_id,
-                                llm_ids)
-                rows.add(row)
+            for i, q, r, key in todo:
+                if key in found:
+                    rows.add(_cached_row(found[key], i, configs))
+                else:
+                    row = _evaluate(spec, ds, i, configs[i], pipes[i], q, r, scorer, docs_by_id,
+                                    llm_ids)
+                    line = rows.add(row)
+                    if not failed(row):  # a failed row is retried by the next run
+                        cache.put(key, line)
                 bar.update(1)
     finally:
         bar.close()
         rows.close()
+        cache.close()
         if server is not None:
             server.stop()
     results = _results_frame(rows.rows, configs)
-    summary = summarize(results, spec, configs)
+    summary = _summary(results, spec, configs, rows.lines, cache, use_cache)
+    cache.close()
     results.to_parquet(run_dir / "results.parquet", index=False)
     summary.to_csv(run_dir / "summary.csv", index=False)
     (run_dir / "status.json").write_text(json.dumps({"spec_hash": spec.spec_hash(),
                                                      "complete": True}))
-    return SweepResult(run_dir=run_dir, results=results, summary=summary, spec=spec)
+    return SweepResult(run_dir=run_dir, results=results, summary=summary, spec=spec,
+                       rows_from_cache=from_cache)
+
+
+def _open_run_dir(runs_dir: Path, spec: SweepSpec, configs: list) -> tuple[Path, bool]:
+    """The unfinished run folder of this spec, or a new one with the spec and its configs."""
+    run_dir = _find_run(runs_dir, spec)
+    if run_dir is not None:
+        return run_dir, True
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    n = 1
+    while True:  # two runs of one spec within a second (a rerun from the row cache) get
+        # "<stamp>.2-<name>": it sorts after "<stamp>-<name>" and still ends in "-<name>"
+        run_dir = runs_dir / (f"{stamp}-{spec.name}" if n == 1 else f"{stamp}.{n}-{spec.name}")
+        try:
+            run_dir.mkdir(parents=True)
+            break
+        except FileExistsError:
+            n += 1
+    (run_dir / "configs").mkdir()
+    spec.save(run_dir / "spec.yaml")
+    for i, (_, _, cfg) in enumerate(configs):
+        cfg.save(run_dir / "configs" / f"c{i:02d}.yaml")
+    (run_dir / "status.json").write_text(json.dumps(
+        {"spec_hash": spec.spec_hash(), "complete": False}))
+    return run_dir, False
+
+
+def _summary(results: pd.DataFrame, spec: SweepSpec, configs: list, lines: list[str],
+             cache: RowCache, use_cache: bool) -> pd.DataFrame:
+    """`summarize(results)`, read from the row cache when the same rows (the same JSON lines,
+    in the same order) were summarized against the same baseline by the same code."""
+    h = hashlib.sha256(f"{code_version()}|{_baseline_id(spec, configs)}|".encode())
+    h.update("\n".join(lines).encode())
+    key = h.hexdigest()
+    summary = cache.get_summary(key) if use_cache else None
+    if summary is None:
+        summary = summarize(results, spec, configs)
+        cache.put_summary(key, summary)
+    return summary
+
+
+def evaluation_settings(spec: SweepSpec) -> dict[str, Any]:
+    """The spec's settings a row's values depend on (the row cache keys on them)."""
+    return {"k": spec.k, "metrics": sorted(spec.metrics), "ragas_metrics": spec.ragas_metrics,
+            "replay": spec.replay, "judge_view": JUDGE_VIEW.model_dump(mode="json")}
+
+
+def failed(row: dict[str, Any]) -> bool:
+    """A row with a failure (`error`, `agent_error`, a ragas metric's `_error`)."""
+    return any(v is not None for k, v in row.items() if k == "error" or k.endswith("_error"))
+
+
+def _cached_row(row: dict[str, Any], i: int, configs: list) -> dict[str, Any]:
+    """A stored row under this sweep's config id and label (bookkeeping, not a measurement)."""
+    return {**row, "config_id": f"c{i:02d}", "config": configs[i][0]}
 
 
 def _evaluate(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipeline, q, r: int,  # noqa: ANN001
@@ -443,7 +546,7 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
                           "judge_completion_tokens", "agent_prompt_tokens",
                           "agent_completion_tokens") if c in results.columns]
     base_id = _baseline_id(spec, configs)
-    base = results[results.config_id == base_id].groupby("query_id")
+    base = per_query_means(results[results.config_id == base_id], paired_cols)
     out = []
     for cid, g in results.groupby("config_id", sort=True):
         s: dict[str, Any] = {"config_id": cid, "config": g["config"].iloc[0], "n": len(g),
@@ -462,14 +565,15 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
             s[f"{c}_total"] = int(g[c].fillna(0).sum())
         for c in [c for c in g.columns if c.startswith("ragas_") and c.endswith("_error")]:
             s[c.replace("_error", "_failures")] = int(g[c].notna().sum())
+        means = per_query_means(g, list(dict.fromkeys(metric_cols + paired_cols)))
         for m in metric_cols:
-            vals = g.groupby("query_id")[m].mean().astype(float)  # repeats averaged first
+            vals = means[m]
             s[m] = float(vals.mean())
             s[f"{m}_ci_low"], s[f"{m}_ci_high"] = bootstrap_ci(vals.to_list())
         if cid != base_id:
             for m in paired_cols:
-                mine = g.groupby("query_id")[m].mean().astype(float)
-                theirs = base[m].mean().astype(float).reindex(mine.index)
+                mine = means[m]
+                theirs = base[m].reindex(mine.index)
                 pb = paired_bootstrap(mine.to_list(), theirs.to_list())
                 ref = float(theirs.mean())
                 s[f"{m}_diff_vs_base"] = pb["diff"]
@@ -486,6 +590,21 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
     if quality:
         summary["pareto"] = pareto_front(summary, quality, ["latency_p50_ms", "context_tokens_mean"])
     return summary
+
+
+def per_query_means(g: pd.DataFrame, cols: list[str]) -> dict[str, pd.Series]:
+    """Each column's mean per query (repeats averaged first), as floats: one groupby for all
+    numeric columns (the same per-column sums as one groupby each), the others one by one."""
+    by = g.groupby("query_id")
+    numeric = [c for c in cols if pd.api.types.is_numeric_dtype(g[c])]
+    out: dict[str, pd.Series] = {}
+    if numeric:
+        means = by[numeric].mean()
+        out.update({c: means[c].astype(float) for c in numeric})
+    for c in cols:
+        if c not in out:
+            out[c] = by[c].mean().astype(float)
+    return out
 
 
 def decision_distribution(g: pd.DataFrame) -> dict[str, Any]:
