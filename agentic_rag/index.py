@@ -126,6 +126,7 @@ class AgenticIndex:
         self._store_version: int | None = None
         self._lexical: LexicalIndex | None = None
         self._lexical_version: int | None = None
+        self._version_seen: tuple[tuple[int, int, int], int] | None = None  # (stat, version)
         self._mutex = threading.RLock()  # lazy components
         self._lex_mutex = threading.Lock()  # one BM25 rebuild at a time
         self._file_lock = None
@@ -218,9 +219,21 @@ class AgenticIndex:
             self._lock().release()
 
     def version(self) -> int:
-        """Bumped by every completed write to this home (by any process)."""
-        state = _read_json(self.home / STATE_FILE)
-        return int(state["version"]) if state else 0
+        """Bumped by every completed write to this home (by any process). The file is
+        re-read only when its stat (mtime, size, inode) changed: every search asks."""
+        path = self.home / STATE_FILE
+        try:
+            st = path.stat()
+        except OSError:
+            return 0
+        sig = (st.st_mtime_ns, st.st_size, st.st_ino)
+        cached = self._version_seen
+        if cached is not None and cached[0] == sig:
+            return cached[1]
+        state = _read_json(path)
+        version = int(state["version"]) if state else 0
+        self._version_seen = (sig, version)
+        return version
 
     def pending_journal(self) -> list[str] | None:
         """Documents of an unfinished (crashed or running) write, or None."""
@@ -371,9 +384,12 @@ class AgenticIndex:
         not depend on which config happened to embed a query first."""
         return getattr(self.embedder, "inner", self.embedder).embed([query])[0]
 
-    def search(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
-        """Dense search; scores are cosine similarities clipped to [0, 1]."""
-        return self._fresh_store().query(self.embed_query(query), k, where)
+    def search(self, query: str, k: int = 5, where: Where | None = None,
+               vector: np.ndarray | None = None) -> list[Hit]:
+        """Dense search; scores are cosine similarities clipped to [0, 1]. `vector`: the
+        query's embedding when the caller already has it."""
+        vec = self.embed_query(query) if vector is None else vector
+        return self._fresh_store().query(vec, k, where)
 
     def search_lexical(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
         return self.lexical.search(query, k, where)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .config import LexicalConfig
 from .documents import Chunk, Hit
-from .stores import matches_meta
+from .stores import matches_meta, top_k_stable
 
 
 class LexicalIndex:
@@ -78,8 +78,7 @@ class LexicalIndex:
         if where:
             mask = self._mask(where)
             raw = np.where(mask, raw, 0.0)
-        order = np.argsort(-raw, kind="stable")[:k]
-        order = [i for i in order if raw[i] > 0]
+        order = [i for i in top_k_stable(raw, k) if raw[i] > 0]
         best = float(raw[order[0]]) if order else 1.0
         return [Hit(chunk=self._chunks[i], score=float(raw[i]) / best, raw_score=float(raw[i]),
                     rank=r, retriever="bm25") for r, i in enumerate(order, 1)]

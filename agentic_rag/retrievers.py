@@ -62,6 +62,7 @@ class FusionRetriever:
         self.config = config
         self.index = index
         self.memo = memo
+        self._vectors: dict[str, object] = {}  # query → embedding, for this retriever's life
 
     def run(self, name: str, query: str, where: dict[str, Any] | None) -> list[Hit]:
         """One retriever's candidate list at depth `fusion.candidates`."""
@@ -72,8 +73,13 @@ class FusionRetriever:
             memo.cost += memo.seconds[key]
             return memo.lists[key]
         t0 = time.perf_counter()
-        if name == "dense":
-            hits = self.index.search(query, depth, where)
+        if name == "dense":  # one embedding per query text however often it is searched
+            vec = self._vectors.get(query)
+            if vec is None:
+                if len(self._vectors) >= 256:  # a long-lived retriever: keep it small
+                    self._vectors.clear()
+                vec = self._vectors[query] = self.index.embed_query(query)
+            hits = self.index.search(query, depth, where, vector=vec)
         elif name == "bm25":
             hits = self.index.search_lexical(query, depth, where)
         else:

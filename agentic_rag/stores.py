@@ -29,7 +29,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -86,6 +86,7 @@ class _Matrix:
     vectors: np.ndarray  # (n, d) float32, L2-normalised as stored
     texts: list[str]
     metas: list[dict[str, Any]]
+    _chunks: dict[int, Chunk] = field(default_factory=dict, compare=False, repr=False)
 
     def search(self, vector: np.ndarray, k: int, where: Where | None) -> list[Hit]:
         if k <= 0 or not self.ids:
@@ -97,12 +98,29 @@ class _Matrix:
             sims = sims[rows]
         else:
             rows = np.arange(len(self.ids))
-        # rows are in id order, so a stable sort on -score breaks ties by chunk id
-        order = np.argsort(-sims, kind="stable")[:k]
-        return [Hit(chunk=Chunk.from_store(self.ids[rows[i]], self.texts[rows[i]],
-                                           self.metas[rows[i]]),
-                    score=_to_similarity(float(sims[i])), rank=r, retriever="dense")
-                for r, i in enumerate(order, 1)]
+        order = top_k_stable(sims, k)
+        return [Hit(chunk=self.chunk(int(rows[i])), score=_to_similarity(float(sims[i])), rank=r,
+                    retriever="dense") for r, i in enumerate(order, 1)]
+
+    def chunk(self, row: int) -> Chunk:
+        """The stored chunk of `row`, built once and shared by every later hit."""
+        c = self._chunks.get(row)
+        if c is None:
+            c = self._chunks[row] = Chunk.from_store(self.ids[row], self.texts[row],
+                                                     self.metas[row])
+        return c
+
+
+def top_k_stable(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the `k` best scores, best first, ties in position order: exactly
+    `np.argsort(-scores, kind="stable")[:k]`, without sorting every score (a partition
+    finds the k-th best; only the candidates at or above it are sorted)."""
+    n = len(scores)
+    if k >= n:
+        return np.argsort(-scores, kind="stable")
+    kth = np.partition(scores, n - k)[n - k]  # the k-th largest value
+    cand = np.flatnonzero(scores >= kth)  # ascending positions, boundary ties included
+    return cand[np.argsort(-scores[cand], kind="stable")][:k]
 
 
 def _build_matrix(rows: list[tuple[str, list[float], str, dict[str, Any]]]) -> _Matrix:

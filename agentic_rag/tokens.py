@@ -39,13 +39,19 @@ class TiktokenCounter:
         return _load_encoding(self.name)
 
     def count(self, text: str) -> int:
-        return len(self._enc.encode(text, disallowed_special=()))
+        return _count(self.name, text)
 
     def encode(self, text: str) -> list[int]:
         return self._enc.encode(text, disallowed_special=())
 
     def decode(self, ids: list[int]) -> str:
         return self._enc.decode(ids)
+
+
+@lru_cache(maxsize=16384)
+def _count(encoding: str, text: str) -> int:
+    """Token count, memoised: the same chunks are counted again on every search."""
+    return len(_load_encoding(encoding).encode(text, disallowed_special=()))
 
 
 @lru_cache(maxsize=8)

@@ -248,3 +248,28 @@ def test_fusion_weights_by_retriever_name_survive_a_retriever_override():
     assert cfg.fusion.retrievers == ("dense",)
     with pytest.raises(Exception, match="one entry per retriever"):
         FusionConfig(weights=[1.0])
+
+
+def test_a_query_is_embedded_once_per_retrieval_however_often_it_is_searched(tmp_path):
+    """Soft filters and relax_filters search the same query text again: one embedding."""
+    from agentic_rag.config import FusionConfig, RAGConfig
+    from agentic_rag.documents import Document
+    from agentic_rag.index import AgenticIndex
+    from agentic_rag.retrievers import FusionRetriever
+
+    from .fakes import HashingEmbedder
+
+    emb = HashingEmbedder()
+    idx = AgenticIndex(RAGConfig(home=str(tmp_path)), embedder=emb)
+    idx.add_documents([Document(id="a.md", text="wire transfer fee schedule"),
+                       Document(id="b.md", text="savings interest rates")])
+    calls = []
+    inner = emb.embed
+    emb.embed = lambda texts: calls.append(list(texts)) or inner(texts)
+    fr = FusionRetriever(FusionConfig(), idx)
+    fr.evidence("wire fee", 3, {"chunk_type": "table"}, None, "soft")  # dense + filtered dense
+    fr.evidence("wire fee", 3, {"chunk_type": "table"}, None, "hard")
+    fr.evidence("wire fee", 3, None, None, "off")
+    assert calls == [["wire fee"]]
+    fr.evidence("fee wire", 3, None, None, "off")  # a rewritten query is a new embedding
+    assert calls == [["wire fee"], ["fee wire"]]

@@ -120,3 +120,17 @@ def test_auto_mode_is_exact_below_the_size_limit(tmp_path):
     assert store.count() == 6 and not store._use_exact()
     store2 = make_store(StoreConfig(search="auto", exact_max_chunks=6), tmp_path)
     assert store2._use_exact()
+
+
+def test_top_k_stable_equals_a_full_stable_sort_with_ties():
+    import numpy as np
+
+    from agentic_rag.stores import top_k_stable
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 7, 50, 333):
+        for _ in range(20):
+            scores = rng.integers(0, 4, n).astype(np.float32)  # many ties, also at the cut
+            for k in (1, 3, 10, n, n + 5):
+                want = np.argsort(-scores, kind="stable")[:k]
+                assert top_k_stable(scores, k).tolist() == want.tolist()
