@@ -223,11 +223,18 @@ def calibrate(
 def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks the machinery, "
                                               "not the claims")] = False,
            out: Annotated[Path, typer.Option(help="report folder")] = Path("experiments/claims"),
+           only: Annotated[list[str] | None, typer.Option(
+               help="rerun these claims (id or prefix, e.g. 'd'; repeatable) and keep the "
+                    "others' rows from the existing claims.json")] = None,
            config: ConfigOpt = None) -> None:
     """Run one protocol per design claim on the three deployments; write REPORT.md + claims.json."""
     from .experiments.claims import run_claims
 
-    ledger = run_claims(out, smoke=smoke, base=_config(config, None), log=typer.echo)
+    try:
+        ledger = run_claims(out, smoke=smoke, base=_config(config, None), log=typer.echo,
+                            only=only)
+    except ValueError as exc:
+        _fail(str(exc))
     typer.echo(ledger[["claim", "dataset", "n_queries", "relative_effect", "ci_low", "ci_high",
                        "verdict"]].to_string(index=False))
     typer.echo(f"report: {out / 'REPORT.md'}")

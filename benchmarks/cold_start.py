@@ -1,85 +1,51 @@
-"""Cold start: wall time from process start to the first answered query, with and without tiers.
+"""Cold start: process start → first answer, and first-query latency with the model loaded,
+flat vs tiered. A thin CLI over `agentic_rag.experiments.coldstart` (the layouts, the
+fresh-process measurement and the columns are documented there).
 
-    .venv/bin/python benchmarks/cold_start.py [--repeats 3]
+    .venv/bin/python benchmarks/cold_start.py [--repeats 3] [--banking N --python N]
+                                              [--runs-dir experiments/runs]
 
-Setup (once, not timed): the default corpus is indexed two ways, under
-benchmarks/.cold_start/:
-- flat: every document in one warm index (Chroma + BM25);
-- tiered: the banking documents warm, the Python docs archived in the cold tier
-  (compressed JSONL, loaded lazily only when a query's confidence is low).
-Each measurement is a fresh `python -c` process that imports the library, opens the
-index, embeds the query and answers it; the query is a banking question that the warm
-tier answers confidently, so the tiered run never loads the cold archive.
+Prints the median per arm and query kind and the paired relative change; with
+`--runs-dir` also writes a run folder (results.parquet, summary.csv, meta.json).
+The claims ledger runs the same measurement: `agentic-rag claims --only d`.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent / ".cold_start"
-QUERY = "monthly maintenance fee of the Blue checking account"
-
-FLAT = f"""
-from agentic_rag.config import RAGConfig
-from agentic_rag.index import AgenticIndex
-idx = AgenticIndex(RAGConfig(home={str(ROOT / 'flat')!r}))
-print(idx.search({QUERY!r}, 3)[0].chunk.doc_id)
-"""
-TIERED = f"""
-from agentic_rag.config import RAGConfig
-from agentic_rag.index import AgenticIndex
-from agentic_rag.tiers import TieredIndex
-cfg = RAGConfig(home={str(ROOT / 'tiered')!r})
-t = TieredIndex(cfg.tiers, AgenticIndex(cfg))
-r = t.search({QUERY!r}, 3)
-print(r.hits[0].chunk.doc_id, r.tiers, "cold_loaded=%s" % r.cold_loaded)
-"""
-
-
-def setup() -> None:
-    from agentic_rag.config import RAGConfig
-    from agentic_rag.datasets import banking_documents, python_docs
-    from agentic_rag.index import AgenticIndex
-    from agentic_rag.tiers import TieredIndex
-
-    cache = {"embedding.cache": True}
-    flat = AgenticIndex(RAGConfig(home=str(ROOT / "flat")).with_overrides(cache))
-    if flat.count() == 0:
-        flat.add_documents(python_docs() + banking_documents(), progress=True)
-        _ = flat.lexical
-    cfg = RAGConfig(home=str(ROOT / "tiered"))
-    tiered = TieredIndex(cfg.tiers, AgenticIndex(cfg))
-    if tiered.warm.count() == 0:
-        tiered.add(banking_documents())
-        old = [d.model_copy(update={"metadata": {**d.metadata, "last_updated": "2022-10-24"}})
-               for d in python_docs()]  # Python 3.11.0 release: archived → cold
-        tiered.add(old)
-
-
-def measure(code: str, repeats: int) -> tuple[list[float], str]:
-    times, out = [], ""
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        times.append(time.perf_counter() - t0)
-        out = res.stdout.strip()
-    return times, out
+from agentic_rag.experiments.coldstart import DEFAULT_ROOT, measure_cold_start, paired_summary, run_cold_start
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="where the homes are built")
+    ap.add_argument("--banking", type=int, default=None, help="banking documents (default: all)")
+    ap.add_argument("--python", type=int, default=None, help="Python docs (default: all)")
+    ap.add_argument("--runs-dir", type=Path, default=None, help="also write a run folder here")
     args = ap.parse_args()
-    setup()
-    for name, code in (("flat (one warm index)", FLAT), ("tiered (warm + lazy cold)", TIERED)):
-        times, out = measure(code, args.repeats)
-        print(f"{name:<28} median {statistics.median(times):.2f}s  "
-              f"runs {[round(t, 2) for t in times]}  -> {out}")
+    if args.runs_dir:
+        import pandas as pd
+
+        run = run_cold_start(args.runs_dir, args.repeats, args.root, n_banking=args.banking,
+                             n_python=args.python)
+        df, summary = pd.read_parquet(run / "results.parquet"), pd.read_csv(run / "summary.csv")
+    else:
+        df = measure_cold_start(args.repeats, args.root, n_banking=args.banking,
+                                n_python=args.python)
+        summary = paired_summary(df)
+    cols = ["process_start_to_first_answer_s", "model_load_s", "first_query_ms", "cold_loaded"]
+    print(df.groupby(["query_kind", "arm"], sort=False)[cols].median().round(3).to_string())
+    tiered = summary[~summary["baseline"]].iloc[0]
+    for kind in df["query_kind"].unique():
+        for m in ("process_start_to_first_answer_s", "first_query_ms"):
+            c = f"{kind}.{m}"
+            print(f"{c}: tiered vs flat {tiered[f'{c}_rel_vs_base']:+.1%} "
+                  f"[{tiered[f'{c}_rel_vs_base_ci_low']:+.1%}, "
+                  f"{tiered[f'{c}_rel_vs_base_ci_high']:+.1%}] over {df['repeat'].nunique()} "
+                  "paired repetitions")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,19 @@
-"""The claims ledger's verdict rule on synthetic effects, and the report built from a run."""
+"""The claims ledger's verdict rule on synthetic effects, the tiers protocol's paired
+summary, rows that were not run, rerunning selected claims, and the report built from runs."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from agentic_rag.experiments.claims import verdict
+from agentic_rag.config import RAGConfig
+from agentic_rag.experiments import claims as claims_mod
+from agentic_rag.experiments.claims import CLAIMS, DATASETS, NOT_RUN, VERDICTS, llm_budget, select, verdict
+from agentic_rag.experiments.coldstart import paired_summary
 
 
 @pytest.mark.parametrize("lo,hi,direction,figure,want", [
@@ -24,21 +31,161 @@ def test_verdict_rule(lo, hi, direction, figure, want):
     assert verdict(lo, hi, direction, figure) == want
 
 
+def _cold_results(flat: list[float], tiered: list[float], kind: str = "recent") -> pd.DataFrame:
+    rows = []
+    for r, (f, t) in enumerate(zip(flat, tiered)):
+        for arm, v in (("flat", f), ("tiered", t)):
+            rows.append({"arm": arm, "query_kind": kind, "repeat": r,
+                         "process_start_to_first_answer_s": v, "imports_s": 1.0,
+                         "model_load_s": 5.0, "first_query_ms": 100 * v, "process_wall_s": v + 1,
+                         "cold_loaded": arm == "tiered" and kind == "archived"})
+    return pd.DataFrame(rows)
+
+
+def test_paired_summary_pairs_repetitions_in_the_runner_format():
+    df = _cold_results([10.0, 12.0, 11.0], [9.0, 11.0, 9.5])
+    s = paired_summary(df).set_index("config_id")
+    assert list(s.index) == ["c00", "c01"] and s.loc["c00", "baseline"] and not s.loc["c01", "baseline"]
+    assert s.loc["c00", "recent.process_start_to_first_answer_s"] == pytest.approx(11.0)
+    assert s.loc["c01", "n_queries"] == 3
+    m = "recent.process_start_to_first_answer_s"
+    assert s.loc["c01", f"{m}_diff_vs_base"] == pytest.approx(-3.5 / 3)
+    assert s.loc["c01", f"{m}_rel_vs_base"] == pytest.approx(-3.5 / 3 / 11.0)
+    lo, hi = s.loc["c01", f"{m}_rel_vs_base_ci_low"], s.loc["c01", f"{m}_rel_vs_base_ci_high"]
+    assert lo <= s.loc["c01", f"{m}_rel_vs_base"] <= hi < 0  # every pair is faster
+    assert f"{m}_rel_vs_base" not in s.columns or math.isnan(s.loc["c00", f"{m}_rel_vs_base"])
+
+
+def test_select_by_id_or_prefix():
+    assert [c.id for c in select(["d"])] == ["d-cold-start", "d-first-query"]
+    assert [c.id for c in select(["b-answers", "c"])] == ["b-answers", "c-boundaries"]
+    assert len(select(None)) == len(CLAIMS)
+    with pytest.raises(ValueError, match="unknown claim"):
+        select(["e"])
+
+
+def test_llm_budget_is_estimate_llm_cost_and_leaves_room_in_two_hours():
+    budget = llm_budget()
+    llm = [c for c in CLAIMS if c.needs_llm]
+    assert {c.id for c in llm} == {"b-answers", "c-boundaries"}
+    row = budget.set_index("protocol").loc["b-answers"]
+    # two arms × the sample × one answer each, at the context budget + 150 prompt tokens
+    assert row["llm_calls"] == 2 * claims_mod.LLM_SAMPLE
+    assert row["prompt_tokens_est"] == row["llm_calls"] * (RAGConfig().context.max_tokens + 150)
+    assert budget.set_index("protocol").loc["c-boundaries", "llm_calls"] == 4 * claims_mod.LLM_SAMPLE
+    # the retrieval protocols and the cold start take the other ~30 min of the 2 h
+    assert budget["minutes_est"].sum() <= 90
+
+
+def _fake_run(runs: Path, name: str, summary: pd.DataFrame, dataset: str) -> Path:
+    d = runs / name
+    (d / "configs").mkdir(parents=True)
+    for cid in summary["config_id"]:
+        RAGConfig().save(d / "configs" / f"{cid}.yaml")
+    summary.to_csv(d / "summary.csv", index=False)
+    (d / "meta.json").write_text(json.dumps({"dataset": dataset, "git_commit": "abc123",
+                                             "embedding_model": "m", "llm": None}))
+    return d
+
+
+def test_zero_baseline_rate_uses_the_absolute_difference(tmp_path):
+    claim = next(c for c in CLAIMS if c.id == "c-boundaries")
+    summary = pd.DataFrame([
+        {"config_id": "c00", "baseline": True, "n_queries": 18, "failures": 0, "hallucinated": 0.0},
+        {"config_id": "c01", "baseline": False, "n_queries": 18, "failures": 1, "hallucinated": 0.0,
+         "hallucinated_rel_vs_base": math.nan, "hallucinated_rel_vs_base_ci_low": math.nan,
+         "hallucinated_rel_vs_base_ci_high": math.nan, "hallucinated_diff_vs_base": 0.0,
+         "hallucinated_diff_vs_base_ci_low": 0.0, "hallucinated_diff_vs_base_ci_high": 0.0}])
+    row = claims_mod.ledger_row(claim, "document analysis",
+                                _fake_run(tmp_path, "r0", summary, "halueval-qa:test"))
+    assert row["verdict"] == "inconclusive" and row["failures"] == 1
+    summary.loc[1, ["hallucinated", "hallucinated_diff_vs_base",
+                    "hallucinated_diff_vs_base_ci_low", "hallucinated_diff_vs_base_ci_high"]] = \
+        [0.0, -0.2, -0.35, -0.05]
+    summary.loc[0, "hallucinated"] = 0.2
+    row = claims_mod.ledger_row(claim, "document analysis",
+                                _fake_run(tmp_path, "r1", summary, "halueval-qa:test"))
+    assert math.isnan(row["relative_effect"]) and row["verdict"] == "confirmed"
+
+
+def test_an_arm_without_the_metric_is_reported_not_run(tmp_path):
+    claim = next(c for c in CLAIMS if c.id == "b-answers")
+    summary = pd.DataFrame([{"config_id": "c00", "baseline": True, "n_queries": 200, "failures": 18},
+                            {"config_id": "c01", "baseline": False, "n_queries": 200, "failures": 18}])
+    row = claims_mod.ledger_row(claim, "document analysis",
+                                _fake_run(tmp_path, "r0", summary, "halueval-qa:test"))
+    assert row["verdict"] == "not run" and "36 failures" in row["reason"] and row["run"] == "r0"
+
+
+def test_rerun_selected_claims_keeps_the_others_and_says_what_was_not_run(tmp_path, monkeypatch):
+    """`run_claims(only=["d"])` reruns the tiers protocol (faked here: no processes), keeps
+    the measured rows of the previous claims.json, and gives every other claim × deployment
+    a row that says why it has no number."""
+    from agentic_rag.experiments import coldstart
+
+    out, runs = tmp_path / "claims", tmp_path / "runs"
+    kept = {"claim": "b-fusion", "deployment": "document analysis", "dataset": "halueval-qa:test",
+            "metric": "ndcg@10", "direction": 1, "n_queries": 200,
+            "baseline": json.dumps(next(c for c in CLAIMS if c.id == "b-fusion").baseline),
+            "treatment": json.dumps(next(c for c in CLAIMS if c.id == "b-fusion").treatment),
+            "baseline_value": 0.846, "treatment_value": 0.886, "relative_effect": 0.047,
+            "ci_low": 0.031, "ci_high": 0.064, "verdict": "confirmed", "run": "old-run",
+            "git_commit": "old"}
+    stale = {**kept, "claim": "a-iterations", "metric": "recall@10"}  # protocol changed since
+    out.mkdir()
+    (out / "claims.json").write_text(json.dumps({"smoke": False, "ledger": [kept, stale]}))
+
+    def fake_run_cold_start(runs_dir, repeats, root, name, **kw):  # noqa: ANN001, ANN003
+        df = pd.concat([_cold_results([10, 12, 11, 10, 12], [10.5, 11.8, 11.2, 10.1, 12.3]),
+                        _cold_results([10, 12, 11, 10, 12], [14, 15, 13, 14, 16], "archived")])
+        return _fake_run(Path(runs_dir), f"x-{name}", paired_summary(df), "banking+pydocs")
+
+    monkeypatch.setattr(coldstart, "run_cold_start", fake_run_cold_start)
+    ledger = claims_mod.run_claims(out, runs_dir=runs, cache_dir=tmp_path / "cache",
+                                   log=lambda *a: None, only=["d"])
+    assert len(ledger) == len(CLAIMS) * len(DATASETS)
+    by = ledger.set_index(["claim", "deployment"])
+    assert by.loc[("b-fusion", "document analysis"), "run"] == "old-run"  # kept as it was
+    assert by.loc[("b-fusion", "document analysis"), "relative_effect"] == pytest.approx(0.047)
+    assert by.loc[("a-iterations", "document analysis"), "verdict"] == "not run"
+    assert "--only a-iterations" in by.loc[("a-iterations", "document analysis"), "reason"]
+    assert by.loc[("b-answers", "support automation"), "verdict"] == "not applicable"
+    assert by.loc[("c-boundaries", "code"), "verdict"] == "not run"
+    assert by.loc[("d-cold-start", "document analysis"), "verdict"] == "not applicable"
+    d = by.loc[("d-cold-start", "support automation")]
+    assert d["run"] == "x-claim-d-tiers" and d["n_queries"] == 5 and d["verdict"] == "inconclusive"
+    q = by.loc[("d-first-query", "support automation")]
+    assert q["archived.first_query_ms_treatment"] > q["archived.first_query_ms_baseline"]
+    assert set(ledger["verdict"]) <= set(VERDICTS) | set(NOT_RUN)
+    report = (out / "REPORT.md").read_text()
+    assert "`old-run`" in report and "`x-claim-d-tiers`" in report
+    assert "*not applicable* — not applicable: HaluEval" in report
+    assert "## LLM budget of a full run" in report
+    measured = ledger[ledger["verdict"].isin(VERDICTS)]
+    assert measured["run"].notna().all()
+    assert ledger[ledger["verdict"].isin(NOT_RUN)]["relative_effect"].isna().all()
+
+
 @pytest.mark.slow
 def test_smoke_ledger_numbers_come_from_run_folders(tmp_path):
-    import json
-
-    import pandas as pd
-
-    from agentic_rag.experiments.claims import CLAIMS, DATASETS, run_claims
+    from agentic_rag.experiments.claims import run_claims
 
     ledger = run_claims(tmp_path / "claims", smoke=True, runs_dir=tmp_path / "runs",
                         cache_dir=tmp_path / "cache", log=lambda *a: None)
     assert len(ledger) == len(CLAIMS) * len(DATASETS)
     report = (tmp_path / "claims" / "REPORT.md").read_text()
     data = json.loads((tmp_path / "claims" / "claims.json").read_text())
-    assert len(data["ledger"]) == len(ledger) and "Verdict rule" in report
-    for row in data["ledger"]:
+    assert len(data["ledger"]) == len(ledger) and "Verdict rule" in report and data["smoke"]
+    for claim in CLAIMS:  # the smoke run starts no LLM: LLM protocols say so
+        for dep in DATASETS:
+            row = next(r for r in data["ledger"] if r["claim"] == claim.id and r["deployment"] == dep)
+            if not claim.applies_to(dep):
+                assert row["verdict"] in {"not run", "not applicable"} and row["reason"]
+            elif claim.needs_llm:
+                assert row["verdict"] == "not run (smoke)"
+    measured = [r for r in data["ledger"] if r["verdict"] in VERDICTS]
+    assert {r["claim"] for r in measured} == {c.id for c in CLAIMS if not c.needs_llm}
+    for row in measured:
         summary = pd.read_csv(tmp_path / "runs" / row["run"] / "summary.csv")
         treat = summary[~summary["baseline"]].iloc[0]
         base = summary[summary["baseline"]].iloc[0]
@@ -47,6 +194,21 @@ def test_smoke_ledger_numbers_come_from_run_folders(tmp_path):
         assert row["treatment_value"] == pytest.approx(treat[col])
         assert row["baseline_value"] == pytest.approx(base[col])
         assert row["ci_low"] == pytest.approx(treat[f"{m}_rel_vs_base_ci_low"], nan_ok=True)
-        assert row["verdict"] in {"confirmed", "smaller than claimed", "contradicted",
-                                  "inconclusive"}
         assert f"`{row['run']}`" in report
+    tiers = next(r for r in measured if r["claim"] == "d-first-query")
+    reps = pd.read_parquet(tmp_path / "runs" / tiers["run"] / "results.parquet")
+    assert tiers["n_queries"] == 2 == reps["repeat"].nunique()
+    assert set(reps["arm"]) == {"flat", "tiered"} and (reps["model_load_s"] > 0).all()
+    assert (reps["process_start_to_first_answer_s"] > reps["model_load_s"]).all()
+    assert reps.loc[reps.arm == "tiered", "tiers_read"].str.startswith("hot,warm").all()
+    assert (reps.loc[reps.arm == "flat", "tiers_read"] == "flat").all()
+
+
+def test_cli_only_names_unknown_claims(tmp_path):
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+
+    res = CliRunner().invoke(app, ["claims", "--only", "zz", "--out", str(tmp_path)])
+    assert res.exit_code != 0 and "unknown claim" in res.output and "d-cold-start" in res.output
+    assert not (tmp_path / "REPORT.md").exists()
