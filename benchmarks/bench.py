@@ -58,7 +58,7 @@ from agentic_rag.datasets import load_dataset  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SECTIONS = ("indexing", "retrieval", "sweep", "scale", "cold_start")
+SECTIONS = ("indexing", "retrieval", "sweep", "cold_start", "scale")
 
 
 def _spread(values: list[float]) -> str:
@@ -427,6 +427,8 @@ def render(m: dict, res: dict, cmd: str) -> str:
     if "cold_start" in res:
         df = res["cold_start"]
         L += ["## Cold start", "", df if isinstance(df, str) else df.to_markdown(index=False), ""]
+    for s, err in res.get("errors", {}).items():
+        L += [f"## {s}: failed", "", f"`{err}`", ""]
     return "\n".join(L)
 
 
@@ -450,18 +452,13 @@ def main() -> None:
     for s in args.sections:
         t0 = time.perf_counter()
         print(f"[bench] {s} ...", flush=True)
-        if s == "indexing":
-            res[s] = bench_indexing(args.repeats, args.index_docs)
-        elif s == "retrieval":
-            res[s] = bench_retrieval(args.repeats, args.queries, args.cache_dir)
-        elif s == "sweep":
-            res[s] = bench_sweep(args.repeats)
-        elif s == "scale":
-            res[s] = bench_scale(args.scale, args.cache_dir, args.queries)
-        elif s == "cold_start":
-            from agentic_rag.experiments.coldstart import measure_cold_start
+        try:
+            _section(s, args, res)
+        except Exception as exc:  # noqa: BLE001 - one section's failure is reported, not fatal
+            import traceback
 
-            res[s] = measure_cold_start(repeats=max(args.repeats, 3))
+            traceback.print_exc()
+            res.setdefault("errors", {})[s] = f"{type(exc).__name__}: {exc}"
         print(f"[bench] {s} done in {time.perf_counter() - t0:.0f}s", flush=True)
         raw_path.write_text(json.dumps({k: v for k, v in res.items() if k != "cold_start"},
                                        indent=1, default=str))
@@ -469,6 +466,20 @@ def main() -> None:
     Path(args.out).write_text(render(m, res, cmd.strip()))
     print(f"wrote {args.out}")
 
+
+def _section(s: str, args: argparse.Namespace, res: dict) -> None:
+    if s == "indexing":
+        res[s] = bench_indexing(args.repeats, args.index_docs)
+    elif s == "retrieval":
+        res[s] = bench_retrieval(args.repeats, args.queries, args.cache_dir)
+    elif s == "sweep":
+        res[s] = bench_sweep(args.repeats)
+    elif s == "scale":
+        res[s] = bench_scale(args.scale, args.cache_dir, args.queries)
+    elif s == "cold_start":
+        from agentic_rag.experiments.coldstart import measure_cold_start
+
+        res[s] = measure_cold_start(repeats=max(args.repeats, 3))
 
 if __name__ == "__main__":
     main()

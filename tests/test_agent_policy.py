@@ -73,7 +73,11 @@ def test_retrieve_first_searches_before_the_model_and_checks_citations(tool):
     assert res.tool_calls == 1 and res.model_tool_calls == 0 and res.steps[0].via == "policy"
     first = calls.requests[0]["messages"]  # the model's first turn already has the passages
     assert first[-1]["role"] == "user" and "| Wire transfer | $25 |" in first[-1]["content"]
-    assert first[-1]["content"].startswith("How much is a wire transfer?")
+    # passages first, then the question, then the instruction (chosen on dev: agent.py)
+    body = first[-1]["content"]
+    assert body.startswith("Passages from the documentation:")
+    assert body.index("| Wire transfer | $25 |") < body.index(
+        "Question: How much is a wire transfer?") < body.index("passage you used")
     assert f"[{good}]" in first[-1]["content"]  # the header shows the id to cite
     assert all(isinstance(msg["content"], str) for msg in first)  # llama.cpp rejects null
     assert res.cited_chunks == [served[0]] and res.cites_served
