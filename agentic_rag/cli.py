@@ -232,7 +232,7 @@ def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks t
 
     try:
         ledger = run_claims(out, smoke=smoke, base=_config(config, None), log=typer.echo,
-                            only=only)
+                            only=only or None)
     except ValueError as exc:
         _fail(str(exc))
     typer.echo(ledger[["claim", "dataset", "n_queries", "relative_effect", "ci_low", "ci_high",

@@ -51,7 +51,12 @@ NOT_RUN = ("not run", "not run (smoke)", "not applicable")
 # generated tokens/s (experiments/agent-runs: 1,130 prompt + 33 generated tokens in 26.8 s).
 PROMPT_TOKENS_PER_S = 40.0
 COMPLETION_TOKENS_PER_S = 10.0
-LLM_SAMPLE = 18  # queries per arm: the budget's ceiling below stays under 90 min of LLM time
+# The protocols without an LLM took ~45 min: retrieval (a, b-fusion) ~25 min in the run of
+# 2026-11-30 12:24-12:49, the LLM protocols' own retrieval (2 × 200 queries × 2 arms) ~5 min,
+# the tiers benchmark ~13 min the first time (5 min building both homes). LLM_SAMPLE is the
+# largest sample whose `llm_budget` ceiling fits in the remaining 75 min.
+NON_LLM_MINUTES = 45
+LLM_SAMPLE = 14  # queries per arm that get LLM metrics
 JUDGE_VALIDATION = {"n": 30, "seed": 0}  # HaluEval dev questions × (right, hallucinated)
 # judge prompt + HaluEval knowledge paragraph + answer: at most 246 tokens (tiktoken) over the
 # 60 prompts of the validation sample, mean 145
@@ -194,8 +199,9 @@ def verdict(lo: float, hi: float, direction: int, design_figure: float | None = 
 
 
 def select(only: Sequence[str] | None) -> list[Claim]:
-    """Claims named by id or id prefix ("d" → d-cold-start, d-first-query); None = all."""
-    if not only:
+    """Claims named by id or id prefix ("d" → d-cold-start, d-first-query); None = all,
+    [] = none (`run_claims(only=[])` rebuilds the report from the kept rows)."""
+    if only is None:
         return list(CLAIMS)
     picked = [c for c in CLAIMS if any(c.id == o or c.id.startswith(f"{o}-") for o in only)]
     unknown = [o for o in only if not any(c.id == o or c.id.startswith(f"{o}-") for c in CLAIMS)]
@@ -403,7 +409,7 @@ def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str |
     from .runner import _git_commit
 
     model = base.llm.server.model if base.llm.base_url is None else base.llm.model
-    want = {"model": model, **JUDGE_VALIDATION}
+    want = {"model": model, "n_questions": JUDGE_VALIDATION["n"], "seed": JUDGE_VALIDATION["seed"]}
     for d in sorted(Path(runs_dir).glob("*-judge-validation"), reverse=True):
         res = json.loads((d / "validation.json").read_text()) if (d / "validation.json").exists() \
             else {}
@@ -433,7 +439,8 @@ def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str |
 
 def _judge_fields(res: dict[str, Any], run: str) -> dict[str, Any]:
     return {"judge_validation": f"AUROC {res['auroc']:.2f}, accuracy {res['accuracy']:.2f} on "
-                                f"{res['n']} HaluEval dev answers ({res['failures']} failures), "
+                                f"{res['n']} HaluEval dev answers ({res['n_questions']} "
+                                f"questions × right/hallucinated; {res['failures']} failures), "
                                 f"run `{run}`",
             "judge_auroc": res["auroc"], "judge_accuracy": res["accuracy"], "judge_run": run}
 
@@ -443,7 +450,8 @@ def write_report(ledger: pd.DataFrame, out_dir: str | Path, smoke: bool = False,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    records = ledger.to_dict(orient="records")
+    records = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()}
+               for r in ledger.to_dict(orient="records")]  # strict JSON: NaN → null
     (out_dir / "claims.json").write_text(json.dumps(
         {"date": stamp, "machine": platform.platform(), "smoke": smoke,
          "claims": [asdict(c) for c in CLAIMS], "ledger": records,
@@ -485,16 +493,16 @@ def write_report(ledger: pd.DataFrame, out_dir: str | Path, smoke: bool = False,
                      + (f" Deployments: {', '.join(c.deployments)}." if c.deployments else ""))
     lines += ["", "## Beside the effect (quality and cost of each arm)", ""]
     for r in records:
-        extra = ", ".join(f"{k[:-9]} {_num(r[k])} → {_num(r[k.replace('_baseline', '_treatment')])}"
-                          for k in r if k.endswith("_baseline") and r.get(k) == r.get(k)
-                          and r.get(k) is not None and k != "baseline")
-        if r.get("failures") == r.get("failures") and r.get("failures") is not None:
-            extra += f"; failures (both arms) {int(r['failures'])}"
+        parts = [", ".join(f"{k[:-9]} {_num(r[k])} → {_num(r[k.replace('_baseline', '_treatment')])}"
+                           for k in r if k.endswith("_baseline") and r.get(k) is not None
+                           and k != "baseline")]
+        if r.get("failures") is not None:
+            parts.append(f"failures (both arms) {int(r['failures'])}")
         if r["claim"] == "c-boundaries" and r["verdict"] not in NOT_RUN:
-            extra += "; judge: " + (r.get("judge_validation") if isinstance(
-                r.get("judge_validation"), str) else "not validated")
-        if extra:
-            lines.append(f"- {r['claim']} / {r['dataset']}: {extra}")
+            judged = r.get("judge_validation")
+            parts.append(f"judge: {judged if isinstance(judged, str) else 'not validated'}")
+        if any(parts):
+            lines.append(f"- {r['claim']} / {r['dataset']}: {'; '.join(p for p in parts if p)}")
     lines += ["", "## Not run, not applicable", ""]
     lines += [f"- {r['claim']} / {r['deployment']}: *{r['verdict']}* — {r.get('reason') or '?'}"
               for r in records if r["verdict"] in NOT_RUN]
@@ -516,7 +524,11 @@ def write_report(ledger: pd.DataFrame, out_dir: str | Path, smoke: bool = False,
                   f"{b['prompt_tokens_est']:,} | {b['minutes_est']:.0f} |"
                   for b in budget.to_dict(orient="records")]
         lines += [f"| total | | {int(budget['llm_calls'].sum())} | "
-                  f"{int(budget['prompt_tokens_est'].sum()):,} | {total:.0f} |"]
+                  f"{int(budget['prompt_tokens_est'].sum()):,} | {total:.0f} |", "",
+                  f"With the protocols that need no LLM (~{NON_LLM_MINUTES} min: retrieval "
+                  "sweeps and the tiers benchmark), a full run's ceiling is "
+                  f"{total + NON_LLM_MINUTES:.0f} min. Full run: `make claims`; the LLM "
+                  "protocols alone: `agentic-rag claims --only b-answers --only c-boundaries`."]
     commits = sorted({r["git_commit"] for r in records if isinstance(r.get("run"), str)
                       and isinstance(r.get("git_commit"), str)})
     models = sorted({r["embedding_model"] for r in records
