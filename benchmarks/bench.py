@@ -58,7 +58,7 @@ from agentic_rag.datasets import load_dataset  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SECTIONS = ("indexing", "retrieval", "sweep", "cold_start", "scale")
+SECTIONS = ("indexing", "retrieval", "sweep", "rerun", "cold_start", "scale")
 
 
 def _spread(values: list[float]) -> str:
@@ -263,6 +263,34 @@ def bench_sweep(repeats: int) -> dict:
             "rerun_speedup": [a / b for a, b in zip(first, rerun)]}
 
 
+def bench_rerun(repeats: int, cache_dir: str) -> dict:
+    """The main job's sweep (experiments/quick.yaml: 18 configs × 100 questions): a first run
+    with an empty row cache (the index cache warm, as a user's second `make run` after
+    changing nothing but wanting fresh rows would be) against a rerun of the finished sweep."""
+    from agentic_rag.experiments.runner import run_sweep
+    from agentic_rag.experiments.spec import SweepSpec
+
+    spec = SweepSpec.load(ROOT / "experiments" / "quick.yaml")
+    quiet = dict(progress=False, log=lambda *a, **k: None)
+    first, rerun = [], []
+    tmp = Path(tempfile.mkdtemp(prefix="bench-rerun-"))
+    try:
+        for r in range(repeats):
+            rows = tmp / f"rows-{r}.sqlite"
+            t0 = time.perf_counter()
+            a = run_sweep(spec, runs_dir=tmp / "runs", cache_dir=cache_dir, row_cache=rows, **quiet)
+            first.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            b = run_sweep(spec, runs_dir=tmp / "runs", cache_dir=cache_dir, row_cache=rows, **quiet)
+            rerun.append(time.perf_counter() - t0)
+            same = a.results.drop(columns=["run_dir"], errors="ignore").equals(
+                b.results.drop(columns=["run_dir"], errors="ignore"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {"first_s": first, "rerun_s": rerun, "rows": len(b.results), "identical": same,
+            "speedup": [x / y for x, y in zip(first, rerun)]}
+
+
 # -- scale ----------------------------------------------------------------------------
 
 def scale_one(n: int, cache_dir: str, n_queries: int) -> dict:
@@ -400,9 +428,21 @@ def render(m: dict, res: dict, cmd: str) -> str:
               f"| rerun of the finished 12-config sweep | {_spread(r['rerun_s'])} |", "",
               f"**12 configs / 1 config: {_spread(r['cost_ratio'])}** (target ≤ 4: "
               f"{'met' if statistics.median(r['cost_ratio']) <= 4 else 'missed'}). "
-              f"**First run / cached rerun: {_spread(r['rerun_speedup'])}×** (target ≥ 50: "
-              f"{'met' if statistics.median(r['rerun_speedup']) >= 50 else 'missed'}; "
-              f"{r['rows']} rows).", ""]
+              f"First run / cached rerun of this small sweep: {_spread(r['rerun_speedup'])}× "
+              f"({r['rows']} rows; the rerun is fixed cost, mostly loading the dataset: the "
+              "≥ 50× target is measured on the main job's sweep below).", ""]
+    if "rerun" in res:
+        r = res["rerun"]
+        L += ["## Cached rerun of the main job's sweep", "",
+              f"`experiments/quick.yaml` (`make run`): 18 configs × 100 HaluEval-QA dev questions "
+              f"= {r['rows']:,} rows; first run from an empty row cache (index cache warm), then "
+              "the same sweep again.", "",
+              "| run | seconds |", "|---|---|",
+              f"| first run | {_spread(r['first_s'])} |",
+              f"| rerun (rows read from `rows.sqlite`) | {_spread(r['rerun_s'])} |", "",
+              f"**First run / rerun: {_spread(r['speedup'])}×** (target ≥ 50: "
+              f"{'met' if statistics.median(r['speedup']) >= 50 else 'missed'}); rerun results "
+              f"identical to the first run: {r['identical']}.", ""]
     if "scale" in res:
         L += ["## Scale", "",
               "Synthetic copies of the Python-docs chunks with perturbed real vectors (see "
@@ -427,6 +467,9 @@ def render(m: dict, res: dict, cmd: str) -> str:
     if "cold_start" in res:
         df = res["cold_start"]
         L += ["## Cold start", "", df if isinstance(df, str) else df.to_markdown(index=False), ""]
+    if res.get("stamps"):
+        L += ["## When each section ran", ""] + [f"- {k}: {v}" for k, v in res["stamps"].items()]
+        L.append("")
     for s, err in res.get("errors", {}).items():
         L += [f"## {s}: failed", "", f"`{err}`", ""]
     return "\n".join(L)
@@ -441,17 +484,23 @@ def main() -> None:
     ap.add_argument("--scale", type=int, nargs="+", default=[10_000, 100_000, 300_000])
     ap.add_argument("--cache-dir", default=str(ROOT / "experiments" / "cache"))
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other sections of the last run (RESULTS.json)")
     ap.add_argument("--scale-one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.scale_one:
         print(json.dumps(scale_one(args.scale_one, args.cache_dir, args.queries)))
         return
     m = _machine()
-    res: dict = {}
     raw_path = Path(args.out).with_suffix(".json")
+    res: dict = {}
+    if args.merge and raw_path.exists():  # keep the other sections of the last run
+        res = {k: v for k, v in json.loads(raw_path.read_text()).items()
+               if k not in args.sections and k != "errors"}
     for s in args.sections:
         t0 = time.perf_counter()
         print(f"[bench] {s} ...", flush=True)
+        res.setdefault("stamps", {})[s] = f"{m['date']}, commit {m['commit']}, load {m['load_at_start']}"
         try:
             _section(s, args, res)
         except Exception as exc:  # noqa: BLE001 - one section's failure is reported, not fatal
@@ -460,8 +509,7 @@ def main() -> None:
             traceback.print_exc()
             res.setdefault("errors", {})[s] = f"{type(exc).__name__}: {exc}"
         print(f"[bench] {s} done in {time.perf_counter() - t0:.0f}s", flush=True)
-        raw_path.write_text(json.dumps({k: v for k, v in res.items() if k != "cold_start"},
-                                       indent=1, default=str))
+        raw_path.write_text(json.dumps(res, indent=1, default=str))
     cmd = "python benchmarks/bench.py " + " ".join(sys.argv[1:])
     Path(args.out).write_text(render(m, res, cmd.strip()))
     print(f"wrote {args.out}")
@@ -474,12 +522,15 @@ def _section(s: str, args: argparse.Namespace, res: dict) -> None:
         res[s] = bench_retrieval(args.repeats, args.queries, args.cache_dir)
     elif s == "sweep":
         res[s] = bench_sweep(args.repeats)
+    elif s == "rerun":
+        res[s] = bench_rerun(args.repeats, args.cache_dir)
     elif s == "scale":
         res[s] = bench_scale(args.scale, args.cache_dir, args.queries)
     elif s == "cold_start":
         from agentic_rag.experiments.coldstart import measure_cold_start
 
-        res[s] = measure_cold_start(repeats=max(args.repeats, 3))
+        df = measure_cold_start(repeats=max(args.repeats, 3))
+        res[s] = df.to_markdown(index=False)
 
 if __name__ == "__main__":
     main()
