@@ -18,6 +18,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: ~10× faster
+
 DEFAULT_HOME = Path(".agentic_rag")
 
 
@@ -302,7 +304,7 @@ class RAGConfig(_Section):
         if path.suffix.lower() == ".json":
             text = json.dumps(data, indent=2, sort_keys=False) + "\n"
         elif path.suffix.lower() in (".yaml", ".yml"):
-            text = yaml.safe_dump(data, sort_keys=False)
+            text = yaml.dump(data, Dumper=_YAML_DUMPER, sort_keys=False)
         else:
             raise ConfigError(f"{path}: unsupported config extension {path.suffix!r} (use .yaml or .json)")
         path.parent.mkdir(parents=True, exist_ok=True)

