@@ -264,11 +264,22 @@ class ChromaStore(_ExactSearch):
         return sort_hits(hits)
 
     def get(self, where: Where | None = None, limit: int | None = None) -> list[Chunk]:
+        """Stored chunks matching `where`, read in pages: one unpaged `get` of more than
+        ~32k rows fails inside Chroma ("too many SQL variables"; benchmarks/RESULTS.md)."""
         self.open()
-        res = self._col.get(where=self._where(where), limit=limit,
-                            include=["documents", "metadatas"])
-        return [Chunk.from_store(i, t, m)
-                for i, t, m in zip(res["ids"], res["documents"], res["metadatas"])]
+        out: list[Chunk] = []
+        offset = 0
+        while limit is None or len(out) < limit:
+            page = _CHROMA_MAX_BATCH if limit is None else min(_CHROMA_MAX_BATCH,
+                                                               limit - len(out))
+            res = self._col.get(where=self._where(where), limit=page, offset=offset,
+                                include=["documents", "metadatas"])
+            out += [Chunk.from_store(i, t, m)
+                    for i, t, m in zip(res["ids"], res["documents"], res["metadatas"])]
+            if len(res["ids"]) < page:
+                break
+            offset += page
+        return out
 
     def delete(self, where: Where) -> int:
         self.open()

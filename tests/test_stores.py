@@ -134,3 +134,25 @@ def test_top_k_stable_equals_a_full_stable_sort_with_ties():
             for k in (1, 3, 10, n, n + 5):
                 want = np.argsort(-scores, kind="stable")[:k]
                 assert top_k_stable(scores, k).tolist() == want.tolist()
+
+
+def test_chroma_get_everything_past_sqlite_variable_limit(tmp_path):
+    """An unpaged Chroma `get` of more than ~32k rows fails ("too many SQL variables"): BM25
+    is rebuilt from `store.get()`, so a 100k-chunk index could not be searched lexically."""
+    import numpy as np
+
+    from agentic_rag.config import StoreConfig
+    from agentic_rag.documents import Chunk
+    from agentic_rag.stores import ChromaStore
+
+    store = ChromaStore(StoreConfig(), tmp_path / "chroma")
+    n = 33_000
+    chunks = [Chunk(id=f"d#{i:06d}", doc_id=f"d{i // 100}", text=f"t{i}", chunk_type="prose",
+                    start_char=0, end_char=2, token_count=1) for i in range(n)]
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(n, 4)).astype(np.float32)
+    store.upsert(chunks, vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
+    got = store.get()
+    assert len(got) == n and len({c.id for c in got}) == n
+    assert len(store.get(limit=7000)) == 7000
+    assert {c.id for c in store.get({"doc_id": "d5"})} == {f"d#{i:06d}" for i in range(500, 600)}
