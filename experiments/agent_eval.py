@@ -62,7 +62,11 @@ from agentic_rag.tool import AgenticRAGTool  # noqa: E402
 ROOT = Path(__file__).resolve().parent
 DATASETS = ("python-faq", "tau2-banking")
 BASELINE = "closed_book:native"
-METRICS = ["searched", "searches", "model_searches", "gold_served", "correct", "token_f1",
+POLICIES = ("retrieve_first", "tool_required", "free", "closed_book")
+GATES = ("gated", "static", "always_expand")
+GATE_DEFAULT = RAGConfig().gate.mode
+METRICS = ["searched", "searches", "model_searches", "retrieval_iterations", "gold_served",
+           "correct", "token_f1",
            "hallucinated",
            "citation_valid", "cites_served", "abstained", "failed", "latency_s",
            "prompt_tokens", "completion_tokens"]
@@ -84,6 +88,17 @@ def banking_reference(actions_json: str) -> str:
             parts.append(text)
     return "The correct outcome is that the support agent leads to these actions: " + \
         "; ".join(parts)
+
+
+def parse_cell(cell: str) -> tuple[str, str, str | None]:
+    """`policy:mode[:gate]`; the gate is the retrieval tool's `gate.mode` (None: the
+    config's default, `gated`), e.g. `retrieve_first:native:static` for the static tool."""
+    parts = cell.split(":")
+    if len(parts) not in (2, 3) or parts[0] not in POLICIES or parts[1] not in ("native", "json") \
+            or (len(parts) == 3 and parts[2] not in GATES):
+        raise SystemExit(f"--cells: {cell!r} is not policy:mode[:gate] with policy in "
+                         f"{POLICIES}, mode native|json, gate in {GATES}")
+    return parts[0], parts[1], parts[2] if len(parts) == 3 else None
 
 
 def load(name: str, split: str, n: int, seed: int, corpus_size: int | None):
@@ -124,7 +139,8 @@ def agent_row(res: AgentResult, item: dict) -> dict:
     failed = res.stop_reason in ("llm_error", "invalid_action")
     return {"answer": res.answer, "stop_reason": res.stop_reason, "error": res.error,
             "searched": float(res.tool_calls > 0), "searches": res.tool_calls,
-            "model_searches": res.model_tool_calls, "latency_s": res.latency_s,
+            "model_searches": res.model_tool_calls,
+            "retrieval_iterations": res.retrieval_iterations, "latency_s": res.latency_s,
             "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
             "citations": res.citations, "invalid_citations": res.invalid_citations,
             "cited_chunks": res.cited_chunks, "served": res.served,
@@ -181,6 +197,8 @@ def run(args: argparse.Namespace) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     rows_path, judged_path = run_dir / "rows.jsonl", run_dir / "judgements.jsonl"
     cells = [c if ":" in c else f"{c}:native" for c in args.cells]
+    for c in cells:
+        parse_cell(c)
     overrides = {"context.max_tokens": args.context_tokens}
     srv = LlamaServer(ServerConfig(port=args.port, n_ctx=8192, n_threads=args.threads),
                       home=args.home)
@@ -201,8 +219,10 @@ def run(args: argparse.Namespace) -> None:
                             for d, v in loaded.items()}}
         (run_dir / f"meta-{args.split}.json").write_text(json.dumps(meta, indent=2))
         if not args.judge_only:
-            pipes = {d: build_pipeline(v[1], Path(args.home), overrides, chat)
-                     for d, v in loaded.items()}
+            gates = sorted({parse_cell(c)[2] for c in cells} - {None}, key=str)
+            pipes = {(d, g): build_pipeline(v[1], Path(args.home), {**overrides, "gate.mode": g},
+                                            chat)
+                     for d, v in loaded.items() for g in [GATE_DEFAULT, *gates]}
             _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path)
         if not args.no_judge:
             _judge_pass(args, items, chat, rows_path, judged_path)
@@ -229,9 +249,10 @@ def _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path) -> None
                         print(f"budget of {args.budget_min} min spent: stopping before "
                               f"{d} #{i} {cell}", flush=True)
                         return
-                    policy, mode = cell.split(":")
+                    policy, mode, gate = parse_cell(cell)
                     acfg = AgentConfig(policy=policy, mode=mode, max_steps=args.max_steps)
-                    tool = None if policy == "closed_book" else AgenticRAGTool(pipes[d])
+                    tool = None if policy == "closed_book" else \
+                        AgenticRAGTool(pipes[d, gate or GATE_DEFAULT])
                     t0 = time.perf_counter()
                     res = run_agent(item["question"], chat, tool, acfg)
                     row = {"dataset": d, "split": args.split, "cell": cell, "qid": item["qid"],
@@ -315,7 +336,7 @@ def summarize(run_dir: Path) -> pd.DataFrame:
     df.loc[df["evidence"].fillna("") == "", "hallucinated"] = np.nan  # see judge()
     df["gold_served"] = gold_served(df)
     for c in METRICS:
-        df[c] = pd.to_numeric(df[c], errors="coerce")
+        df[c] = pd.to_numeric(df[c], errors="coerce") if c in df else np.nan  # older rows
     out = []
     for (d, split), g in df.groupby(["dataset", "split"]):
         base = g[g.cell == BASELINE].set_index("qid")
@@ -332,21 +353,35 @@ def summarize(run_dir: Path) -> pd.DataFrame:
                 s[f"{m}_ci"] = f"[{lo:.2f}, {hi:.2f}]"
                 shared = c.index.intersection(base.index)
                 if cell != BASELINE and len(shared):
-                    pb = paired_bootstrap(c.loc[shared, m].tolist(), base.loc[shared, m].tolist())
-                    s[f"{m}_vs_closed"] = (f"{pb['diff']:+.2f} [{pb['ci_low']:+.2f}, "
-                                           f"{pb['ci_high']:+.2f}] (n={pb['n']})")
+                    s[f"{m}_vs_closed"] = _paired(c, base, shared, m)
+                # the static (or always-expand) tool against the default gated tool, same
+                # policy and mode, same questions
+                if cell.count(":") == 2:
+                    ref = g[g.cell == cell.rsplit(":", 1)[0]].set_index("qid")
+                    both = c.index.intersection(ref.index)
+                    if len(both):
+                        s[f"{m}_vs_gated"] = _paired(c, ref, both, m)
             out.append(s)
     summary = pd.DataFrame(out)
     summary.to_csv(run_dir / "summary.csv", index=False)
     return summary
 
 
+def _paired(c: pd.DataFrame, ref: pd.DataFrame, shared: pd.Index, m: str) -> str:
+    """`diff [ci_low, ci_high] (n=…)`: paired bootstrap of c − ref over the shared questions
+    where both have a value."""
+    pb = paired_bootstrap(c.loc[shared, m].tolist(), ref.loc[shared, m].tolist())
+    if pb["n"] == 0:
+        return "– (n=0)"
+    return f"{pb['diff']:+.2f} [{pb['ci_low']:+.2f}, {pb['ci_high']:+.2f}] (n={pb['n']})"
+
+
 def markdown(summary: pd.DataFrame, command: str) -> str:
     """The README table: one row per dataset × cell, the paired diff vs closed_book."""
-    lines = ["| dataset | split | policy:mode | n | searched | searches | correct [95% CI] | "
+    lines = ["| dataset | split | policy:mode | n | searched | searches | retrieval iterations | correct [95% CI] | "
              "Δ correct vs closed-book [95% CI] | token F1 | Δ token F1 [95% CI] | gold passage "
              "served | hallucinated | citation valid | cites a served chunk | abstained | p50 s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in summary.iterrows():
         def f(m: str, r=r) -> str:  # noqa: ANN001
             v = r.get(m)
@@ -354,7 +389,7 @@ def markdown(summary: pd.DataFrame, command: str) -> str:
         delta = r.get("correct_vs_closed")
         df1 = r.get("token_f1_vs_closed")
         lines.append(f"| {r.dataset} | {r.split} | {r.cell} | {r.n} | {f('searched')} | "
-                     f"{f('searches')} | {f('correct')} {r.get('correct_ci', '')} | "
+                     f"{f('searches')} | {f('retrieval_iterations')} | {f('correct')} {r.get('correct_ci', '')} | "
                      f"{delta if isinstance(delta, str) else '–'} | {f('token_f1')} | "
                      f"{df1 if isinstance(df1, str) else '–'} | {f('gold_served')} | "
                      f"{f('hallucinated')} | {f('citation_valid')} | {f('cites_served')} | "

@@ -67,7 +67,7 @@ def test_select_by_id_or_prefix():
 def test_llm_budget_is_estimate_llm_cost_and_leaves_room_in_two_hours():
     budget = llm_budget()
     llm = [c for c in CLAIMS if c.needs_llm]
-    assert {c.id for c in llm} == {"b-answers", "c-boundaries"}
+    assert {c.id for c in llm} == {"b-answers", "c-boundaries", "a-agent-tool-calls"}
     row = budget.set_index("protocol").loc["b-answers"]
     # two arms × the sample × one answer each, at the context budget + 150 prompt tokens
     assert row["llm_calls"] == 2 * claims_mod.LLM_SAMPLE
@@ -247,3 +247,56 @@ def test_judge_validation_is_read_from_its_run_folder_or_reported_missing(tmp_pa
     assert "judge: not validated" in (tmp_path / "out" / "REPORT.md").read_text()
     claims_mod.write_report(pd.DataFrame([{**row, **got}]), tmp_path / "out")
     assert "judge: AUROC 0.74" in (tmp_path / "out" / "REPORT.md").read_text()
+
+
+def _agent_rows(agent_dir: Path, gated: list[int], static: list[int], correct: list[float]) -> None:
+    agent_dir.mkdir(parents=True)
+    rows, judged = [], []
+    for i, (g, s) in enumerate(zip(gated, static)):
+        for cell, calls in ((claims_mod.AGENT_CELLS["treatment"], g),
+                            (claims_mod.AGENT_CELLS["baseline"], s)):
+            key = {"dataset": "tau2-banking", "split": "test", "cell": cell, "qid": f"t{i}"}
+            rows.append({**key, "searches": calls, "model_searches": calls - 1,
+                         "retrieval_iterations": 2 * calls if "static" not in cell else calls,
+                         "abstained": 0.0, "latency_s": 10.0})
+            judged.append({**key, "correct": correct[i], "hallucinated": 0.0})
+    rows.append({"dataset": "python-faq", "split": "test", "cell": claims_mod.AGENT_CELLS["treatment"],
+                 "qid": "faq0", "searches": 9})  # another dataset: not in the protocol
+    (agent_dir / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (agent_dir / "judgements.jsonl").write_text("\n".join(json.dumps(r) for r in judged) + "\n")
+    (agent_dir / "meta-test.json").write_text(json.dumps({
+        "git_commit": "abc123", "model": "qwen", "command": "agent_eval.py ...",
+        "corpora": {"tau2-banking": {"name": "tau2-banking:test[corpus=250]"}}}))
+
+
+def test_agent_protocol_pairs_tasks_and_reads_like_a_sweep(tmp_path):
+    """The agent evaluation's rows (static vs gated tool, same tasks) become a run folder in
+    the runner's format; the ledger row reads its numbers from it: fewer tool calls with the
+    gated tool on every task → confirmed; equal calls → inconclusive (CI [0, 0])."""
+    claim = next(c for c in CLAIMS if c.id == "a-agent-tool-calls")
+    assert claim.kind == "agent" and claim.applies_to("support automation")
+    assert not claim.applies_to("code") and claim.direction == -1
+    _agent_rows(tmp_path / "a1", gated=[1, 1, 2, 1], static=[2, 3, 3, 2], correct=[1, 0, 0, 1])
+    run = claims_mod.agent_run_folder(tmp_path / "a1", tmp_path / "runs", claim, name="t1")
+    res = pd.read_parquet(run / "results.parquet")
+    assert len(res) == 8 and set(res["config_id"]) == {"c00", "c01"}
+    s = pd.read_csv(run / "summary.csv").set_index("config_id")
+    assert s.loc["c00", "searches"] == pytest.approx(2.5) and s.loc["c01", "searches"] == pytest.approx(1.25)
+    assert s.loc["c01", "searches_rel_vs_base"] == pytest.approx(-0.5)
+    row = claims_mod.ledger_row(claim, "support automation", run)
+    assert row["verdict"] == "confirmed" and row["n_queries"] == 4
+    assert row["dataset"] == "tau2-banking:test[corpus=250]" and row["git_commit"] == "abc123"
+    assert row["correct_baseline"] == pytest.approx(0.5) == row["correct_treatment"]
+    assert row["retrieval_iterations_treatment"] == pytest.approx(2.5)
+    _agent_rows(tmp_path / "a2", gated=[1] * 5, static=[1] * 5, correct=[0.0] * 5)
+    run = claims_mod.agent_run_folder(tmp_path / "a2", tmp_path / "runs", claim, name="t2")
+    row = claims_mod.ledger_row(claim, "support automation", run)
+    assert row["verdict"] == "inconclusive" and row["ci_low"] == 0 == row["ci_high"]
+
+
+def test_agent_protocol_without_the_script_is_reported_not_run(tmp_path):
+    claim = next(c for c in CLAIMS if c.id == "a-agent-tool-calls")
+    with pytest.raises(FileNotFoundError, match="agent_eval.py"):
+        claims_mod.run_agent_claim(claim, tmp_path / "runs", script=tmp_path / "agent_eval.py")
+    with pytest.raises(FileNotFoundError, match="no agent rows"):
+        claims_mod.agent_run_folder(tmp_path / "none", tmp_path / "runs", claim, name="x")

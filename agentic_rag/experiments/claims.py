@@ -4,7 +4,9 @@ and `claims.json` with a verdict per claim and deployment.
 A protocol names a baseline arm and a treatment arm, the metric the claim is about and the
 direction the design claims. Retrieval and LLM protocols are ordinary sweeps (config
 overrides, `runner.run_sweep`); the tiers protocol is a fresh-process benchmark
-(`coldstart.run_cold_start`). Either way a run folder holds `summary.csv` in the runner's
+(`coldstart.run_cold_start`); the agent protocol runs the repository's agent evaluation
+(`experiments/agent_eval.py`) and turns its paired rows into a run folder
+(`agent_run_folder`). Either way a run folder holds `summary.csv` in the runner's
 format, and the measured effect is the paired relative change treatment vs baseline over
 the same queries (for the tiers protocol: the same repetitions) with its 95 % bootstrap CI.
 The verdict rule is code (`verdict`):
@@ -26,6 +28,8 @@ from __future__ import annotations
 import json
 import math
 import platform
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -47,10 +51,12 @@ VERDICTS = ("confirmed", "smaller than claimed", "contradicted", "inconclusive")
 NOT_RUN = ("not run", "not run (smoke)", "not applicable")
 
 # LLM budget: a full `make claims` must finish in ≤ 2 h on a 2-core CPU with the local
-# Qwen2.5-Coder-1.5B. Rates of that setup: ~40 prompt tokens/s (prompt decoding), ~10
-# generated tokens/s (experiments/agent-runs: 1,130 prompt + 33 generated tokens in 26.8 s).
-PROMPT_TOKENS_PER_S = 40.0
-COMPLETION_TOKENS_PER_S = 10.0
+# Qwen2.5-Coder-1.5B. Rates of that setup, llama.cpp's own timings over the first 23 calls
+# of the b-answers run of 2026-11-30 18:21 (2 threads, machine otherwise idle): 58 prompt
+# tokens/s, 14 generated tokens/s; rounded down. (Earlier figure, 40/10, was measured with
+# the machine shared with benchmarks.)
+PROMPT_TOKENS_PER_S = 55.0
+COMPLETION_TOKENS_PER_S = 13.0
 # The protocols without an LLM took ~45 min: retrieval (a, b-fusion) ~25 min in the run of
 # 2026-11-30 12:24-12:49, the LLM protocols' own retrieval (2 × 200 queries × 2 arms) ~5 min,
 # the tiers benchmark ~13 min the first time (5 min building both homes). LLM_SAMPLE is the
@@ -62,6 +68,16 @@ JUDGE_VALIDATION = {"n": 30, "seed": 0}  # HaluEval dev questions × (right, hal
 # 60 prompts of the validation sample, mean 145
 JUDGE_VALIDATION_TOKENS_PER_CALL = 250
 COLD_START_REPEATS = 10
+# The agent protocol (a-agent-tool-calls): τ²-banking tasks per arm (the largest sample
+# whose ceiling fits what is left of the 2 h: 2 arms × 10 tasks × ~1.1 min), and the agent
+# evaluation that runs it (a script of the repository checkout, run from its root).
+AGENT_SAMPLE = 10
+AGENT_EVAL = Path("experiments/agent_eval.py")
+AGENT_RUN = "claim-a-agent"
+AGENT_CELLS = {"baseline": "retrieve_first:native:static", "treatment": "retrieve_first:native"}
+# per task and arm, from agent-v4 (30 banking tasks, retrieve_first): 2,033 prompt tokens for
+# the agent's turns; the judges read ~1,200 more when the answer is not an abstention
+AGENT_TOKENS_PER_TASK = 3300
 
 HYBRID_STATIC = {"fusion.retrievers": ["dense", "bm25"], "gate.mode": "static"}
 _HALUEVAL_ONLY = ("document analysis",)
@@ -82,7 +98,7 @@ class Claim:
     metrics: tuple[str, ...] = ("retrieval",)
     protocol: str = ""
     grid_extra: dict[str, list] = field(default_factory=dict)
-    kind: str = "sweep"  # "sweep" (runner) | "cold_start" (coldstart.run_cold_start)
+    kind: str = "sweep"  # "sweep" (runner) | "cold_start" (coldstart.run_cold_start) | "agent"
     llm_sample: int = 0  # queries per arm that get LLM metrics (LLM-bound protocols)
     deployments: tuple[str, ...] | None = None  # None: all of DATASETS
     skipped: dict[str, str] = field(default_factory=dict)  # deployment → why not run
@@ -126,6 +142,31 @@ CLAIMS: tuple[Claim, ...] = (
           baseline={"gate.mode": "always_expand"}, treatment={"gate.mode": "gated"},
           protocol="same runs as a-iterations: a 'confirmed' needs nDCG@10 to rise; a CI "
                    "spanning 0 means no measurable loss or gain"),
+    Claim("a-agent-tool-calls", "... and cuts the agent's tool calls per task (gated vs a "
+          "static retrieval tool)", metric="searches", direction=-1,
+          baseline={"gate.mode": "static"}, treatment={"gate.mode": "gated"},
+          beside=("retrieval_iterations", "model_searches", "correct", "abstained",
+                  "latency_s"),
+          metrics=("agent",), kind="agent", llm_sample=AGENT_SAMPLE,
+          deployments=("support automation",),
+          skipped={"document analysis": "not applicable: the design's agent deployment is "
+                                        "support automation (τ²-banking tasks)",
+                   "code": "not applicable: the design's agent deployment is support "
+                           "automation; the agent on the Python FAQ is measured in "
+                           "experiments/agent-runs/ (issue 11)"},
+          protocol=f"the default agent (`retrieve_first` policy, native tool calls, "
+                   f"Qwen2.5-Coder-1.5B, temperature 0, max_steps 3, 800-token passages per "
+                   f"search) on the first {AGENT_SAMPLE} sampled τ²-banking test tasks "
+                   "(seeded; corpus = their required documents + seeded distractors, 250 "
+                   "documents), once with the default gated tool and once with a static one "
+                   "(`gate.mode=static`), everything else equal; tool calls = searches per "
+                   "task, the policy's own first search included. Beside: retrieval "
+                   "iterations inside the tool, the model's own searches, judge-graded "
+                   "correctness, abstentions, latency. Run by "
+                   f"`{AGENT_EVAL} --run {AGENT_RUN} --datasets tau2-banking --n "
+                   f"{AGENT_SAMPLE} --cells {AGENT_CELLS['treatment']} "
+                   f"{AGENT_CELLS['baseline']}` (every LLM call cached, resumable); rows in "
+                   f"`experiments/agent-runs/{AGENT_RUN}/`"),
     Claim("b-fusion", "BM25 + dense fusion (RRF) beats dense-only retrieval",
           metric="ndcg@10", direction=+1,
           baseline={"fusion.retrievers": ["dense"], "gate.mode": "static"},
@@ -234,6 +275,13 @@ def llm_budget(base: RAGConfig | None = None) -> pd.DataFrame:
         for deployment, ds in DATASETS.items():
             if not (claim.needs_llm and claim.applies_to(deployment)):
                 continue
+            if claim.kind == "agent":
+                tasks = 2 * claim.llm_sample  # two arms
+                rows.append({"protocol": claim.id, "deployment": deployment,
+                             "llm_calls": tasks * 4,  # ≤ 3 agent turns + judges
+                             "prompt_tokens_est": tasks * AGENT_TOKENS_PER_TASK,
+                             "completion_tokens_est": tasks * 80})
+                continue
             spec = claim_spec(claim, ds, base)
             est = estimate_llm_cost(spec, len(spec.configs()), ds.n or 10**6)
             rows.append({"protocol": claim.id, "deployment": deployment, **est})
@@ -290,6 +338,14 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                         n_python=2 if smoke else None,
                         queries={"recent": QUERIES["recent"]} if smoke else None,
                         warmup=not smoke, log=log)
+            elif claim.kind == "agent":
+                key = f"agent:{claim.id}"
+                if key not in done:
+                    try:
+                        done[key] = run_agent_claim(claim, runs_dir, log=log)
+                    except FileNotFoundError as exc:
+                        rows.append(not_run_row(claim, deployment, "not run", str(exc)))
+                        continue
             else:
                 spec = claim_spec(claim, ds, base, smoke)
                 key = json.dumps(spec.model_dump(mode="json", exclude={"name"}), sort_keys=True)
@@ -304,6 +360,97 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
     ledger = pd.DataFrame(rows)
     write_report(ledger, out_dir, smoke, budget=llm_budget(base))
     return ledger
+
+
+def run_agent_claim(claim: Claim, runs_dir: str | Path = "experiments/runs",
+                    agent_runs: str | Path = "experiments/agent-runs", script: Path = AGENT_EVAL,
+                    log=print) -> Path:  # noqa: ANN001
+    """Run (or resume: rows and LLM calls are kept) the agent evaluation of both arms, then
+    `agent_run_folder`. The script belongs to the repository checkout, not the package."""
+    if not Path(script).exists():
+        raise FileNotFoundError(f"{script} not found: the agent protocol runs from the "
+                                "repository's root (`experiments/agent_eval.py`)")
+    cmd = [sys.executable, str(script), "--run", AGENT_RUN, "--datasets", "tau2-banking",
+           "--split", "test", "--n", str(claim.llm_sample),
+           "--cells", AGENT_CELLS["treatment"], AGENT_CELLS["baseline"]]
+    log(f"agent protocol {claim.id}: {' '.join(cmd)}")
+    subprocess.run(cmd, check=True)
+    return agent_run_folder(Path(agent_runs) / AGENT_RUN, runs_dir, claim,
+                            name=f"claim-{claim.id}-tau2-banking")
+
+
+def agent_run_folder(agent_dir: Path, runs_dir: str | Path, claim: Claim, name: str,
+                     dataset: str = "tau2-banking", split: str = "test") -> Path:
+    """An agent-evaluation folder (`rows.jsonl` + `judgements.jsonl`, one row per task and
+    cell) as a run folder in the runner's format: `results.parquet` (config_id, query_id,
+    metrics), `summary.csv` (per arm: means; treatment: the paired difference vs the
+    baseline arm over the tasks both ran, its 95 % CI, and the relative change),
+    `configs/c00.yaml` (baseline) and `c01.yaml`, `meta.json`."""
+    from .runner import _versions
+    from .stats import bootstrap_ci, paired_bootstrap
+
+    def read(p: Path) -> pd.DataFrame:
+        return pd.DataFrame([json.loads(x) for x in p.read_text().splitlines()]) \
+            if p.exists() else pd.DataFrame()
+
+    rows, judged = read(agent_dir / "rows.jsonl"), read(agent_dir / "judgements.jsonl")
+    if rows.empty:
+        raise FileNotFoundError(f"{agent_dir / 'rows.jsonl'}: no agent rows")
+    keys = ["dataset", "split", "cell", "qid"]
+    if not judged.empty:
+        rows = rows.merge(judged, on=keys, how="left", suffixes=("", "_judge"))
+    rows = rows[(rows["dataset"] == dataset) & (rows["split"] == split)]
+    metrics = [claim.metric, *claim.beside]
+    arms = {"c00": AGENT_CELLS["baseline"], "c01": AGENT_CELLS["treatment"]}
+    parts = []
+    for cid, cell in arms.items():
+        r = rows[rows["cell"] == cell]
+        part = pd.DataFrame({"config_id": cid, "query_id": r["qid"].to_numpy()})
+        for m in metrics:
+            part[m] = pd.to_numeric(r[m], errors="coerce").to_numpy() if m in r else math.nan
+        parts.append(part)
+    results = pd.concat(parts, ignore_index=True)
+    per = {cid: g.set_index("query_id") for cid, g in results.groupby("config_id")}
+    if set(per) != set(arms):
+        raise ValueError(f"{agent_dir}: rows for {sorted(arms.values())} needed, found "
+                         f"{sorted(rows['cell'].unique())}")
+    shared = per["c00"].index.intersection(per["c01"].index)
+    out = []
+    for cid, cell in arms.items():
+        g = per[cid]
+        s: dict[str, Any] = {"config_id": cid, "config": f"cell={cell}", "baseline": cid == "c00",
+                             "n": len(g), "n_queries": len(shared)}
+        for m in metrics:
+            s[m] = float(g.loc[shared, m].mean())
+            s[f"{m}_ci_low"], s[f"{m}_ci_high"] = bootstrap_ci(g.loc[shared, m].tolist())
+            if cid == "c00":
+                continue
+            pb = paired_bootstrap(g.loc[shared, m].tolist(), per["c00"].loc[shared, m].tolist())
+            ref = float(per["c00"].loc[shared, m].mean())
+            s[f"{m}_diff_vs_base"] = pb["diff"]
+            s[f"{m}_diff_vs_base_ci_low"] = pb["ci_low"]
+            s[f"{m}_diff_vs_base_ci_high"] = pb["ci_high"]
+            for k, v in (("", pb["diff"]), ("_ci_low", pb["ci_low"]), ("_ci_high", pb["ci_high"])):
+                s[f"{m}_rel_vs_base{k}"] = v / ref if ref else math.nan
+        out.append(s)
+    run_dir = Path(runs_dir) / f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{name}"
+    (run_dir / "configs").mkdir(parents=True)
+    RAGConfig().with_overrides(claim.baseline).save(run_dir / "configs" / "c00.yaml")
+    RAGConfig().with_overrides(claim.treatment).save(run_dir / "configs" / "c01.yaml")
+    results.to_parquet(run_dir / "results.parquet", index=False)
+    pd.DataFrame(out).to_csv(run_dir / "summary.csv", index=False)
+    metas = [json.loads(p.read_text()) for p in sorted(agent_dir.glob(f"meta-{split}.json"))]
+    meta = metas[-1] if metas else {}
+    corpus = (meta.get("corpora") or {}).get(dataset, {})
+    (run_dir / "meta.json").write_text(json.dumps({
+        "git_commit": meta.get("git_commit"), "python": sys.version,
+        "platform": platform.platform(), "packages": _versions(),
+        "dataset": corpus.get("name", f"{dataset}:{split}"), "agent_run": str(agent_dir),
+        "agent_command": meta.get("command"), "embedding_model": RAGConfig().embedding.model,
+        "llm": {"model": meta.get("model"), "server": meta.get("server")},
+        "configs": {"c00": arms["c00"], "c01": arms["c01"]}}, indent=2))
+    (run_dir / "status.json").write_text(json.dumps({"complete": True}))
+    return run_dir
 
 
 def _previous_rows(path: Path, smoke: bool) -> dict[tuple[str, str], dict[str, Any]]:
@@ -506,8 +653,6 @@ def write_report(ledger: pd.DataFrame, out_dir: str | Path, smoke: bool = False,
     lines += ["", "## Not run, not applicable", ""]
     lines += [f"- {r['claim']} / {r['deployment']}: *{r['verdict']}* — {r.get('reason') or '?'}"
               for r in records if r["verdict"] in NOT_RUN]
-    lines += ["- (a) agent tool calls per banking task, gated vs static tool: not a protocol of "
-              "`agentic-rag claims` yet (agent runs: `experiments/agent-runs/`)."]
     if budget is not None and len(budget):
         total = float(budget["minutes_est"].sum())
         lines += ["", "## LLM budget of a full run", "",
@@ -528,7 +673,8 @@ def write_report(ledger: pd.DataFrame, out_dir: str | Path, smoke: bool = False,
                   f"With the protocols that need no LLM (~{NON_LLM_MINUTES} min: retrieval "
                   "sweeps and the tiers benchmark), a full run's ceiling is "
                   f"{total + NON_LLM_MINUTES:.0f} min. Full run: `make claims`; the LLM "
-                  "protocols alone: `agentic-rag claims --only b-answers --only c-boundaries`."]
+                  "protocols alone: `agentic-rag claims --only b-answers --only c-boundaries "
+                  "--only a-agent-tool-calls`."]
     commits = sorted({r["git_commit"] for r in records if isinstance(r.get("run"), str)
                       and isinstance(r.get("git_commit"), str)})
     models = sorted({r["embedding_model"] for r in records
