@@ -18,8 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
-import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -27,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from .config import LLMConfig
+from .sqlite_kv import SQLiteFile
 
 
 class LLMError(RuntimeError):
@@ -79,26 +78,20 @@ def _cache_key(model_id: str, messages: list, params: dict) -> str:
 
 
 class ChatCache:
+    """Replies by `_cache_key`, in one SQLite file (`sqlite_kv.SQLiteFile`)."""
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()  # one connection, shared by threads, one at a time
-
-    def _conn(self) -> sqlite3.Connection:
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            self._db.execute("CREATE TABLE IF NOT EXISTS chat (key TEXT PRIMARY KEY, reply TEXT)")
-        return self._db
+        self._file = SQLiteFile(self.path, ["chat (key TEXT PRIMARY KEY, reply TEXT)"])
 
     def get(self, key: str) -> ChatReply | None:
-        with self._lock:
-            row = self._conn().execute("SELECT reply FROM chat WHERE key=?", (key,)).fetchone()
+        with self._file.connect() as db:
+            row = db.execute("SELECT reply FROM chat WHERE key=?", (key,)).fetchone()
         return ChatReply.model_validate_json(row[0]).model_copy(update={"cached": True}) \
             if row else None
 
     def put(self, key: str, reply: ChatReply) -> None:
-        with self._lock, self._conn() as db:
+        with self._file.connect() as db, db:
             db.execute("INSERT OR REPLACE INTO chat VALUES (?, ?)", (key, reply.model_dump_json()))
 
 

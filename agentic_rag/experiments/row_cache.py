@@ -30,8 +30,6 @@ import hashlib
 import io
 import json
 import platform
-import sqlite3
-import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -40,6 +38,7 @@ import pandas as pd
 
 from ..config import EmbeddingConfig, LLMConfig, RAGConfig
 from ..packages import file_sha256
+from ..sqlite_kv import SQLiteFile
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,28 +68,15 @@ class RowCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()  # one connection, shared by threads, one at a time
-
-    def _conn(self) -> sqlite3.Connection:
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=60, check_same_thread=False,
-                                 isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, row TEXT NOT NULL)")
-            db.execute("CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER, "
-                       "mtime_ns INTEGER, sha256 TEXT)")
-            db.execute("CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, frame BLOB)")
-            self._db = db
-        return self._db
+        self._file = SQLiteFile(self.path, [
+            "rows (key TEXT PRIMARY KEY, row TEXT NOT NULL)",
+            "files (path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, sha256 TEXT)",
+            "summaries (key TEXT PRIMARY KEY, frame BLOB)"], wal=True, timeout_s=60)
 
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         """The stored rows among `keys` (missing keys are absent from the answer)."""
         out: dict[str, dict[str, Any]] = {}
-        with self._lock:
-            db = self._conn()
+        with self._file.connect() as db:
             for s in range(0, len(keys), 500):
                 chunk = keys[s:s + 500]
                 marks = ",".join("?" * len(chunk))
@@ -101,13 +87,12 @@ class RowCache:
 
     def put(self, key: str, line: str) -> None:
         """Store one row, given as its JSON line (as written to rows.jsonl)."""
-        with self._lock:
-            self._conn().execute("INSERT OR REPLACE INTO rows VALUES (?, ?)", (key, line))
+        with self._file.connect() as db:
+            db.execute("INSERT OR REPLACE INTO rows VALUES (?, ?)", (key, line))
 
     def get_summary(self, key: str) -> pd.DataFrame | None:
-        with self._lock:
-            got = self._conn().execute("SELECT frame FROM summaries WHERE key=?",
-                                       (key,)).fetchone()
+        with self._file.connect() as db:
+            got = db.execute("SELECT frame FROM summaries WHERE key=?", (key,)).fetchone()
         return pd.read_parquet(io.BytesIO(got[0])) if got else None
 
     def put_summary(self, key: str, summary: pd.DataFrame) -> None:
@@ -120,31 +105,26 @@ class RowCache:
         if not (back.equals(summary) and list(back.columns) == list(summary.columns)
                 and list(back.dtypes) == list(summary.dtypes)):
             return
-        with self._lock:
-            self._conn().execute("INSERT OR REPLACE INTO summaries VALUES (?, ?)",
-                                 (key, buf.getvalue()))
+        with self._file.connect() as db:
+            db.execute("INSERT OR REPLACE INTO summaries VALUES (?, ?)", (key, buf.getvalue()))
 
     def file_digest(self, path: Path) -> str:
         """sha256 of a file's bytes, remembered by (path, size, mtime_ns)."""
         path = path.resolve()
         st = path.stat()
-        with self._lock:
-            db = self._conn()
+        with self._file.connect() as db:
             got = db.execute("SELECT sha256 FROM files WHERE path=? AND size=? AND mtime_ns=?",
                              (str(path), st.st_size, st.st_mtime_ns)).fetchone()
             if got:
                 return got[0]
         digest = file_sha256(path)
-        with self._lock:
-            self._conn().execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
-                                 (str(path), st.st_size, st.st_mtime_ns, digest))
+        with self._file.connect() as db:
+            db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
+                       (str(path), st.st_size, st.st_mtime_ns, digest))
         return digest
 
     def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+        self._file.close()
 
 
 def embedding_identity(config: EmbeddingConfig, cache: RowCache) -> str:
