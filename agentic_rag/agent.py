@@ -128,6 +128,7 @@ class AgentStep(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    cached: bool = False  # the reply came from the LLM cache (its latency is not the model's)
 
 
 class AgentResult(BaseModel):
@@ -175,6 +176,11 @@ class AgentResult(BaseModel):
         return is_abstention(self.answer)
 
     @property
+    def cached_calls(self) -> int:
+        """LLM turns answered from the cache: `latency_s` of such a run is not the model's."""
+        return sum(1 for s in self.steps if s.cached)
+
+    @property
     def retrieval_iterations(self) -> int:
         return sum(s.tool.iterations for s in self.steps if s.tool)
 
@@ -193,7 +199,7 @@ class AgentResult(BaseModel):
 
 def _usage(reply: ChatReply) -> dict[str, Any]:
     return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-            "latency_s": reply.latency_s}
+            "latency_s": reply.latency_s, "cached": reply.cached}
 
 
 def _run_tool(tool: AgenticRAGTool, args: Any) -> tuple[ToolOutput | None, dict | None, str | None]:
@@ -230,6 +236,8 @@ class _AgentRun:
     def __init__(self, question: str, chat: ChatModel, tool: AgenticRAGTool | None,
                  cfg: AgentConfig) -> None:
         self.question, self.chat, self.tool, self.cfg = question, chat, tool, cfg
+        if tool is not None:
+            tool.reset()  # a session per question: no history penalty from earlier questions
         self.native = cfg.mode == "native"
         self.steps: list[AgentStep] = []
         self.action_failures = 0

@@ -51,6 +51,13 @@ class AgenticRAGTool:
         self.previous_queries: list[str] = []
         self.served: set[str] = set()
 
+    def reset(self) -> None:
+        """Start a new search session: forget the queries made and the chunks served (the
+        history penalty and the "already searched" note apply within one session).
+        `run_agent` calls it first, so one question is one session whoever held the tool."""
+        self.previous_queries.clear()
+        self.served.clear()
+
     @staticmethod
     def openai_schema() -> dict[str, Any]:
         params = SearchInput.model_json_schema()

@@ -141,6 +141,7 @@ def agent_row(res: AgentResult, item: dict) -> dict:
             "searched": float(res.tool_calls > 0), "searches": res.tool_calls,
             "model_searches": res.model_tool_calls,
             "retrieval_iterations": res.retrieval_iterations, "latency_s": res.latency_s,
+            "cached_calls": res.cached_calls,
             "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
             "citations": res.citations, "invalid_citations": res.invalid_citations,
             "cited_chunks": res.cited_chunks, "served": res.served,
@@ -346,7 +347,7 @@ def summarize(run_dir: Path) -> pd.DataFrame:
                  "judged": int(c["correct"].notna().sum()),
                  "halluc_judged": int(c["hallucinated"].notna().sum()),
                  "judge_failures": int(c["judge_failures"].fillna(0).sum()),
-                 "latency_p50_s": float(c["latency_s"].median())}
+                 **_latency(c)}
             for m in METRICS:
                 s[m] = float(c[m].mean())
                 lo, hi = bootstrap_ci(c[m].tolist())
@@ -365,6 +366,14 @@ def summarize(run_dir: Path) -> pd.DataFrame:
     summary = pd.DataFrame(out)
     summary.to_csv(run_dir / "summary.csv", index=False)
     return summary
+
+
+def _latency(c: pd.DataFrame) -> dict:
+    """p50 latency over the rows that made every LLM call (a reply read from the cache takes
+    ~0 s); rows written before `cached_calls` was recorded count as made."""
+    made = c[c["cached_calls"].fillna(0) == 0] if "cached_calls" in c else c
+    return {"latency_p50_s": float(made["latency_s"].median()) if len(made) else np.nan,
+            "latency_n": len(made)}
 
 
 def _paired(c: pd.DataFrame, ref: pd.DataFrame, shared: pd.Index, m: str) -> str:

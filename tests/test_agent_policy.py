@@ -46,6 +46,10 @@ class EmptyTool:
 
     def __init__(self) -> None:
         self.queries: list[str] = []
+        self.sessions = 0
+
+    def reset(self) -> None:
+        self.sessions += 1
 
     def search(self, query, max_results=5, focus_area="any"):  # noqa: ANN001, ANN201
         self.queries.append(query)
@@ -63,9 +67,7 @@ def test_parse_citations():
 
 def test_retrieve_first_searches_before_the_model_and_checks_citations(tool):
     m, calls = model([])  # the script is filled below, once the served ids are known
-    served = tool.search("How much is a wire transfer?").chunk_ids
-    tool.previous_queries.clear()
-    tool.served.clear()
+    served = tool.search("How much is a wire transfer?").chunk_ids  # run_agent resets the session
     good = citation_id(served[0])
     calls.script = [f"The wire transfer fee is $25 [{good}]. Not [abcde]."]
     res = run_agent("How much is a wire transfer?", m, tool)  # default: retrieve_first
@@ -171,7 +173,7 @@ def test_nothing_served_means_i_dont_know():
     empty = EmptyTool()
     res = run_agent("What is the colour of the sky on Mars?", m, empty)
     assert res.answer == NOTHING_FOUND and res.stop_reason == "nothing_found" and res.abstained
-    assert empty.queries and len(calls.requests) == 1
+    assert empty.queries and len(calls.requests) == 1 and empty.sessions == 1
     m, calls = model([("", [("search_documents", '{"query": "mars sky"}')])])
     res = run_agent("What is the colour of the sky on Mars?", m, EmptyTool(), max_steps=2)
     assert res.answer == NOTHING_FOUND and res.tool_calls == 2 and len(calls.requests) == 1

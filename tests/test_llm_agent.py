@@ -146,3 +146,16 @@ def test_openai_embedder_batches_and_retries():
     assert calls == [["a", "bbb"], ["a", "bbb"], ["cc"]] and emb_sleep == [1.0]
     assert vecs.shape == (3, 2)
     assert abs(float((vecs**2).sum(axis=1)[0]) - 1.0) < 1e-6  # normalised
+
+
+def test_agent_marks_turns_read_from_the_cache(tool, tmp_path):
+    """A rerun answered from the LLM cache says so (`cached_calls`), so its ~0 s latency is
+    not reported as the model's. The same tool serves both runs: each question is a new
+    search session (no "already searched" note, no history penalty from the first run), so
+    the second prompt is the first one and hits the cache."""
+    m, calls = model(["The wire transfer fee is $25 [x]."], tmp_path)
+    first = run_agent("What is the wire transfer fee?", m, tool, policy="retrieve_first")
+    again = run_agent("What is the wire transfer fee?", m, tool, policy="retrieve_first")
+    assert len(calls.requests) == 1 and first.cached_calls == 0
+    assert again.cached_calls == 1 == sum(1 for s in again.steps if s.kind == "answer")
+    assert again.answer == first.answer
