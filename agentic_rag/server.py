@@ -13,6 +13,7 @@ already answers on the port with the same model alias it is reused, not restarte
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -36,6 +37,14 @@ def _get(url: str, timeout: float = 2.0) -> dict | None:
         return None
 
 
+def _port_open(host: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 class LlamaServer:
     def __init__(self, config: ServerConfig, home: str | Path = ".agentic_rag",
                  alias: str = "local") -> None:
@@ -49,9 +58,25 @@ class LlamaServer:
     def base_url(self) -> str:
         return f"http://{self.config.host}:{self.config.port}/v1"
 
-    def running(self) -> bool:
-        models = _get(f"{self.base_url}/models")
+    def running(self, timeout: float = 2.0) -> bool:
+        models = _get(f"{self.base_url}/models", timeout)
         return bool(models and any(m.get("id") == self.alias for m in models.get("data", [])))
+
+    def _reuse_busy(self) -> bool:
+        """Something listens on the port but did not answer /models in 2 s: a llama.cpp
+        server busy with a long prompt (another evaluation on the same port) answers once the
+        prompt is done. Wait for it up to `startup_timeout_s`; False if the port is free."""
+        c = self.config
+        if not _port_open(c.host, c.port):
+            return False
+        deadline = time.monotonic() + c.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.running(timeout=max(1.0, min(30.0, deadline - time.monotonic()))):
+                return True
+            time.sleep(0.5)
+        raise ServerError(f"{c.host}:{c.port} is in use by a process that did not answer "
+                          f"/v1/models with model {self.alias!r} within {c.startup_timeout_s:.0f}s; "
+                          "set llm.server.port to a free port")
 
     def command(self, model_path: Path) -> list[str]:
         c = self.config
@@ -64,7 +89,9 @@ class LlamaServer:
         return cmd
 
     def start(self, warm_up: bool = True) -> LlamaServer:
-        if self.running():
+        """Launch the server, or reuse one already answering on the port (not owned: `stop`
+        leaves it running)."""
+        if self.running() or self._reuse_busy():
             return self
         try:
             import llama_cpp  # noqa: F401

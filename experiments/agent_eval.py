@@ -74,6 +74,15 @@ BANKING_FRAME = ("A Rho-Bank customer contacts support. Their situation, written
                  "instructions for the customer:\n\n{scenario}\n\nAs the bank's support "
                  "agent: what do you tell or recommend to this customer, according to the "
                  "bank's documentation?")
+# τ²-bench runs a user simulator: an LLM that plays the scenario and talks to the agent. With
+# `--banking-question opening` the same local LLM writes the customer's first message from the
+# scenario (one cached call per task), and the agent answers that message, as a support agent
+# would, instead of the whole role-play scenario (`BANKING_FRAME`).
+OPENING_SYSTEM = ("You play a bank customer. The user message holds your instructions: who you "
+                  "are and what you want. Write the first message you send to the bank's "
+                  "support agent: one to three sentences, in the first person, that say what "
+                  "you want. Do not reveal what the instructions tell you to hide, and do not "
+                  "invent account numbers or personal data. Write only the message.")
 _PERSONAL = {"customer_name", "annual_income", "user_id", "name", "address", "email",
              "phone_number", "date_of_birth", "arguments", "summary", "transaction_id"}
 
@@ -118,6 +127,25 @@ def load(name: str, split: str, n: int, seed: int, corpus_size: int | None):
             out.append({"qid": q.id, "question": q.text, "judge_question": q.text,
                         "reference": q.answers[0][:500], "answers": q.answers})
     return out, ds
+
+
+def customer_openings(items: list[dict], chat: OpenAIChatModel, scenarios: dict[str, str],
+                      path: Path) -> list[dict]:
+    """The banking items with the customer's opening message as the question (written by the
+    LLM from each task's scenario; the calls are cached; the messages are kept in `path`). A
+    task whose message cannot be written (LLMError) keeps the framed scenario, and says so."""
+    out, log = [], []
+    for it in items:
+        try:
+            reply = chat.chat([{"role": "system", "content": OPENING_SYSTEM},
+                               {"role": "user", "content": scenarios[it["qid"]]}], max_tokens=120)
+            msg, err = reply.content.strip().strip('"'), None
+        except LLMError as exc:
+            msg, err = "", f"{exc.kind}: {exc}"
+        log.append({"qid": it["qid"], "opening": msg, "error": err})
+        out.append({**it, "question": msg} if msg else it)
+    path.write_text("".join(json.dumps(r) + "\n" for r in log))
+    return out
 
 
 def build_pipeline(ds, home: Path, overrides: dict, chat: OpenAIChatModel) -> Pipeline:  # noqa: ANN001
@@ -200,6 +228,12 @@ def run(args: argparse.Namespace) -> None:
     cells = [c if ":" in c else f"{c}:native" for c in args.cells]
     for c in cells:
         parse_cell(c)
+    meta_path = run_dir / f"meta-{args.split}.json"
+    if meta_path.exists() and "tau2-banking" in args.datasets:
+        before = json.loads(meta_path.read_text()).get("banking_question", "scenario")
+        if before != args.banking_question:
+            raise SystemExit(f"{run_dir}: its banking rows read the {before!r} question; "
+                             f"--banking-question {args.banking_question} needs its own --run")
     overrides = {"context.max_tokens": args.context_tokens}
     srv = LlamaServer(ServerConfig(port=args.port, n_ctx=8192, n_threads=args.threads),
                       home=args.home)
@@ -211,14 +245,20 @@ def run(args: argparse.Namespace) -> None:
         loaded = {d: load(d, args.split, args.n, args.seed, args.corpus_size.get(d))
                   for d in args.datasets}
         items = {d: v[0] for d, v in loaded.items()}
+        if args.banking_question == "opening" and "tau2-banking" in items:
+            ds = loaded["tau2-banking"][1]
+            items["tau2-banking"] = customer_openings(
+                items["tau2-banking"], chat, {q.id: q.text for q in ds.queries},
+                run_dir / f"openings-{args.split}.jsonl")
         meta = {"command": " ".join(sys.argv), "git_commit": _git_commit(),
                 "model": cfg.llm.server.model, "server": srv.base_url, "seed": args.seed,
                 "overrides": overrides, "agent_defaults": AgentConfig().model_dump(),
+                "banking_question": args.banking_question,
                 "max_steps": args.max_steps, "corpus_size": args.corpus_size,
                 "corpora": {d: {"name": v[1].name, "documents": len(v[1].corpus),
                                 "fingerprint": v[1].corpus_fingerprint()}
                             for d, v in loaded.items()}}
-        (run_dir / f"meta-{args.split}.json").write_text(json.dumps(meta, indent=2))
+        meta_path.write_text(json.dumps(meta, indent=2))
         if not args.judge_only:
             gates = sorted({parse_cell(c)[2] for c in cells} - {None}, key=str)
             pipes = {(d, g): build_pipeline(v[1], Path(args.home), {**overrides, "gate.mode": g},
@@ -426,6 +466,10 @@ def main() -> None:
                    "distractors up to N documents (none = the whole corpus)")
     p.add_argument("--budget-min", type=float, default=None,
                    help="stop the agent pass after this many minutes (rows so far are kept)")
+    p.add_argument("--banking-question", choices=["scenario", "opening"], default="scenario",
+                   help="τ²-banking: the agent reads the framed role-play scenario, or the "
+                        "customer's opening message written from it by the LLM (use its own "
+                        "--run: the cells keep their names)")
     p.add_argument("--no-judge", action="store_true", help="agent pass only")
     p.add_argument("--judge-only", action="store_true", help="judge the rows already run")
     p.add_argument("--summarize-only", action="store_true")

@@ -219,3 +219,84 @@ def test_writer_killed_while_another_waits_for_the_lock(tmp_path, record_propert
     run_worker(home, 1)  # A's rerun
     n = assert_in_step(home, b_docs + corpus(1))
     record_property("kill9_rows_checked", n)
+
+
+class _SlowModels:
+    """A loopback HTTP server standing in for a llama.cpp server that is busy with a long
+    prompt: /v1/models answers after `delay` seconds (or never: `delay=None`)."""
+
+    def __init__(self, delay: float | None, alias: str = "local") -> None:
+        import http.server
+        import json
+        import socketserver
+
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                outer.gets += 1
+                if delay is None:
+                    time.sleep(30)
+                    return
+                time.sleep(delay)
+                body = json.dumps({"data": [{"id": alias}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:  # noqa: ANN002
+                pass
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+        self.gets = 0
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _no_popen(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    raise AssertionError("a second llama.cpp server was launched on a port already in use")
+
+
+def test_a_busy_server_on_the_port_is_reused_not_relaunched(tmp_path, monkeypatch):
+    """A second evaluation on the same port while the first one's server works through a long
+    prompt: /v1/models answers after the 2 s health-check timeout. The second process must
+    wait and reuse it, not launch a server that dies on `address already in use` (and, before
+    it dies, truncates the running server's log)."""
+    from agentic_rag.config import ServerConfig
+    from agentic_rag.server import LlamaServer
+
+    busy = _SlowModels(delay=3.0)
+    try:
+        monkeypatch.setattr("agentic_rag.server.subprocess.Popen", _no_popen)
+        log = tmp_path / "logs" / f"llama-server-{busy.port}.log"
+        log.parent.mkdir(parents=True)
+        log.write_text("the running server's log\n")
+        srv = LlamaServer(ServerConfig(port=busy.port, startup_timeout_s=20), home=tmp_path)
+        assert srv.start(warm_up=False) is srv and srv.proc is None  # reused, not owned
+        srv.stop()  # not ours: nothing to stop
+        assert log.read_text() == "the running server's log\n"
+    finally:
+        busy.close()
+
+
+def test_a_port_held_by_something_else_is_a_clear_error(tmp_path, monkeypatch):
+    from agentic_rag.config import ServerConfig
+    from agentic_rag.server import LlamaServer, ServerError
+
+    mute = _SlowModels(delay=None)
+    try:
+        monkeypatch.setattr("agentic_rag.server.subprocess.Popen", _no_popen)
+        srv = LlamaServer(ServerConfig(port=mute.port, startup_timeout_s=3), home=tmp_path)
+        with pytest.raises(ServerError, match=f"127.0.0.1:{mute.port} is in use"):
+            srv.start(warm_up=False)
+        assert srv.proc is None
+    finally:
+        mute.close()
