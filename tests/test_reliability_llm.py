@@ -46,7 +46,10 @@ def test_fault_once_is_retried_then_succeeds(proxy, fault, record_property):
     sleeps: list[float] = []
     proxy.plan([fault])
     n0 = proxy.injected
-    timeout = 4.0 if fault == "timeout" else 60.0  # the retry must still reach the real server
+    # the injected hang (30 s) must outlast the client's timeout, and the retry must still
+    # reach the real server within it: 4 s failed once with the machine busy (a second LLM
+    # job on the 2 cores), 15 s leaves room and stays under the hang
+    timeout = 15.0 if fault == "timeout" else 60.0
     reply = chat_model(proxy, sleeps, timeout_s=timeout).chat(MESSAGES, json_schema=SCHEMA)
     assert reply.attempts == 2 and sleeps == [1.0]
     assert schema_errors(json.loads(reply.content), SCHEMA) == []
