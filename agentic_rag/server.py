@@ -62,10 +62,11 @@ class LlamaServer:
         models = _get(f"{self.base_url}/models", timeout)
         return bool(models and any(m.get("id") == self.alias for m in models.get("data", [])))
 
-    def _reuse_busy(self) -> bool:
-        """Something listens on the port but did not answer /models in 2 s: a llama.cpp
-        server busy with a long prompt (another evaluation on the same port) answers once the
-        prompt is done. Wait for it up to `startup_timeout_s`; False if the port is free."""
+    def _already_serving(self) -> bool:
+        """True when a server with our alias answers on the port; False when the port is free.
+        A llama.cpp server busy with a long prompt (another evaluation on the same port)
+        answers /models only once the prompt is done: wait for it up to `startup_timeout_s`
+        rather than launch a second server that cannot bind."""
         c = self.config
         if not _port_open(c.host, c.port):
             return False
@@ -91,7 +92,7 @@ class LlamaServer:
     def start(self, warm_up: bool = True) -> LlamaServer:
         """Launch the server, or reuse one already answering on the port (not owned: `stop`
         leaves it running)."""
-        if self.running() or self._reuse_busy():
+        if self._already_serving():
             return self
         try:
             import llama_cpp  # noqa: F401

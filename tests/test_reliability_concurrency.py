@@ -230,11 +230,8 @@ class _SlowModels:
         import json
         import socketserver
 
-        outer = self
-
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802
-                outer.gets += 1
                 if delay is None:
                     time.sleep(30)
                     return
@@ -251,7 +248,6 @@ class _SlowModels:
         class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             daemon_threads = True
 
-        self.gets = 0
         self.httpd = Server(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()

@@ -388,7 +388,7 @@ def agent_run_folder(agent_dir: Path, runs_dir: str | Path, claim: Claim, name: 
     baseline arm over the tasks both ran, its 95 % CI, and the relative change),
     `configs/c00.yaml` (baseline) and `c01.yaml`, `meta.json`."""
     from .runner import _versions
-    from .stats import bootstrap_ci, paired_bootstrap
+    from .stats import bootstrap_ci, paired_effect
 
     def read(p: Path) -> pd.DataFrame:
         return pd.DataFrame([json.loads(x) for x in p.read_text().splitlines()]) \
@@ -426,13 +426,8 @@ def agent_run_folder(agent_dir: Path, runs_dir: str | Path, claim: Claim, name: 
             s[f"{m}_ci_low"], s[f"{m}_ci_high"] = bootstrap_ci(g.loc[shared, m].tolist())
             if cid == "c00":
                 continue
-            pb = paired_bootstrap(g.loc[shared, m].tolist(), per["c00"].loc[shared, m].tolist())
-            ref = float(per["c00"].loc[shared, m].mean())
-            s[f"{m}_diff_vs_base"] = pb["diff"]
-            s[f"{m}_diff_vs_base_ci_low"] = pb["ci_low"]
-            s[f"{m}_diff_vs_base_ci_high"] = pb["ci_high"]
-            for k, v in (("", pb["diff"]), ("_ci_low", pb["ci_low"]), ("_ci_high", pb["ci_high"])):
-                s[f"{m}_rel_vs_base{k}"] = v / ref if ref else math.nan
+            s.update(paired_effect(g.loc[shared, m].tolist(),
+                                   per["c00"].loc[shared, m].tolist(), m))
         out.append(s)
     run_dir = Path(runs_dir) / f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{name}"
     (run_dir / "configs").mkdir(parents=True)
@@ -440,8 +435,8 @@ def agent_run_folder(agent_dir: Path, runs_dir: str | Path, claim: Claim, name: 
     RAGConfig().with_overrides(claim.treatment).save(run_dir / "configs" / "c01.yaml")
     results.to_parquet(run_dir / "results.parquet", index=False)
     pd.DataFrame(out).to_csv(run_dir / "summary.csv", index=False)
-    metas = [json.loads(p.read_text()) for p in sorted(agent_dir.glob(f"meta-{split}.json"))]
-    meta = metas[-1] if metas else {}
+    meta_path = agent_dir / f"meta-{split}.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     corpus = (meta.get("corpora") or {}).get(dataset, {})
     (run_dir / "meta.json").write_text(json.dumps({
         "git_commit": meta.get("git_commit"), "python": sys.version,

@@ -38,7 +38,7 @@ from typing import Any
 import pandas as pd
 
 from ..config import RAGConfig
-from .stats import bootstrap_ci, paired_bootstrap
+from .stats import bootstrap_ci, paired_effect
 
 DEFAULT_ROOT = Path("experiments/cache/cold-start")
 ARCHIVE_DATE = "2022-10-24"  # Python 3.11.0 release: older than cold_after_days → cold tier
@@ -210,14 +210,7 @@ def paired_summary(results: pd.DataFrame, metrics: Sequence[str] = METRICS,
                 if arm == baseline:
                     continue
                 theirs = base.set_index("repeat")[m].astype(float).reindex(vals.index)
-                pb = paired_bootstrap(vals.to_list(), theirs.to_list())
-                ref = float(theirs.mean())
-                s[f"{col}_diff_vs_base"] = pb["diff"]
-                s[f"{col}_diff_vs_base_ci_low"] = pb["ci_low"]
-                s[f"{col}_diff_vs_base_ci_high"] = pb["ci_high"]
-                s[f"{col}_rel_vs_base"] = pb["diff"] / ref if ref else float("nan")
-                s[f"{col}_rel_vs_base_ci_low"] = pb["ci_low"] / ref if ref else float("nan")
-                s[f"{col}_rel_vs_base_ci_high"] = pb["ci_high"] / ref if ref else float("nan")
+                s.update(paired_effect(vals.to_list(), theirs.to_list(), col))
         out.append(s)
     return pd.DataFrame(out).sort_values("config_id").reset_index(drop=True)
 

@@ -46,6 +46,19 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], n_boot: int = 2000,
             "p_le_0": float((means <= 0).mean()), "n": int(len(d))}
 
 
+def paired_effect(a: Sequence[float], b: Sequence[float], col: str) -> dict[str, float]:
+    """Treatment values `a` vs baseline values `b` (paired, same order) as the runner's summary
+    columns: `{col}_diff_vs_base` and `{col}_rel_vs_base` (relative to the baseline mean;
+    NaN when that mean is 0), each with `_ci_low` / `_ci_high`."""
+    pb = paired_bootstrap(a, b)
+    ref = float(pd.Series(b, dtype=float).mean())
+    out: dict[str, float] = {}
+    for suffix, v in (("", pb["diff"]), ("_ci_low", pb["ci_low"]), ("_ci_high", pb["ci_high"])):
+        out[f"{col}_diff_vs_base{suffix}"] = v
+        out[f"{col}_rel_vs_base{suffix}"] = v / ref if ref else float("nan")
+    return out
+
+
 def pareto_front(df: pd.DataFrame, quality: str, costs: Sequence[str]) -> pd.Series:
     """True for rows not dominated: no other row has quality ≥ and every cost ≤, one strictly."""
     q = df[quality].to_numpy(dtype=float)
