@@ -14,7 +14,7 @@ Policies (`AgentConfig.policy`), so "does the agent retrieve?" is a setting, not
 Two ways to call the tool (`AgentConfig.mode`):
 
 - `native`: chat completions with `tools=[search_documents]`; the reply's `tool_calls`
-  are executed and fed back as `tool` messages. A call written as text (Qwen's
+  are executed. A call written as text (Qwen's
   `<tool_call>{...}</tool_call>`, or a bare `{"name": "search_documents", ...}` object)
   is understood too.
 - `json`: each decision is a small JSON action, `{"action": "search", "query": ...}` or
@@ -23,9 +23,11 @@ Two ways to call the tool (`AgentConfig.mode`):
   text. A malformed action gets one retry with a corrective message; a second failure
   ends the run (`stop_reason="invalid_action"`), counted, never re-requested.
 
-`max_steps` bounds the model's turns: up to `max_steps - 1` decision turns (each may
-search), then a last turn that must answer from the passages. Passages carry a short
-citation id (`context.citation_id`); the answer is asked to cite them as `[3fa9c]`.
+Whatever found them, the passages reach the model the same way: every turn is rebuilt with
+the passages of all searches so far in the user turn, then the question, then the turn's
+instruction (the answer turn has no tools and no JSON). `max_steps` bounds the model's
+turns: up to `max_steps - 1` decision turns (each may search), then a last turn that must
+answer from the passages. Passages carry a short (`context.citation_id`); the answer is asked to cite them as `[3fa9c]`.
 `AgentResult` lists the citations, which of them name a chunk that was actually served,
 and the invalid ones (a citation of a chunk never served is an error). When searches
 ran and served nothing, the answer is "I don't know" without asking the model. A failed
@@ -68,9 +70,15 @@ SYSTEM_JSON = (
     "{\"action\": \"search\", \"query\": \"<a few words>\"} to search the documentation, or "
     "{\"action\": \"answer\"} when the passages found so far answer the question; you will "
     "then be asked for the answer. " + _IDS)
+# The answer turn of every policy and mode: no tools, no JSON (a JSON-mode system prompt in
+# the answer turn asked for "one JSON object only" while the user turn asked for prose).
+SYSTEM_ANSWER = "You are a documentation assistant. " + _IDS + \
+    " Answer the question from the passages " + _CITE
+DECIDE_JSON = ("\n\nQuestion: {question}\n\nSearches so far: {queries}. If the passages above "
+               "answer the question, reply {{\"action\": \"answer\"}}; otherwise reply "
+               "{{\"action\": \"search\", \"query\": \"<a few new words>\"}}.")
 SYSTEM_CLOSED = ("Answer the question from your own knowledge, in one or two sentences. If you "
                  "do not know the answer, say \"I don't know\".")
-FORCE_ANSWER = "Answer the question now from the passages above " + _CITE
 FORCE_SEARCH_JSON = ("Search the documentation first. Reply with JSON only: "
                      "{\"action\": \"search\", \"query\": \"<a few words>\"}.")
 FIX_ACTION = ("That was not a valid action. Reply with one JSON object only: "
@@ -231,7 +239,13 @@ def run_agent(question: str, chat: ChatModel, tool: AgenticRAGTool | None = None
 
 
 class _AgentRun:
-    """One question: the message history, the steps taken, and the policy's control flow."""
+    """One question: the searches made so far, the steps taken, and the policy's control flow.
+
+    Every turn is built afresh from the searches made so far (`_messages`): before any search,
+    the question alone; after one, the passages of every search in the user turn, then the
+    question, then the turn's instruction (answer, or choose the next JSON action). The
+    1.5B model answered from passages there; from `tool` messages or after its own JSON
+    actions it abstained (experiments/agent-runs/README.md, agent-v5 and agent-v6)."""
 
     def __init__(self, question: str, chat: ChatModel, tool: AgenticRAGTool | None,
                  cfg: AgentConfig) -> None:
@@ -241,10 +255,28 @@ class _AgentRun:
         self.native = cfg.mode == "native"
         self.steps: list[AgentStep] = []
         self.action_failures = 0
+        self.searches: list[ToolOutput] = []  # served outputs, in order
+        self.failed: list[str] = []  # errors of search calls that could not run
         self.t0 = time.perf_counter()
-        system = SYSTEM_NATIVE if self.native else SYSTEM_JSON
-        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system},
-                                               {"role": "user", "content": question}]
+
+    # ---- the prompt of each turn ------------------------------------------------------------
+    def _messages(self, turn: Literal["decide", "answer"]) -> list[dict[str, Any]]:
+        if turn == "answer":
+            system = SYSTEM_ANSWER
+        else:
+            system = SYSTEM_NATIVE if self.native else SYSTEM_JSON
+        notes = "".join(f"\n\n(A search_documents call failed: {e})" for e in self.failed)
+        if not self.searches:
+            return [{"role": "system", "content": system},
+                    {"role": "user", "content": self.question + notes}]
+        if turn == "decide" and not self.native:
+            queries = "; ".join(json.dumps(s.query_used) for s in self.searches)
+            after = DECIDE_JSON.format(question=self.question, queries=queries)
+        else:
+            after = PROMPT_AFTER.format(question=self.question)
+        passages = "\n\n".join(s.content for s in self.searches)
+        return [{"role": "system", "content": system},
+                {"role": "user", "content": PASSAGES + passages + notes + after}]
 
     # ---- results --------------------------------------------------------------------------
     def _result(self, answer: str, stop_reason: str, error: str | None = None) -> AgentResult:
@@ -268,7 +300,7 @@ class _AgentRun:
             return self._closed_book()
         if self.cfg.policy == "retrieve_first":
             output = self.tool.search(self.question)
-            self._record_search(0, "policy", {"query": output.query_used}, output)
+            self._record(0, "policy", {"query": output.query_used}, output)
         decisions = max(self.cfg.max_steps - 1, 1 if self.cfg.policy == "tool_required" else 0)
         for n in range(1, decisions + 1):
             try:
@@ -293,15 +325,14 @@ class _AgentRun:
         return self._result(reply.content, "answer")
 
     def _searched_nothing(self) -> bool:
-        searches = [s for s in self.steps if s.kind == "tool_call"]
-        return bool(searches) and not any(s.tool.chunk_ids for s in searches)
+        return bool(self.searches) and not any(s.chunk_ids for s in self.searches)
 
     def _final_answer(self, n: int, stop_reason: str) -> AgentResult:
         if self._searched_nothing():
             return self._result(NOTHING_FOUND, "nothing_found")
-        self.messages.append({"role": "user", "content": FORCE_ANSWER})
         try:
-            reply = self.chat.chat(list(self.messages), max_tokens=self.cfg.answer_max_tokens)
+            reply = self.chat.chat(self._messages("answer"),
+                                   max_tokens=self.cfg.answer_max_tokens)
         except LLMError as exc:
             return self._llm_error(exc)
         self.steps.append(AgentStep(step=n, kind="answer", via=self.cfg.mode, **_usage(reply)))
@@ -310,7 +341,7 @@ class _AgentRun:
     def _decide(self, n: int) -> AgentResult | None:
         """One decision turn: a search (returns None, the loop goes on) or the answer."""
         if self.native:
-            reply = self.chat.chat(list(self.messages), tools=[self.tool.openai_schema()],
+            reply = self.chat.chat(self._messages("decide"), tools=[self.tool.openai_schema()],
                                    max_tokens=self.cfg.answer_max_tokens)
             call = _native_call(reply)
             if call is None:
@@ -318,10 +349,10 @@ class _AgentRun:
                 if self._searched_nothing():
                     return self._result(NOTHING_FOUND, "nothing_found")
                 return self._result(reply.content, "answer")
-            via, call_id, args = call
-            self._execute(n, via, call_id, args, reply)
+            via, args = call
+            self._execute(n, via, args, reply)
             return None
-        action = self._json_action(n, action_schema())
+        action = self._json_action(n, self._messages("decide"), action_schema())
         if isinstance(action, AgentResult):
             return action
         data, reply = action
@@ -329,15 +360,16 @@ class _AgentRun:
             self.steps.append(AgentStep(step=n, kind="answer", via="json_action", arguments=data,
                                         **_usage(reply)))
             return self._final_answer(n + 1, "answer")
-        self._execute(n, "json", "json", {"query": data["query"]}, reply)
+        self._execute(n, "json", {"query": data["query"]}, reply)
         return None
 
     def _forced_search(self, n: int) -> AgentResult | None:
         """tool_required: the first turn is a search, whatever the model would prefer."""
+        messages = self._messages("decide")
         if self.native:
             try:
                 reply = self.chat.chat(
-                    list(self.messages), tools=[self.tool.openai_schema()],
+                    messages, tools=[self.tool.openai_schema()],
                     tool_choice={"type": "function", "function": {"name": TOOL_NAME}},
                     max_tokens=self.cfg.action_max_tokens)
             except LLMError as exc:
@@ -346,28 +378,27 @@ class _AgentRun:
                 reply = None  # the server does not take tool_choice: constrained JSON below
             call = _native_call(reply) if reply is not None else None
             if call is not None:
-                via, call_id, args = call
-                self._execute(n, "tool_choice" if via == "native" else via, call_id, args, reply)
+                via, args = call
+                self._execute(n, "tool_choice" if via == "native" else via, args, reply)
                 return None
-        self.messages.append({"role": "user", "content": FORCE_SEARCH_JSON})
-        action = self._json_action(n, action_schema(search_only=True))
-        self.messages.pop()  # the instruction is not part of the conversation
+        action = self._json_action(n, [*messages, {"role": "user", "content": FORCE_SEARCH_JSON}],
+                                   action_schema(search_only=True))
         if isinstance(action, AgentResult):
             return action
         data, reply = action
-        self._execute(n, "json_forced", "forced", {"query": data["query"]}, reply)
+        self._execute(n, "json_forced", {"query": data["query"]}, reply)
         return None
 
     # ---- JSON actions -----------------------------------------------------------------------
-    def _json_action(self, n: int, schema: dict) -> tuple[dict, ChatReply] | AgentResult:
+    def _json_action(self, n: int, messages: list[dict[str, Any]],
+                     schema: dict) -> tuple[dict, ChatReply] | AgentResult:
         """A schema-constrained action; a malformed one is retried once with a corrective
         message, then counted as a failure that ends the run."""
         error = ""
         for attempt in range(2):
-            messages = list(self.messages) if attempt == 0 else \
-                [*self.messages, {"role": "user", "content": FIX_ACTION}]
+            turn = messages if attempt == 0 else [*messages, {"role": "user", "content": FIX_ACTION}]
             try:
-                reply = self.chat.chat(messages, json_schema=schema, retry_malformed=False,
+                reply = self.chat.chat(turn, json_schema=schema, retry_malformed=False,
                                        max_tokens=self.cfg.action_max_tokens)
             except LLMError as exc:
                 if exc.kind != "malformed":
@@ -383,35 +414,21 @@ class _AgentRun:
         return self._result("", "invalid_action", error)
 
     # ---- tool execution -----------------------------------------------------------------
-    def _execute(self, n: int, via: str, call_id: str, args: Any, reply: ChatReply) -> None:
+    def _execute(self, n: int, via: str, args: Any, reply: ChatReply) -> None:
         output, parsed, error = _run_tool(self.tool, args)
-        self.steps.append(AgentStep(step=n, kind="tool_call" if output else "invalid_call",
-                                    via=via, arguments=parsed, tool=output, error=error,
-                                    **_usage(reply)))
-        self._feed(call_id, args, output.content if output else f"Error: {error}",
-                   assistant_text=reply.content)
+        if output is None:
+            self.steps.append(AgentStep(step=n, kind="invalid_call", via=via, error=error,
+                                        **_usage(reply)))
+            self.failed.append(error)
+            return
+        self._record(n, via, parsed, output, reply)
 
-    def _record_search(self, n: int, via: str, args: dict,
-                       output: ToolOutput) -> None:
-        """The policy's own search: its passages go in the user turn, followed by the question
-        and the instruction (the 1.5B model answers from them there; from a synthetic tool
-        turn, or with the question first, it abstained)."""
-        self.steps.append(AgentStep(step=n, kind="tool_call", via=via, arguments=args, tool=output))
-        self.messages[1] = {"role": "user", "content": PASSAGES + output.content
-                            + PROMPT_AFTER.format(question=self.question)}
-
-    def _feed(self, call_id: str, args: Any, result_text: str, assistant_text: str) -> None:
-        """Append the call and its result in the mode's own format."""
-        if self.native:
-            arguments = args if isinstance(args, str) else json.dumps(args)
-            # content must be a string: llama.cpp's server rejects null (HTTP 500)
-            self.messages.append({"role": "assistant", "content": "", "tool_calls": [
-                {"id": call_id, "type": "function",
-                 "function": {"name": TOOL_NAME, "arguments": arguments}}]})
-            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": result_text})
-        else:
-            self.messages.append({"role": "assistant", "content": assistant_text})
-            self.messages.append({"role": "user", "content": f"Search results:\n{result_text}"})
+    def _record(self, n: int, via: str, args: dict, output: ToolOutput,
+                reply: ChatReply | None = None) -> None:
+        usage = _usage(reply) if reply is not None else {}
+        self.steps.append(AgentStep(step=n, kind="tool_call", via=via, arguments=args,
+                                    tool=output, **usage))
+        self.searches.append(output)
 
 
 def _valid_action(reply: ChatReply, schema: dict) -> dict | None:
@@ -432,14 +449,14 @@ def _valid_action(reply: ChatReply, schema: dict) -> dict | None:
     return data
 
 
-def _native_call(reply: ChatReply) -> tuple[str, str, Any] | None:
-    """(via, call id, arguments) of the first tool call in a native reply, or None."""
+def _native_call(reply: ChatReply) -> tuple[str, Any] | None:
+    """(via, arguments) of the first tool call in a native reply, or None."""
     for c in reply.tool_calls:
         if c.name == TOOL_NAME:
-            return "native", c.id, c.arguments
+            return "native", c.arguments
     data = _json_call_in_text(reply.content or "")
     if data is not None:
-        return "tool_call_text", "call_text", data.get("arguments") or data.get("parameters") or {}
+        return "tool_call_text", data.get("arguments") or data.get("parameters") or {}
     return None
 
 

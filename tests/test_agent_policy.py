@@ -9,7 +9,15 @@ import httpx
 import openai
 import pytest
 
-from agentic_rag.agent import FIX_ACTION, NOTHING_FOUND, action_schema, parse_citations, run_agent
+from agentic_rag.agent import (
+    FIX_ACTION,
+    NOTHING_FOUND,
+    PROMPT_AFTER,
+    SYSTEM_ANSWER,
+    action_schema,
+    parse_citations,
+    run_agent,
+)
 from agentic_rag.config import AgentConfig, LLMConfig, RAGConfig
 from agentic_rag.context import citation_id
 from agentic_rag.documents import Document
@@ -93,7 +101,15 @@ def test_retrieve_first_model_may_search_again(tool):
     res = run_agent("How do I reset?", m, tool, max_steps=3)
     assert res.tool_calls == 2 and res.model_tool_calls == 1
     assert res.stop_reason == "answer" and len(calls.requests) == 2
-    assert calls.requests[1]["messages"][-1]["role"] == "tool"
+    # the model's own search reaches it like the policy's: both searches' passages in the user
+    # turn, then the question (from a `tool` message the 1.5B model abstained: agent-v5)
+    second = calls.requests[1]["messages"]
+    assert [m["role"] for m in second] == ["system", "user"]
+    body = second[1]["content"]
+    assert "| Wire transfer | $25 |" in body or "Press reset" in body
+    assert body.index("Press reset") < body.index("Question: How do I reset?")
+    for chunk in res.served:
+        assert f"[{citation_id(chunk)}]" in body
 
 
 def test_closed_book_never_retrieves():
@@ -133,7 +149,9 @@ def test_tool_required_falls_back_to_a_json_search_action(tool):
     assert res.steps[0].via == "json_forced" and res.steps[0].arguments["query"] == "wire fee"
     schema = calls.requests[1]["response_format"]["schema"]
     assert schema["properties"]["action"]["enum"] == ["search"]
-    assert calls.requests[2]["messages"][-1]["role"] == "tool"  # fed back as a native call
+    follow = calls.requests[2]["messages"]  # the forced search's passages, then the question
+    assert follow[-1]["role"] == "user" and "| Wire transfer | $25 |" in follow[-1]["content"]
+    assert "tools" in calls.requests[2]  # and the model may search again
 
 
 def test_json_actions_are_bounded(tool):
@@ -148,6 +166,15 @@ def test_json_actions_are_bounded(tool):
     assert schema["properties"]["query"]["maxLength"] <= QUERY_MAX_CHARS
     assert all(p.get("maxLength") or p.get("enum") for p in schema["properties"].values())
     assert "response_format" not in calls.requests[2] and calls.requests[2]["max_tokens"] == 99
+    # the decision after a search sees the passages and the query it made
+    decide = calls.requests[1]["messages"][-1]["content"]
+    assert "| Wire transfer | $25 |" in decide and '"wire transfer fee"' in decide
+    # the answer turn asks for prose: no JSON-only system prompt, no tools
+    answer = calls.requests[2]["messages"]
+    assert answer[0]["content"] == SYSTEM_ANSWER and "JSON" not in answer[0]["content"]
+    assert "tools" not in calls.requests[2]
+    assert answer[-1]["content"].endswith(PROMPT_AFTER.format(question="How much is a wire "
+                                                                       "transfer?"))
 
 
 def test_malformed_action_fails_after_one_retry_and_is_not_requested_again(tool):
@@ -208,3 +235,12 @@ def test_llama_cpp_grammar_of_every_action_schema_is_bounded():
     unbounded = grammar.json_schema_to_gbnf(json.dumps(
         {"type": "object", "properties": {"q": {"type": "string"}}}))
     assert "*" in unbounded  # the check above can fail
+
+
+def test_a_search_call_with_bad_arguments_is_recorded_and_shown_to_the_model(tool):
+    m, calls = model([("", [("search_documents", '{"query": ""}')]), "I don't know."])
+    res = run_agent("How much is a wire transfer?", m, tool, policy="free")
+    assert [s.kind for s in res.steps] == ["invalid_call", "answer"] and res.tool_calls == 0
+    assert res.steps[0].error.startswith("invalid arguments")
+    retry = calls.requests[1]["messages"][-1]["content"]
+    assert retry.startswith("How much is a wire transfer?") and "call failed" in retry

@@ -84,7 +84,7 @@ def test_agent_native_tool_call_loop(tool):
     assert res.tool_calls == 1 and res.steps[0].via == "native"
     assert res.steps[0].tool.intent == "data" and res.retrieval_iterations >= 1
     second = calls.requests[1]["messages"]
-    assert second[-1]["role"] == "tool" and "| Wire transfer | $25 |" in second[-1]["content"]
+    assert second[-1]["role"] == "user" and "| Wire transfer | $25 |" in second[-1]["content"]
     assert calls.requests[0]["tools"][0]["function"]["name"] == "search_documents"
 
 
@@ -98,7 +98,8 @@ def test_agent_tool_call_as_text_and_json_mode(tool):
                       "Open settings, press reset."])
     res = run_agent("How do I reset?", m, tool, policy="free", mode="json")
     assert res.answer == "Open settings, press reset." and res.steps[0].via == "json"
-    assert "Search results:" in calls.requests[1]["messages"][-1]["content"]
+    decide = calls.requests[1]["messages"][-1]["content"]
+    assert decide.startswith("Passages from the documentation:") and '"reset steps"' in decide
 
 
 def test_agent_max_steps_and_llm_error_recorded(tool):
