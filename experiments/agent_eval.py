@@ -62,6 +62,7 @@ from agentic_rag.tool import AgenticRAGTool  # noqa: E402
 ROOT = Path(__file__).resolve().parent
 DATASETS = ("python-faq", "tau2-banking")
 BASELINE = "closed_book:native"
+DEFAULT_CELL = f"{AgentConfig().policy}:{AgentConfig().mode}"
 POLICIES = ("retrieve_first", "tool_required", "free", "closed_book")
 GATES = ("gated", "static", "always_expand")
 GATE_DEFAULT = RAGConfig().gate.mode
@@ -381,6 +382,7 @@ def summarize(run_dir: Path) -> pd.DataFrame:
     out = []
     for (d, split), g in df.groupby(["dataset", "split"]):
         base = g[g.cell == BASELINE].set_index("qid")
+        default = g[g.cell == DEFAULT_CELL].set_index("qid")
         for cell, c in g.groupby("cell"):
             c = c.set_index("qid")
             s = {"dataset": d, "split": split, "cell": cell, "n": len(c),
@@ -395,6 +397,10 @@ def summarize(run_dir: Path) -> pd.DataFrame:
                 shared = c.index.intersection(base.index)
                 if cell != BASELINE and len(shared):
                     s[f"{m}_vs_closed"] = _paired(c, base, shared, m)
+                # every other cell against the default agent, on the same questions
+                both = c.index.intersection(default.index)
+                if cell not in (BASELINE, DEFAULT_CELL) and len(both):
+                    s[f"{m}_vs_default"] = _paired(c, default, both, m)
                 # the static (or always-expand) tool against the default gated tool, same
                 # policy and mode, same questions
                 if cell.count(":") == 2:
@@ -406,6 +412,39 @@ def summarize(run_dir: Path) -> pd.DataFrame:
     summary = pd.DataFrame(out)
     summary.to_csv(run_dir / "summary.csv", index=False)
     return summary
+
+
+def compare(before_dir: Path, after_dir: Path, metrics: tuple[str, ...] = (
+        "token_f1", "abstained", "searches", "cites_served", "citation_valid", "correct",
+        "hallucinated")) -> pd.DataFrame:
+    """The same cells on the same questions in two runs (e.g. before / after an agent change,
+    both at one commit each: see their meta files): per dataset × cell, each metric's mean
+    in both and the paired difference after − before with its paired-bootstrap CI."""
+    def rows(run_dir: Path) -> pd.DataFrame:
+        df = pd.DataFrame(_read(run_dir / "rows.jsonl"))
+        judged = pd.DataFrame(_read(run_dir / "judgements.jsonl"))
+        if not judged.empty:
+            df = df.merge(judged, on=["dataset", "split", "cell", "qid"], how="left")
+            df.loc[df["evidence"].fillna("") == "", "hallucinated"] = np.nan
+        return df.set_index(["dataset", "split", "cell", "qid"])
+
+    a, b = rows(before_dir), rows(after_dir)
+    shared = a.index.intersection(b.index)
+    out = []
+    for (d, split, cell), _ in pd.DataFrame(index=shared).groupby(level=[0, 1, 2]):
+        keys = [k for k in shared if k[:3] == (d, split, cell)]
+        s = {"dataset": d, "split": split, "cell": cell, "n": len(keys)}
+        for m in metrics:
+            if m not in a or m not in b:
+                continue
+            x = pd.to_numeric(b.loc[keys, m], errors="coerce")
+            y = pd.to_numeric(a.loc[keys, m], errors="coerce")
+            s[f"{m}_before"], s[f"{m}_after"] = float(y.mean()), float(x.mean())
+            pb = paired_bootstrap(x.tolist(), y.tolist())
+            s[f"{m}_diff"] = "– (n=0)" if pb["n"] == 0 else \
+                f"{pb['diff']:+.2f} [{pb['ci_low']:+.2f}, {pb['ci_high']:+.2f}] (n={pb['n']})"
+        out.append(s)
+    return pd.DataFrame(out)
 
 
 def _latency(c: pd.DataFrame) -> dict:
@@ -473,6 +512,9 @@ def main() -> None:
     p.add_argument("--no-judge", action="store_true", help="agent pass only")
     p.add_argument("--judge-only", action="store_true", help="judge the rows already run")
     p.add_argument("--summarize-only", action="store_true")
+    p.add_argument("--compare", metavar="BEFORE_RUN", default=None,
+                   help="after summarizing, pair this run's rows with BEFORE_RUN's (same "
+                        "dataset × cell × question) into compare-<BEFORE_RUN>.csv")
     args = p.parse_args()
     args.corpus_size = {k: int(v) for k, v in (x.split("=") for x in args.corpus_size)}
     if not args.summarize_only:
@@ -487,6 +529,10 @@ def main() -> None:
             "token_f1", "hallucinated", "citation_valid", "cites_served", "latency_p50_s"]
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(summary[[c for c in cols if c in summary]].to_string(index=False))
+        if args.compare:
+            cmp = compare(ROOT / "agent-runs" / args.compare, run_dir)
+            cmp.to_csv(run_dir / f"compare-{args.compare}.csv", index=False)
+            print(cmp.to_string(index=False))
 
 
 if __name__ == "__main__":
