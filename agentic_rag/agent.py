@@ -27,7 +27,8 @@ Whatever found them, the passages reach the model the same way: every turn is re
 the passages of all searches so far in the user turn, then the question, then the turn's
 instruction (the answer turn has no tools and no JSON). `max_steps` bounds the model's
 turns: up to `max_steps - 1` decision turns (each may search), then a last turn that must
-answer from the passages. Passages carry a short (`context.citation_id`); the answer is asked to cite them as `[3fa9c]`.
+answer from the passages. Passages carry a short citation id (`context.citation_id`); the
+answer is asked to cite them as `[3fa9c]`.
 `AgentResult` lists the citations, which of them name a chunk that was actually served,
 and the invalid ones (a citation of a chunk never served is an error). When searches
 ran and served nothing, the answer is "I don't know" without asking the model. A failed
