@@ -75,3 +75,17 @@ def test_last_cell_is_a_computed_conclusion(path: Path) -> None:
 def test_first_code_cell_sets_offline_mode(path: Path) -> None:
     first = next(c for c in _cells(path) if c["cell_type"] == "code")
     assert 'os.environ.setdefault("HF_HUB_OFFLINE", "1")' in _source(first)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_markdown_is_not_left_in_comment_form(path: Path) -> None:
+    """A markdown cell written as `# ## Title\\n# text` (a script's comment form) renders every
+    line as a top-level heading; headings are `#`-prefixed, body lines are not."""
+    for i, cell in enumerate(_cells(path)):
+        if cell["cell_type"] != "markdown":
+            continue
+        lines = _source(cell).split("\n")
+        assert not lines[0].startswith("# #"), f"{path.name} cell {i}: {lines[0][:60]!r}"
+        body = [ln for ln in lines[1:] if ln.strip()]
+        assert not body or not all(ln.startswith("#") for ln in body), \
+            f"{path.name} cell {i}: every line is a heading: {body[0][:60]!r}"
