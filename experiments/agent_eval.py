@@ -259,6 +259,10 @@ def run(args: argparse.Namespace) -> None:
                 "corpora": {d: {"name": v[1].name, "documents": len(v[1].corpus),
                                 "fingerprint": v[1].corpus_fingerprint()}
                             for d, v in loaded.items()}}
+        # every invocation on this run folder (passes, resumptions, the judge pass), in order
+        earlier = json.loads(meta_path.read_text()).get("history", []) if meta_path.exists() else []
+        meta["history"] = [*earlier, {"command": meta["command"], "git_commit": meta["git_commit"],
+                                      "started": time.strftime("%Y-%m-%dT%H:%M:%S")}]
         meta_path.write_text(json.dumps(meta, indent=2))
         if not args.judge_only:
             gates = sorted({parse_cell(c)[2] for c in cells} - {None}, key=str)
@@ -522,7 +526,10 @@ def main() -> None:
     run_dir = ROOT / "agent-runs" / args.run
     summary = summarize(run_dir)
     metas = sorted(run_dir.glob("meta-*.json"))
-    commands = [json.loads(m.read_text())["command"] for m in metas] or [" ".join(sys.argv)]
+    commands = [h["command"] for m in metas
+                for h in json.loads(m.read_text()).get("history")
+                or [json.loads(m.read_text())]] or [" ".join(sys.argv)]
+    commands = list(dict.fromkeys(commands))
     (run_dir / "summary.md").write_text(markdown(summary, "` then `".join(
         f"AGENTIC_RAG_DATA=datasets/cache .venv/bin/python {c}" for c in commands)))
     cols = ["dataset", "split", "cell", "n", "searched", "searches", "correct", "correct_vs_closed",
