@@ -372,7 +372,8 @@ def gold_served(df: pd.DataFrame) -> pd.Series:
     return out
 
 
-def summarize(run_dir: Path) -> pd.DataFrame:
+def _judged_rows(run_dir: Path) -> pd.DataFrame:
+    """A run's rows with their judge verdicts (NaN where not judged)."""
     df = pd.DataFrame(_read(run_dir / "rows.jsonl"))
     judged = pd.DataFrame(_read(run_dir / "judgements.jsonl"))
     keys = ["dataset", "split", "cell", "qid"]
@@ -380,6 +381,11 @@ def summarize(run_dir: Path) -> pd.DataFrame:
         judged = pd.DataFrame(columns=[*keys, "correct", "hallucinated", "judge_failures"])
     df = df.merge(judged, on=keys, how="left")
     df.loc[df["evidence"].fillna("") == "", "hallucinated"] = np.nan  # see judge()
+    return df
+
+
+def summarize(run_dir: Path) -> pd.DataFrame:
+    df = _judged_rows(run_dir)
     df["gold_served"] = gold_served(df)
     for c in METRICS:
         df[c] = pd.to_numeric(df[c], errors="coerce") if c in df else np.nan  # older rows
@@ -424,29 +430,20 @@ def compare(before_dir: Path, after_dir: Path, metrics: tuple[str, ...] = (
     """The same cells on the same questions in two runs (e.g. before / after an agent change,
     both at one commit each: see their meta files): per dataset × cell, each metric's mean
     in both and the paired difference after − before with its paired-bootstrap CI."""
-    def rows(run_dir: Path) -> pd.DataFrame:
-        df = pd.DataFrame(_read(run_dir / "rows.jsonl"))
-        judged = pd.DataFrame(_read(run_dir / "judgements.jsonl"))
-        if not judged.empty:
-            df = df.merge(judged, on=["dataset", "split", "cell", "qid"], how="left")
-            df.loc[df["evidence"].fillna("") == "", "hallucinated"] = np.nan
-        return df.set_index(["dataset", "split", "cell", "qid"])
-
-    a, b = rows(before_dir), rows(after_dir)
+    keys = ["dataset", "split", "cell", "qid"]
+    a, b = _judged_rows(before_dir).set_index(keys), _judged_rows(after_dir).set_index(keys)
     shared = a.index.intersection(b.index)
     out = []
     for (d, split, cell), _ in pd.DataFrame(index=shared).groupby(level=[0, 1, 2]):
-        keys = [k for k in shared if k[:3] == (d, split, cell)]
-        s = {"dataset": d, "split": split, "cell": cell, "n": len(keys)}
+        rows = [k for k in shared if k[:3] == (d, split, cell)]
+        s = {"dataset": d, "split": split, "cell": cell, "n": len(rows)}
         for m in metrics:
             if m not in a or m not in b:
                 continue
-            x = pd.to_numeric(b.loc[keys, m], errors="coerce")
-            y = pd.to_numeric(a.loc[keys, m], errors="coerce")
+            x = pd.to_numeric(b.loc[rows, m], errors="coerce")
+            y = pd.to_numeric(a.loc[rows, m], errors="coerce")
             s[f"{m}_before"], s[f"{m}_after"] = float(y.mean()), float(x.mean())
-            pb = paired_bootstrap(x.tolist(), y.tolist())
-            s[f"{m}_diff"] = "– (n=0)" if pb["n"] == 0 else \
-                f"{pb['diff']:+.2f} [{pb['ci_low']:+.2f}, {pb['ci_high']:+.2f}] (n={pb['n']})"
+            s[f"{m}_diff"] = _fmt(paired_bootstrap(x.tolist(), y.tolist()))
         out.append(s)
     return pd.DataFrame(out)
 
@@ -462,7 +459,10 @@ def _latency(c: pd.DataFrame) -> dict:
 def _paired(c: pd.DataFrame, ref: pd.DataFrame, shared: pd.Index, m: str) -> str:
     """`diff [ci_low, ci_high] (n=…)`: paired bootstrap of c − ref over the shared questions
     where both have a value."""
-    pb = paired_bootstrap(c.loc[shared, m].tolist(), ref.loc[shared, m].tolist())
+    return _fmt(paired_bootstrap(c.loc[shared, m].tolist(), ref.loc[shared, m].tolist()))
+
+
+def _fmt(pb: dict) -> str:
     if pb["n"] == 0:
         return "– (n=0)"
     return f"{pb['diff']:+.2f} [{pb['ci_low']:+.2f}, {pb['ci_high']:+.2f}] (n={pb['n']})"
