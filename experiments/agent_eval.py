@@ -434,7 +434,7 @@ def compare(before_dir: Path, after_dir: Path, metrics: tuple[str, ...] = (
     a, b = _judged_rows(before_dir).set_index(keys), _judged_rows(after_dir).set_index(keys)
     shared = a.index.intersection(b.index)
     out = []
-    for (d, split, cell), _ in pd.DataFrame(index=shared).groupby(level=[0, 1, 2]):
+    for d, split, cell in sorted({k[:3] for k in shared}):
         rows = [k for k in shared if k[:3] == (d, split, cell)]
         s = {"dataset": d, "split": split, "cell": cell, "n": len(rows)}
         for m in metrics:

@@ -106,7 +106,6 @@ def test_retrieve_first_model_may_search_again(tool):
     second = calls.requests[1]["messages"]
     assert [m["role"] for m in second] == ["system", "user"]
     body = second[1]["content"]
-    assert "| Wire transfer | $25 |" in body or "Press reset" in body
     assert body.index("Press reset") < body.index("Question: How do I reset?")
     for chunk in res.served:
         assert f"[{citation_id(chunk)}]" in body
