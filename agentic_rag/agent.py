@@ -56,11 +56,16 @@ from .tool import TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
 # the question *before* the passages it still abstained on 3 of 5 test questions whose
 # first passage was the FAQ's own answer (agent-v3); passages first, then the question, then
 # the instruction (`PROMPT_AFTER`) raised token F1 on 6 dev FAQ questions from 0.11 to 0.40
-# (prompt variants A vs B, experiments/agent-runs/README.md; chosen on dev).
-_IDS = ("Passages start with a header like \"--- Document 2 [1a2b3] ---\"; [1a2b3] is the "
-        "passage id.")
-_CITE = ("in one or two sentences, and put the id of the passage you used after the fact, like "
-         "[1a2b3]. Say \"I don't know\" only when no passage is about the question.")
+# (prompt variants A vs B, experiments/agent-runs/README.md; chosen on dev). No example id:
+# the earlier wording's "like [1a2b3]" was copied into 3–5 of 30 answers per citing cell
+# (agent-v6, counted as invalid citations); this wording removed the copies and the bare-id
+# answers on 10 dev FAQ questions and raised the default's token F1 there, +0.17 [+0.02,
+# +0.35] (cite-dev-before → cite-dev-after); agent-v7 re-measures it on test.
+_IDS = ("Each passage starts with a header \"--- Document N [id] ---\"; the five letters and "
+        "digits in its square brackets are the passage id.")
+_CITE = ("in one or two sentences that state the answer itself, and end with the id of the passage "
+         "you used, in square brackets. Say \"I don't know\" only when no passage is about the "
+         "question.")
 PASSAGES = "Passages from the documentation:\n\n"
 PROMPT_AFTER = ("\n\nQuestion: {question}\n\nAnswer the question above from the passages "
                 + _CITE)

@@ -243,3 +243,20 @@ def test_a_search_call_with_bad_arguments_is_recorded_and_shown_to_the_model(too
     assert res.steps[0].error.startswith("invalid arguments")
     retry = calls.requests[1]["messages"][-1]["content"]
     assert retry.startswith("How much is a wire transfer?") and "call failed" in retry
+
+
+def test_no_prompt_shows_an_example_passage_id():
+    """agent-v6 copied the prompt's example id `[1a2b3]` into 3–5 of 30 FAQ answers per citing
+    cell and into 11 of 19 committed banking answers, each counted as an invalid citation: a
+    prompt the model reads must name the id's form without giving one to copy."""
+    import re
+
+    from agentic_rag import agent
+
+    texts = {name: getattr(agent, name) for name in dir(agent)
+             if name.isupper() and isinstance(getattr(agent, name), str)}
+    assert {"SYSTEM_NATIVE", "SYSTEM_JSON", "SYSTEM_ANSWER", "PROMPT_AFTER"} <= set(texts)
+    shown = {name: re.findall(r"\[[0-9a-z]{5}\]", text) for name, text in texts.items()}
+    assert not {name: ids for name, ids in shown.items() if ids}
+    # the id is still described, so the model knows what to cite
+    assert "square brackets" in texts["SYSTEM_ANSWER"] and "passage id" in texts["SYSTEM_ANSWER"]
