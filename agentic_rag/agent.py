@@ -57,8 +57,8 @@ from .tool import TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
 # first passage was the FAQ's own answer (agent-v3); passages first, then the question, then
 # the instruction (`PROMPT_AFTER`) raised token F1 on 6 dev FAQ questions from 0.11 to 0.40
 # (prompt variants A vs B, experiments/agent-runs/README.md; chosen on dev). No example id:
-# the earlier wording's "like [1a2b3]" was copied into 3–5 of 30 answers per citing cell
-# (agent-v6, counted as invalid citations); this wording removed the copies and the bare-id
+# the earlier wording's "like [1a2b3]" was copied into 2–5 of 30 FAQ answers per retrieval
+# cell (agent-v6, counted as invalid citations); this wording removed the copies and the bare-id
 # answers on 10 dev FAQ questions and raised the default's token F1 there, +0.17 [+0.02,
 # +0.35] (cite-dev-before → cite-dev-after); agent-v7 re-measures it on test.
 _IDS = ("Each passage starts with a header \"--- Document N [id] ---\"; the five letters and "

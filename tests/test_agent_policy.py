@@ -246,7 +246,7 @@ def test_a_search_call_with_bad_arguments_is_recorded_and_shown_to_the_model(too
 
 
 def test_no_prompt_shows_an_example_passage_id():
-    """agent-v6 copied the prompt's example id `[1a2b3]` into 3–5 of 30 FAQ answers per citing
+    """agent-v6 copied the prompt's example id `[1a2b3]` into 2–5 of 30 FAQ answers per retrieval
     cell and into 11 of 19 committed banking answers, each counted as an invalid citation: a
     prompt the model reads must name the id's form without giving one to copy."""
     import re
