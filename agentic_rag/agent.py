@@ -60,7 +60,9 @@ from .tool import TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
 # the earlier wording's "like [1a2b3]" was copied into 2–5 of 30 FAQ answers per retrieval
 # cell (agent-v6, counted as invalid citations); this wording removed the copies and the bare-id
 # answers on 10 dev FAQ questions and raised the default's token F1 there, +0.17 [+0.02,
-# +0.35] (cite-dev-before → cite-dev-after); agent-v7 re-measures it on test.
+# +0.35] (cite-dev-before → cite-dev-after). On test (agent-v7 vs agent-v6): 0 invalid
+# citations (was 5 of 30), the default's token F1 unchanged (+0.01 [−0.07, +0.10]), but 16 of
+# its 29 FAQ answers cite nothing (was 4 of 27).
 _IDS = ("Each passage starts with a header \"--- Document N [id] ---\"; the five letters and "
         "digits in its square brackets are the passage id.")
 _CITE = ("in one or two sentences that state the answer itself, and end with the id of the passage "

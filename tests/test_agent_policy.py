@@ -247,16 +247,16 @@ def test_a_search_call_with_bad_arguments_is_recorded_and_shown_to_the_model(too
 
 def test_no_prompt_shows_an_example_passage_id():
     """agent-v6 copied the prompt's example id `[1a2b3]` into 2–5 of 30 FAQ answers per retrieval
-    cell and into 11 of 19 committed banking answers, each counted as an invalid citation: a
-    prompt the model reads must name the id's form without giving one to copy."""
-    import re
-
+    cell and into 11 of 19 committed banking answers, each counted as an invalid citation: no
+    text the model reads (prompts, tool schema) may hold anything the scorer would count as a
+    citation, yet the id's form must still be described."""
     from agentic_rag import agent
 
     texts = {name: getattr(agent, name) for name in dir(agent)
              if name.isupper() and isinstance(getattr(agent, name), str)}
     assert {"SYSTEM_NATIVE", "SYSTEM_JSON", "SYSTEM_ANSWER", "PROMPT_AFTER"} <= set(texts)
-    shown = {name: re.findall(r"\[[0-9a-z]{5}\]", text) for name, text in texts.items()}
+    texts["tool schema"] = json.dumps(AgenticRAGTool.openai_schema())
+    shown = {name: parse_citations(text) for name, text in texts.items()}
     assert not {name: ids for name, ids in shown.items() if ids}
-    # the id is still described, so the model knows what to cite
+    assert parse_citations('like "--- Document 2 [1a2b3] ---"') == ["1a2b3"]  # the old wording's
     assert "square brackets" in texts["SYSTEM_ANSWER"] and "passage id" in texts["SYSTEM_ANSWER"]
