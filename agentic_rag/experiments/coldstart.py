@@ -25,19 +25,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import platform
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..config import RAGConfig
+from .runfolder import mark_complete, new_run_dir, write_meta
 from .stats import bootstrap_ci, paired_effect
 
 DEFAULT_ROOT = Path("experiments/cache/cold-start")
@@ -242,27 +241,23 @@ def run_cold_start(runs_dir: str | Path = "experiments/runs", repeats: int = 10,
     """`measure_cold_start` + `paired_summary` into a run folder: `results.parquet` (the
     repetitions), `summary.csv` (one row per arm), `configs/c00.yaml` (flat) and
     `c01.yaml` (tiered), `meta.json` (commit, machine, packages, corpus, settings)."""
-    from .runner import _git_commit, _versions
-
     results = measure_cold_start(repeats, root, n_banking=n_banking, n_python=n_python,
                                  queries=queries, warmup=warmup, log=log)
     info = prepare_homes(root, n_banking, n_python, log)
-    run_dir = Path(runs_dir) / f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{name}"
-    (run_dir / "configs").mkdir(parents=True)
+    run_dir = new_run_dir(runs_dir, name)
+    (run_dir / "configs").mkdir()
     for i, arm in enumerate(ARMS):
         RAGConfig(home=info[arm]).save(run_dir / "configs" / f"c{i:02d}.yaml")
     results.to_parquet(run_dir / "results.parquet", index=False)
     paired_summary(results).to_csv(run_dir / "summary.csv", index=False)
     cfg = RAGConfig()
-    meta = {"git_commit": _git_commit(), "python": sys.version, "platform": platform.platform(),
-            "packages": _versions(),
-            "dataset": f"tau2-banking docs[{info['banking_docs']}] warm + python-3.11 docs"
+    meta = {"dataset": f"tau2-banking docs[{info['banking_docs']}] warm + python-3.11 docs"
                        f"[{info['python_docs']}] archived",
             "layout": info, "repeats": repeats, "warmup": warmup,
             "queries": dict(queries or QUERIES), "embedding_model": cfg.embedding.model,
             "llm": None, "tiers": cfg.tiers.model_dump(mode="json"),
             "configs": {"c00": "arm=flat", "c01": "arm=tiered"}}
-    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
-    (run_dir / "status.json").write_text(json.dumps({"complete": True}))
+    write_meta(run_dir, meta)  # + commit, Python, platform, packages
+    mark_complete(run_dir)
     log(f"cold start: {len(results)} processes → {run_dir}")
     return run_dir

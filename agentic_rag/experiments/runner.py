@@ -22,13 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +40,9 @@ from ..llm import LLMError
 from ..pipeline import Pipeline
 from ..retrievers import CandidateMemo
 from .row_cache import RowCache, RowKeys, code_version
+from .runfolder import git_commit as _git_commit  # noqa: F401 - claims.py, agent_eval.py import it
+from .runfolder import mark_complete, new_run_dir, versions, write_meta
+from .runfolder import versions as _versions  # noqa: F401 - claims.py, agent_eval.py import it
 from .spec import SweepSpec
 from .stats import bootstrap_ci, paired_bootstrap, pareto_front
 
@@ -108,25 +106,6 @@ def open_index(cfg: RAGConfig, ds: Dataset, cache_dir: str | Path, progress: boo
     log(f"index {key}: {index.count()} chunks ({rep.added_chunks} new) in "
         f"{time.perf_counter() - t0:.1f}s")
     return first, index
-
-
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def _versions() -> dict[str, str]:
-    out = {}
-    for pkg in ("agentic-rag", "chromadb", "qdrant-client", "bm25s", "sentence-transformers",
-                "torch", "tiktoken", "ir-measures", "openai", "llama-cpp-python", "pandas"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 class _Rows:
@@ -242,10 +221,10 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     for i, (_, _, cfg) in enumerate(configs):
         groups.setdefault(index_key(cfg, corpus_fp), []).append(i)
     # plan: per index, the rows still to do and those of them the row cache holds
-    versions = _versions()
+    packages = versions()
     cache = RowCache(row_cache if row_cache is not None else cache_dir / "rows.sqlite")
     keys = RowKeys([cfg for _, _, cfg in configs], ds, evaluation_settings(spec), llm_ids,
-                   {"packages": versions}, cache)
+                   {"packages": packages}, cache)
     plan = []
     for members in groups.values():
         # configs interleaved per query, so drift (caches, background work) hits all alike
@@ -257,8 +236,7 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     to_compute = sum(len(todo) for _, todo, _, _ in plan) - from_cache
 
     stats = ds.stats()
-    meta = {"spec_hash": spec.spec_hash(), "git_commit": _git_commit(), "python": sys.version,
-            "platform": platform.platform(), "packages": versions, "dataset": ds.name,
+    meta = {"spec_hash": spec.spec_hash(), "packages": packages, "dataset": ds.name,
             "dataset_fingerprint": keys.dataset_fingerprint, "dataset_stats": stats,
             "seed": spec.dataset.seed, "embedding_model": spec.base.embedding.model,
             "llm": {"model": spec.base.llm.model, "base_url": spec.base.llm.base_url,
@@ -266,7 +244,7 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
             "configs": {f"c{i:02d}": label for i, (label, _, _) in enumerate(configs)},
             "row_cache": str(cache.path), "rows_from_cache": from_cache,
             "code_version": code_version()}
-    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+    write_meta(run_dir, meta)  # + commit, Python, platform
     total = len(configs) * len(ds.queries) * spec.repeats
     log(f"sweep {spec.name}: {len(configs)} configs × {len(ds.queries)} queries × {spec.repeats} "
         f"repeat(s) on {ds.name} ({stats['documents']} docs) → {run_dir}"
@@ -336,8 +314,7 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     cache.close()
     results.to_parquet(run_dir / "results.parquet", index=False)
     summary.to_csv(run_dir / "summary.csv", index=False)
-    (run_dir / "status.json").write_text(json.dumps({"spec_hash": spec.spec_hash(),
-                                                     "complete": True}))
+    mark_complete(run_dir, spec_hash=spec.spec_hash())
     return SweepResult(run_dir=run_dir, results=results, summary=summary, spec=spec,
                        rows_from_cache=from_cache)
 
@@ -347,16 +324,7 @@ def _open_run_dir(runs_dir: Path, spec: SweepSpec, configs: list) -> tuple[Path,
     run_dir = _find_run(runs_dir, spec)
     if run_dir is not None:
         return run_dir, True
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    n = 1
-    while True:  # two runs of one spec within a second (a rerun from the row cache) get
-        # "<stamp>.2-<name>": it sorts after "<stamp>-<name>" and still ends in "-<name>"
-        run_dir = runs_dir / (f"{stamp}-{spec.name}" if n == 1 else f"{stamp}.{n}-{spec.name}")
-        try:
-            run_dir.mkdir(parents=True)
-            break
-        except FileExistsError:
-            n += 1
+    run_dir = new_run_dir(runs_dir, spec.name)
     (run_dir / "configs").mkdir()
     spec.save(run_dir / "spec.yaml")
     for i, (_, _, cfg) in enumerate(configs):
