@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentic_rag.experiments import row_cache, run_sweep, runner
+from agentic_rag.experiments import evaluate, execute, row_cache, run_sweep, summary
 from agentic_rag.experiments.row_cache import RowCache, code_version, source_digest
 from agentic_rag.experiments.spec import SweepSpec
 from agentic_rag.experiments.stats import bootstrap_ci
@@ -51,15 +51,15 @@ def sweep(tmp_path, monkeypatch):
     qs = tmp_path / "questions.jsonl"
     qs.write_text("".join(json.dumps({"id": i, "question": t, "doc_ids": [f"docs/{d}"],
                                       "answer": a}) + "\n" for i, t, d, a in QUESTIONS))
-    monkeypatch.setattr(runner, "make_embedder", lambda config, cache_dir=None: HashingEmbedder())
+    monkeypatch.setattr(execute, "make_embedder", lambda config, cache_dir=None: HashingEmbedder())
     opened: list = []
-    real_open = runner.open_index
+    real_open = execute.open_index
 
     def counting_open(cfg, *a, **kw):
         opened.append(cfg)
         return real_open(cfg, *a, **kw)
 
-    monkeypatch.setattr(runner, "open_index", counting_open)
+    monkeypatch.setattr(execute, "open_index", counting_open)
 
     def make_spec(**fields) -> SweepSpec:
         return SweepSpec.model_validate({
@@ -90,10 +90,10 @@ def test_rerun_reads_every_row_and_opens_no_index(sweep, monkeypatch):
     def forbidden(*_a, **_kw):
         raise AssertionError("called by a rerun of a finished sweep")
 
-    monkeypatch.setattr(runner, "open_index", forbidden)
-    monkeypatch.setattr(runner, "AgenticIndex", forbidden)
-    monkeypatch.setattr(runner, "Pipeline", forbidden)
-    monkeypatch.setattr(runner, "summarize", forbidden)  # the same rows: the summary is stored
+    monkeypatch.setattr(execute, "open_index", forbidden)
+    monkeypatch.setattr(execute, "AgenticIndex", forbidden)
+    monkeypatch.setattr(execute, "Pipeline", forbidden)
+    monkeypatch.setattr(summary, "summarize", forbidden)  # the same rows: the summary is stored
     second = sweep()
     assert second.run_dir != first.run_dir  # a run folder of its own, written in full
     pd.testing.assert_frame_equal(first.results, second.results, check_exact=True)
@@ -160,7 +160,7 @@ def test_failed_rows_are_recomputed(sweep, monkeypatch):
                 raise LLMError("connection reset", "transport", 1)
         return ChatReply(content="$20", prompt_tokens=3, completion_tokens=1)
 
-    monkeypatch.setattr(runner, "generate_answer", flaky)
+    monkeypatch.setattr(evaluate, "generate_answer", flaky)
     llm = {"base": {"llm": {"base_url": "http://127.0.0.1:9/v1"}},
            "metrics": ["retrieval", "answers"], "llm_sample": 2}
     first = sweep(**llm)
@@ -227,17 +227,17 @@ def test_summary_shortcuts_equal_the_plain_computation():
     df = pd.DataFrame({"query_id": rng.choice(["q1", "q2", "q3"], 30),
                        "a": np.where(rng.random(30) < 0.2, np.nan, rng.random(30)),
                        "b": rng.integers(0, 5, 30), "c": [None] * 30})
-    got = runner.per_query_means(df, ["a", "b", "c"])
+    got = summary.per_query_means(df, ["a", "b", "c"])
     for c in ("a", "b", "c"):
         pd.testing.assert_series_equal(got[c], df.groupby("query_id")[c].mean().astype(float),
                                        check_exact=True)
 
 
 def test_failed_detects_every_failure_field():
-    assert not runner.failed({"error": None, "agent_error": None, "ndcg@10": 1.0})
-    assert runner.failed({"error": "llm transport: reset"})
-    assert runner.failed({"error": None, "agent_error": "invalid action"})
-    assert runner.failed({"error": None, "ragas_faithfulness_error": "TimeoutError"})
+    assert not evaluate.failed({"error": None, "agent_error": None, "ndcg@10": 1.0})
+    assert evaluate.failed({"error": "llm transport: reset"})
+    assert evaluate.failed({"error": None, "agent_error": "invalid action"})
+    assert evaluate.failed({"error": None, "ragas_faithfulness_error": "TimeoutError"})
 
 
 WRITER = """

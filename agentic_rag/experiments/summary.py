@@ -1,0 +1,191 @@
+"""Rows → tables: the tidy results frame, the one-row-per-config summary, and its printout.
+
+`summarize` gives each config its means with 95 % bootstrap CIs and, for every metric,
+the paired difference vs the baseline over the same queries, plus
+decision distributions (iterations, stop reasons, expansions, filters) so a knob that
+never fires is visible.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pandas as pd
+
+from .row_cache import RowCache, code_version
+from .spec import SweepSpec
+from .stats import bootstrap_ci, paired_bootstrap, pareto_front
+
+QUALITY = ["ndcg@10", "recall@10", "recall@5", "mrr@10", "precision@5"]
+PAIRED = ["span_recall@5", "span_recall@10", "span_iou@10", "exact_match", "token_f1",
+          "hallucinated", "iterations", "context_tokens", "agent_tool_calls",
+          "agent_token_f1", "agent_exact_match", "agent_retrieval_iterations"]
+EXTRA = ["span_recall@10", "span_iou@10", "exact_match", "token_f1", "hallucinated",
+         "agent_token_f1", "agent_exact_match", "agent_tool_calls", "agent_retrieval_iterations"]
+TOKENS = ["llm_prompt_tokens", "llm_completion_tokens", "judge_prompt_tokens",
+          "judge_completion_tokens", "agent_prompt_tokens", "agent_completion_tokens"]
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = json.dumps(v) if isinstance(v, (list, tuple)) else v
+    return out
+
+
+def results_frame(rows: list[dict], configs: list) -> pd.DataFrame:
+    """One row per (config, query, repeat), the config's fields flattened into columns."""
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    flat = {f"c{i:02d}": flatten(cfg.to_dict()) for i, (_, _, cfg) in enumerate(configs)}
+    cfg_df = pd.DataFrame.from_dict(flat, orient="index")
+    cfg_df.index.name = "config_id"
+    df = df.merge(cfg_df.reset_index(), on="config_id", how="left")
+    return df.sort_values(["config_id", "query_id", "repeat"]).reset_index(drop=True)
+
+
+def baseline_id(spec: SweepSpec, configs: list) -> str:
+    if spec.baseline:
+        want = spec.base.with_overrides(spec.baseline)
+        for i, (_, _, cfg) in enumerate(configs):
+            if cfg == want:
+                return f"c{i:02d}"
+        raise ValueError(f"baseline {spec.baseline} matches none of the {len(configs)} configs")
+    return "c00"
+
+
+def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataFrame:
+    """One row per config: means with 95 % CIs, and for every metric the paired difference
+    vs the baseline over the same queries (repeats averaged first) with its CI and the
+    relative change. Decision distributions (iterations, stop reasons, expansions, filters)
+    are part of the row, so a knob that never fires is visible."""
+    if results.empty:
+        return pd.DataFrame()
+    ragas = sorted(c for c in results.columns if c.startswith("ragas_")
+                   and not c.endswith(("_error", "_seconds")))
+    metric_cols = [c for c in QUALITY + EXTRA + ragas if c in results.columns]
+    paired_cols = [c for c in dict.fromkeys(QUALITY + PAIRED + EXTRA + ragas)
+                   if c in results.columns]
+    base_id = baseline_id(spec, configs)
+    base = per_query_means(results[results.config_id == base_id], paired_cols)
+    out = []
+    for cid, g in results.groupby("config_id", sort=True):
+        s = _counts(cid, g)
+        means = per_query_means(g, list(dict.fromkeys(metric_cols + paired_cols)))
+        for m in metric_cols:
+            vals = means[m]
+            s[m] = float(vals.mean())
+            s[f"{m}_ci_low"], s[f"{m}_ci_high"] = bootstrap_ci(vals.to_list())
+        if cid != base_id:
+            for m in paired_cols:
+                mine = means[m]
+                theirs = base[m].reindex(mine.index)
+                pb = paired_bootstrap(mine.to_list(), theirs.to_list())
+                ref = float(theirs.mean())
+                s[f"{m}_diff_vs_base"] = pb["diff"]
+                s[f"{m}_diff_vs_base_ci_low"] = pb["ci_low"]
+                s[f"{m}_diff_vs_base_ci_high"] = pb["ci_high"]
+                rel = (pb["diff"] / ref) if ref else float("nan")
+                s[f"{m}_rel_vs_base"] = rel
+                s[f"{m}_rel_vs_base_ci_low"] = pb["ci_low"] / ref if ref else float("nan")
+                s[f"{m}_rel_vs_base_ci_high"] = pb["ci_high"] / ref if ref else float("nan")
+        out.append(s)
+    summary = pd.DataFrame(out)
+    summary["baseline"] = summary["config_id"] == base_id
+    quality = next((m for m in QUALITY if m in summary.columns), None)
+    if quality:
+        summary["pareto"] = pareto_front(summary, quality, ["latency_p50_ms", "context_tokens_mean"])
+    return summary
+
+
+def _counts(cid: str, g: pd.DataFrame) -> dict[str, Any]:
+    """A config's summary columns that are not per-query means: sizes, failures, latency
+    quantiles, decisions, hits per chunk type, LLM token totals, ragas failures."""
+    s: dict[str, Any] = {"config_id": cid, "config": g["config"].iloc[0], "n": len(g),
+                         "n_queries": int(g["query_id"].nunique()),
+                         "failures": int(g["error"].notna().sum()
+                                         + (g["agent_error"].notna().sum()
+                                            if "agent_error" in g else 0)),
+                         "latency_p50_ms": float(g["latency_ms"].median()),
+                         "latency_p95_ms": float(g["latency_ms"].quantile(0.95)),
+                         "iterations_mean": float(g["iterations"].mean()),
+                         "context_tokens_mean": float(g["context_tokens"].mean())}
+    s.update(decision_distribution(g))
+    for c in sorted(c for c in g.columns if c.startswith(("hits_", "relevant_hits_"))):
+        s[f"{c}_mean"] = float(g[c].fillna(0).mean())  # per chunk type, among the top k
+    for c in [c for c in TOKENS if c in g.columns]:  # LLM token usage per metric group, summed
+        s[f"{c}_total"] = int(g[c].fillna(0).sum())
+    for c in [c for c in g.columns if c.startswith("ragas_") and c.endswith("_error")]:
+        s[c.replace("_error", "_failures")] = int(g[c].notna().sum())
+    return s
+
+
+def per_query_means(g: pd.DataFrame, cols: list[str]) -> dict[str, pd.Series]:
+    """Each column's mean per query (repeats averaged first), as floats: one groupby for all
+    numeric columns (the same per-column sums as one groupby each), the others one by one."""
+    by = g.groupby("query_id")
+    numeric = [c for c in cols if pd.api.types.is_numeric_dtype(g[c])]
+    out: dict[str, pd.Series] = {}
+    if numeric:
+        means = by[numeric].mean()
+        out.update({c: means[c].astype(float) for c in numeric})
+    for c in cols:
+        if c not in out:
+            out[c] = by[c].mean().astype(float)
+    return out
+
+
+def decision_distribution(g: pd.DataFrame) -> dict[str, Any]:
+    """How often each gate / filter decision fired, as JSON-able columns."""
+    out: dict[str, Any] = {
+        "iterations_dist": json.dumps({int(k): int(v) for k, v in
+                                       g["iterations"].value_counts().sort_index().items()}),
+        "stop_reasons": json.dumps({str(k): int(v) for k, v in
+                                    g["stop_reason"].value_counts().sort_index().items()})}
+    if "expansions" in g:
+        counts: dict[str, int] = {}
+        for e in g["expansions"].dropna():
+            for step in json.loads(e):
+                counts[step] = counts.get(step, 0) + 1
+        out["expansions_fired"] = json.dumps(dict(sorted(counts.items())))
+    for c, name in (("filter_applied", "filter_applied_share"),
+                    ("dropped_filters", "dropped_filters_share"),
+                    ("skipped_expansions", "skipped_expansions_mean")):
+        if c in g:
+            v = g[c].fillna(0).astype(float)
+            out[name] = float((v > 0).mean()) if name.endswith("share") else float(v.mean())
+    if "widened_to" in g:
+        out["widened_share"] = float(g["widened_to"].notna().mean())
+    return out
+
+
+def cached_summary(results: pd.DataFrame, spec: SweepSpec, configs: list, lines: list[str],
+                   cache: RowCache, use_cache: bool) -> pd.DataFrame:
+    """`summarize(results)`, read from the row cache when the same rows (the same JSON lines,
+    in the same order) were summarized against the same baseline by the same code."""
+    h = hashlib.sha256(f"{code_version()}|{baseline_id(spec, configs)}|".encode())
+    h.update("\n".join(lines).encode())
+    key = h.hexdigest()
+    summary = cache.get_summary(key) if use_cache else None
+    if summary is None:
+        summary = summarize(results, spec, configs)
+        cache.put_summary(key, summary)
+    return summary
+
+
+def print_summary(summary: pd.DataFrame, log=print) -> None:  # noqa: ANN001
+    cols = [c for c in ["config_id", "config", "ndcg@10", "ndcg@10_ci_low", "ndcg@10_ci_high",
+                        "recall@10", "mrr@10", "span_recall@10", "token_f1", "hallucinated",
+                        "iterations_mean", "iterations_dist", "stop_reasons", "expansions_fired",
+                        "context_tokens_mean", "latency_p50_ms", "latency_p95_ms", "failures",
+                        "pareto"] if c in summary.columns]
+    with pd.option_context("display.max_columns", None, "display.width", 200,
+                           "display.max_colwidth", 60, "display.float_format", "{:.3f}".format):
+        log(summary[cols].to_string(index=False))
