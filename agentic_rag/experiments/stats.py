@@ -47,15 +47,17 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], n_boot: int = 2000,
 
 
 def paired_effect(a: Sequence[float], b: Sequence[float], col: str) -> dict[str, float]:
-    """Treatment values `a` vs baseline values `b` (paired, same order) as the runner's summary
-    columns: `{col}_diff_vs_base` and `{col}_rel_vs_base` (relative to the baseline mean;
-    NaN when that mean is 0), each with `_ci_low` / `_ci_high`."""
+    """THE arm-vs-baseline comparison: treatment values `a` vs baseline values `b` (paired,
+    same order; a pair with a NaN is dropped) as summary columns, in this order:
+    `{col}_diff_vs_base` (mean of a − b, `paired_bootstrap`) with `_ci_low` / `_ci_high`,
+    then `{col}_rel_vs_base` (the same three divided by the baseline mean; NaN when that
+    mean is 0) with `_ci_low` / `_ci_high`. Sweeps, cold start and claims all use it."""
     pb = paired_bootstrap(a, b)
     ref = float(pd.Series(b, dtype=float).mean())
-    out: dict[str, float] = {}
-    for suffix, v in (("", pb["diff"]), ("_ci_low", pb["ci_low"]), ("_ci_high", pb["ci_high"])):
-        out[f"{col}_diff_vs_base{suffix}"] = v
-        out[f"{col}_rel_vs_base{suffix}"] = v / ref if ref else float("nan")
+    diff = {"": pb["diff"], "_ci_low": pb["ci_low"], "_ci_high": pb["ci_high"]}
+    out = {f"{col}_diff_vs_base{suffix}": v for suffix, v in diff.items()}
+    out.update({f"{col}_rel_vs_base{suffix}": v / ref if ref else float("nan")
+                for suffix, v in diff.items()})
     return out
 
 

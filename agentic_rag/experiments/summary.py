@@ -1,7 +1,7 @@
 """Rows → tables: the tidy results frame, the one-row-per-config summary, and its printout.
 
 `summarize` gives each config its means with 95 % bootstrap CIs and, for every metric,
-the paired difference vs the baseline over the same queries, plus
+the paired difference vs the baseline over the same queries (`stats.paired_effect`), plus
 decision distributions (iterations, stop reasons, expansions, filters) so a knob that
 never fires is visible.
 """
@@ -16,7 +16,7 @@ import pandas as pd
 
 from .row_cache import RowCache, code_version
 from .spec import SweepSpec
-from .stats import bootstrap_ci, paired_bootstrap, pareto_front
+from .stats import bootstrap_ci, paired_effect, pareto_front
 
 QUALITY = ["ndcg@10", "recall@10", "recall@5", "mrr@10", "precision@5"]
 PAIRED = ["span_recall@5", "span_recall@10", "span_iou@10", "exact_match", "token_f1",
@@ -86,16 +86,7 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
         if cid != base_id:
             for m in paired_cols:
                 mine = means[m]
-                theirs = base[m].reindex(mine.index)
-                pb = paired_bootstrap(mine.to_list(), theirs.to_list())
-                ref = float(theirs.mean())
-                s[f"{m}_diff_vs_base"] = pb["diff"]
-                s[f"{m}_diff_vs_base_ci_low"] = pb["ci_low"]
-                s[f"{m}_diff_vs_base_ci_high"] = pb["ci_high"]
-                rel = (pb["diff"] / ref) if ref else float("nan")
-                s[f"{m}_rel_vs_base"] = rel
-                s[f"{m}_rel_vs_base_ci_low"] = pb["ci_low"] / ref if ref else float("nan")
-                s[f"{m}_rel_vs_base_ci_high"] = pb["ci_high"] / ref if ref else float("nan")
+                s.update(paired_effect(mine.to_list(), base[m].reindex(mine.index).to_list(), m))
         out.append(s)
     summary = pd.DataFrame(out)
     summary["baseline"] = summary["config_id"] == base_id
