@@ -56,6 +56,9 @@ class ChatReply(BaseModel):
     attempts: int = 1
     cached: bool = False
     finish_reason: str | None = None
+    # per generated token, its most likely alternatives {token: log-probability}; filled
+    # only when the call asked for `top_logprobs`
+    top_logprobs: list[dict[str, float]] = Field(default_factory=list)
 
     def json(self) -> Any:  # type: ignore[override]
         return json.loads(self.content)
@@ -68,7 +71,7 @@ class ChatModel(Protocol):
     def chat(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
              json_mode: bool = False, tools: list[dict] | None = None,
              max_tokens: int | None = None, tool_choice: str | dict | None = None,
-             retry_malformed: bool = True) -> ChatReply: ...
+             retry_malformed: bool = True, top_logprobs: int | None = None) -> ChatReply: ...
 
 
 def _cache_key(model_id: str, messages: list, params: dict) -> str:
@@ -121,8 +124,11 @@ class OpenAIChatModel:
     def chat(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
              json_mode: bool = False, tools: list[dict] | None = None,
              max_tokens: int | None = None, tool_choice: str | dict | None = None,
-             retry_malformed: bool = True) -> ChatReply:
-        """`tool_choice` forces a tool (llama.cpp's server: a dict naming the function makes
+             retry_malformed: bool = True, top_logprobs: int | None = None) -> ChatReply:
+        """`top_logprobs=n` asks for the n most likely tokens at each generated position
+        (`ChatReply.top_logprobs`); a server that returns none leaves the list empty and the
+        caller decides (the graded judge raises, naming the endpoint).
+        `tool_choice` forces a tool (llama.cpp's server: a dict naming the function makes
         the reply a grammar-constrained call to it). `retry_malformed=False`: a reply asked to
         be JSON that does not parse raises `LLMError("malformed")` at once, so the caller
         decides (the agent retries once with a corrective message, not the same request)."""
@@ -136,6 +142,8 @@ class OpenAIChatModel:
             # llama.cpp's extension constrains output to the schema; OpenAI ignores "schema"
             params["response_format"] = {"type": "json_object",
                                          **({"schema": json_schema} if json_schema else {})}
+        if top_logprobs:
+            params["logprobs"], params["top_logprobs"] = True, top_logprobs
         if tools:
             params["tools"] = tools
             if tool_choice is not None:
@@ -256,7 +264,10 @@ def _to_reply(resp: Any, latency: float, attempts: int) -> ChatReply:
                       arguments=c.function.arguments or "{}")
              for i, c in enumerate(getattr(msg, "tool_calls", None) or [])]
     usage = getattr(resp, "usage", None)
-    return ChatReply(content=msg.content or "", tool_calls=calls,
+    lp = getattr(getattr(choice, "logprobs", None), "content", None) or []
+    top = [{t.token: float(t.logprob) for t in (getattr(pos, "top_logprobs", None) or [])}
+           or {pos.token: float(pos.logprob)} for pos in lp]
+    return ChatReply(content=msg.content or "", tool_calls=calls, top_logprobs=top,
                      prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
                      latency_s=latency, attempts=attempts, finish_reason=choice.finish_reason)
