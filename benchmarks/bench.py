@@ -10,9 +10,11 @@ Every figure is stored in benchmarks/RESULTS.json (per repetition), with a stamp
 `--sections ... --merge` keep the others' figures and stamps, and RESULTS.md names each
 section's commit. `--render-only` rewrites RESULTS.md from RESULTS.json without measuring.
 
-Every ratio is ours / bare (or bare / ours for throughput) measured in the same process on
-the same data, repetitions interleaved (A, B, A, B ...) so that background load hits both
-arms alike; min / median / max over the repetitions.
+Both arms are measured in the same process on the same data, repetitions interleaved
+(A, B, A, B ...) so that background load hits both alike; times are min / median / max over
+the repetitions. A ratio is ours / bare (bare / ours for throughput) of the MEDIANS over the
+repetitions, computed when rendering from the per-repetition figures in RESULTS.json; the
+range of the per-repetition ratios follows it in brackets.
 
 - **indexing**: `AgenticIndex.add_documents` (chunk → embed → Chroma upsert → SQLite
   embedding cache) plus the BM25 build, against raw `SentenceTransformer.encode` of the same
@@ -70,6 +72,29 @@ SECTIONS = ("indexing", "retrieval", "sweep", "rerun", "cold_start", "scale")
 
 def _spread(values: list[float]) -> str:
     return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
+
+
+def _ratio(num: list[float], den: list[float]) -> tuple[float, list[float]]:
+    """The ratio of the medians over the repetitions, and the per-repetition ratios (paired:
+    repetition i of both arms ran interleaved)."""
+    return (statistics.median(num) / statistics.median(den),
+            [a / b for a, b in zip(num, den, strict=True)])
+
+
+def _ratio_text(num: list[float], den: list[float]) -> str:
+    value, per_rep = _ratio(num, den)
+    return f"{value:.2f} ({min(per_rep):.2f}–{max(per_rep):.2f})"
+
+
+def _minus(a: list[float], b: list[float]) -> list[float]:
+    return [x - y for x, y in zip(a, b, strict=True)]
+
+
+def _beyond_encode(r: dict) -> str:
+    """Ratio p50 with the query's encoding taken out of both arms (per repetition, each arm's
+    p50 minus the encode-only p50): what the workbench adds beyond the model call."""
+    return _ratio_text(_minus(r["ours_p50"], r["encode_p50"]),
+                       _minus(r["bare_p50"], r["encode_p50"]))
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -139,9 +164,8 @@ def bench_indexing(repeats: int, docs_n: int) -> dict:
             assert rep.added_chunks == len(texts), (rep.added_chunks, len(texts))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    ratios = [a / b for a, b in zip(raw_s, ours_s)]
     return {"documents": len(docs), "chunks": len(texts), "raw_s": raw_s, "ours_s": ours_s,
-            "ratio": ratios, "encode_chunks_per_s": len(texts) / statistics.median(raw_s),
+            "encode_chunks_per_s": len(texts) / statistics.median(raw_s),
             "ours_chunks_per_s": len(texts) / statistics.median(ours_s)}
 
 
@@ -236,16 +260,9 @@ def _retrieval_one(name: str, corpus_size: int | None, repeats: int, n_queries: 
             "ours_p95": [_pct(t, 95) for t in times[ours]],
             "bare_p50": [_pct(t, 50) for t in times[base]],
             "bare_p95": [_pct(t, 95) for t in times[base]],
-            "ratio_p50": [_pct(a, 50) / _pct(b, 50) for a, b in zip(times[ours], times[base])],
-            "ratio_p95": [_pct(a, 95) / _pct(b, 95) for a, b in zip(times[ours], times[base])],
             "searches_per_call": {"tool (default)": float(np.mean(searches)),
                                   "tool (gate static)": 1.0}.get(ours),
-            # the same ratio with the query's encoding taken out of both arms: what the
-            # workbench adds beyond the model call (per repetition, p50s)
-            "encode_p50": [_pct(t, 50) for t in times["encode only"]],
-            "ratio_p50_beyond_encode": [
-                (_pct(a, 50) - _pct(e, 50)) / max(_pct(b, 50) - _pct(e, 50), 1e-9)
-                for a, b, e in zip(times[ours], times[base], times["encode only"])]})
+            "encode_p50": [_pct(t, 50) for t in times["encode only"]]})
     return out
 
 
@@ -283,9 +300,7 @@ def bench_sweep(repeats: int) -> dict:
         n_rows = len(again.results)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"first_s": first, "single_s": single, "rerun_s": rerun, "rows": n_rows,
-            "cost_ratio": [a / b for a, b in zip(first, single)],
-            "rerun_speedup": [a / b for a, b in zip(first, rerun)]}
+    return {"first_s": first, "single_s": single, "rerun_s": rerun, "rows": n_rows}
 
 
 def bench_rerun(repeats: int, cache_dir: str) -> dict:
@@ -312,8 +327,7 @@ def bench_rerun(repeats: int, cache_dir: str) -> dict:
                 b.results.drop(columns=["run_dir"], errors="ignore"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"first_s": first, "rerun_s": rerun, "rows": len(b.results), "identical": same,
-            "speedup": [x / y for x, y in zip(first, rerun)]}
+    return {"first_s": first, "rerun_s": rerun, "rows": len(b.results), "identical": same}
 
 
 # -- scale ----------------------------------------------------------------------------
@@ -420,8 +434,9 @@ def _header(res: dict) -> list[str]:
          "Rendered from the figures in `benchmarks/RESULTS.json` by `benchmarks/bench.py` "
          "(method in its docstring; `python benchmarks/bench.py --render-only` re-renders "
          "this file without measuring). "
-         f"The sections were measured at {len(commits)} "
-         f"commit{'s' if len(commits) > 1 else ''}, oldest first: {'; '.join(commits)}.", "",
+         + (f"The sections were measured at {len(commits)} commits, oldest first: "
+            f"{'; '.join(commits)}." if len(commits) > 1
+            else f"Measured at commit {''.join(commits)}."), "",
          "| section | measured | commit | command | machine, Python | load at start |",
          "|---|---|---|---|---|---|"]
     for s in order:
@@ -433,7 +448,10 @@ def _header(res: dict) -> list[str]:
                    else f"{st['machine']}{pinned}, Python {st.get('python', 'not recorded')}")
         L.append(f"| {s} | {st['date']} | {_commit_text(stamps[s])} | {cmd} | {machine} | "
                  f"{st.get('load', 'not recorded')} |")
-    L += ["", "Cells with three numbers are min / median / max over the repetitions.", ""]
+    L += ["", "Cells with three numbers are min / median / max over the repetitions. A ratio is "
+          "the ratio of the medians over the repetitions (e.g. median ours / median bare), with "
+          "the range of the per-repetition ratios in brackets (each repetition ran both arms "
+          "interleaved).", ""]
     return L
 
 
@@ -441,7 +459,7 @@ def render(res: dict) -> str:
     L = _header(res)
     if "indexing" in res:
         r = res["indexing"]
-        ok = statistics.median(r["ratio"]) >= 0.9
+        thr = _ratio(r["raw_s"], r["ours_s"])[0]  # throughput ours / raw = time raw / ours
         L += ["## Indexing throughput", "",
               f"{r['documents']} Python-docs documents → {r['chunks']:,} chunks.", "",
               "| arm | seconds | chunks/s |", "|---|---|---|",
@@ -449,8 +467,9 @@ def render(res: dict) -> str:
               f"{r['encode_chunks_per_s']:.0f} |",
               f"| `AgenticIndex.add_documents` + BM25 | {_spread(r['ours_s'])} | "
               f"{r['ours_chunks_per_s']:.0f} |", "",
-              f"**Throughput ratio ours / raw encode: {_spread(r['ratio'])}** (target ≥ 0.9: "
-              f"{'met' if ok else 'missed'}).", ""]
+              f"**Throughput ratio ours / raw encode: {_ratio_text(r['raw_s'], r['ours_s'])}** "
+              f"(median seconds raw / median seconds ours; target ≥ 0.9: "
+              f"{'met' if thr >= 0.9 else 'missed'}).", ""]
     if "retrieval" in res:
         L += ["## Retrieval latency", "",
               "| corpus | ours | bare | ours p50 ms | bare p50 ms | ratio p50 | ours p95 ms | "
@@ -461,13 +480,13 @@ def render(res: dict) -> str:
             tgt = "≤ 1.3" if r["ours"].startswith("tool") else "–"
             met = ""
             if tgt != "–":
-                met = " met" if statistics.median(r["ratio_p50"]) <= 1.3 else " **missed**"
+                met = " met" if _ratio(r["ours_p50"], r["bare_p50"])[0] <= 1.3 else " **missed**"
             spc = "–" if r["searches_per_call"] is None else f"{r['searches_per_call']:.2f}"
             L.append(f"| {r['corpus']} | {r['ours']} | {r['bare']} | {_spread(r['ours_p50'])} | "
-                     f"{_spread(r['bare_p50'])} | {_spread(r['ratio_p50'])} | "
+                     f"{_spread(r['bare_p50'])} | {_ratio_text(r['ours_p50'], r['bare_p50'])} | "
                      f"{_spread(r['ours_p95'])} | {_spread(r['bare_p95'])} | "
-                     f"{_spread(r['ratio_p95'])} | {spc} | {tgt}{met} | "
-                     + (f"{_spread(r['encode_p50'])} | {_spread(r['ratio_p50_beyond_encode'])} |"
+                     f"{_ratio_text(r['ours_p95'], r['bare_p95'])} | {spc} | {tgt}{met} | "
+                     + (f"{_spread(r['encode_p50'])} | {_beyond_encode(r)} |"
                         if "encode_p50" in r else "– | – |"))
         L += ["", "`bare hybrid` = encode the query + a Chroma HNSW query + a bm25s query, each "
               "at the tool's candidate depth (50), no fusion or formatting. `tool (default)` "
@@ -484,9 +503,11 @@ def render(res: dict) -> str:
               f"| 12 configs = 3 chunkings × gate static/gated × dense/hybrid | "
               f"{_spread(r['first_s'])} |",
               f"| rerun of the finished 12-config sweep | {_spread(r['rerun_s'])} |", "",
-              f"**12 configs / 1 config: {_spread(r['cost_ratio'])}** (target ≤ 4: "
-              f"{'met' if statistics.median(r['cost_ratio']) <= 4 else 'missed'}). "
-              f"First run / cached rerun of this small sweep: {_spread(r['rerun_speedup'])}× "
+              f"**12 configs / 1 config: {_ratio_text(r['first_s'], r['single_s'])}** "
+              f"(target ≤ 4: "
+              f"{'met' if _ratio(r['first_s'], r['single_s'])[0] <= 4 else 'missed'}). "
+              f"First run / cached rerun of this small sweep: "
+              f"{_ratio_text(r['first_s'], r['rerun_s'])}× "
               f"({r['rows']} rows; the rerun is fixed cost, mostly loading the dataset: the "
               "≥ 50× target is measured on the main job's sweep below).", ""]
     if "rerun" in res:
@@ -498,8 +519,8 @@ def render(res: dict) -> str:
               "| run | seconds |", "|---|---|",
               f"| first run | {_spread(r['first_s'])} |",
               f"| rerun (rows read from `rows.sqlite`) | {_spread(r['rerun_s'])} |", "",
-              f"**First run / rerun: {_spread(r['speedup'])}×** (target ≥ 50: "
-              f"{'met' if statistics.median(r['speedup']) >= 50 else 'missed'}); rerun results "
+              f"**First run / rerun: {_ratio_text(r['first_s'], r['rerun_s'])}×** (target ≥ 50: "
+              f"{'met' if _ratio(r['first_s'], r['rerun_s'])[0] >= 50 else 'missed'}); rerun results "
               f"identical to the first run: {r['identical']}.", ""]
     if "scale" in res:
         L += ["## Scale", "",
