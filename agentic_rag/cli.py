@@ -240,6 +240,16 @@ def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks t
     typer.echo(f"report: {out / 'REPORT.md'}")
 
 
+@app.command("agent-eval", add_help_option=False,
+             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def agent_eval_cmd(ctx: typer.Context) -> None:
+    """Agent retrieval policies × tool modes vs closed-book on τ²-banking and the Python FAQ
+    (rows in experiments/agent-runs/<run>/; options: agentic-rag agent-eval --help)."""
+    from .experiments.agent_eval import main as agent_eval
+
+    agent_eval(ctx.args, prog="agentic-rag agent-eval")
+
+
 @app.command()
 def export(run_dir: Path,
            metric: Annotated[str, typer.Option(help="summary column to maximise")] = "ndcg@10",

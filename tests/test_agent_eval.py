@@ -1,28 +1,24 @@
 """The agent eval's summary and before/after comparison on hand-made rows: each cell against
 closed-book and against the default agent on the same questions, and two runs paired by
-dataset × cell × question (experiments/agent_eval.py)."""
+dataset × cell × question; `gold_served` on hand-made spans; the CLI command and the
+repository's old script path run the same `main`."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from agentic_rag.datasets.base import GoldSpan
+from agentic_rag.experiments import agent_eval_summary as agent_eval
 from agentic_rag.experiments.stats import paired_bootstrap
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "agent_eval.py"
-
-
-@pytest.fixture(scope="module")
-def agent_eval():
-    spec = importlib.util.spec_from_file_location("agent_eval_under_test", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _row(cell: str, qid: str, f1: float, abstained: bool = False, searches: int = 1) -> dict:
@@ -40,8 +36,7 @@ def _write(run_dir: Path, rows: list[dict]) -> Path:
     return run_dir
 
 
-def test_summary_pairs_each_cell_with_closed_book_and_with_the_default(agent_eval, tmp_path,
-                                                                         monkeypatch):
+def test_summary_pairs_each_cell_with_closed_book_and_with_the_default(tmp_path, monkeypatch):
     monkeypatch.setattr(agent_eval, "gold_served", lambda df: pd.Series(np.nan, index=df.index))
     assert agent_eval.DEFAULT_CELL == "retrieve_first:native"
     closed, default, free = [0.1, 0.2, 0.3, 0.0], [0.5, 0.6, 0.2, 0.4], [0.3, 0.1, 0.2, 0.9]
@@ -58,7 +53,7 @@ def test_summary_pairs_each_cell_with_closed_book_and_with_the_default(agent_eva
     assert pd.isna(s.loc["closed_book:native"].get("token_f1_vs_default"))
 
 
-def test_compare_pairs_two_runs_question_by_question(agent_eval, tmp_path):
+def test_compare_pairs_two_runs_question_by_question(tmp_path):
     before = [_row("free:json", f"q{i}", v, abstained=v == 0) for i, v in enumerate([0, 0, .5, .2])]
     after = [_row("free:json", f"q{i}", v) for i, v in enumerate([.4, .6, .5])]  # q3 not rerun
     after.append(_row("tool_required:native", "q0", 0.9))  # only in one run: not compared
@@ -69,3 +64,55 @@ def test_compare_pairs_two_runs_question_by_question(agent_eval, tmp_path):
     assert cmp.loc[0, "token_f1_diff"].startswith("+0.33")
     assert cmp.loc[0, "abstained_before"] == pytest.approx(2 / 3)
     assert cmp.loc[0, "abstained_diff"].startswith("-0.67")
+
+
+class _Spans:
+    """A dataset's gold: FAQ question q1 has answer spans [100, 200) and [300, 400) of doc
+    faq/a; banking task b1 has no spans, only a required document (qrels)."""
+
+    spans = {"q1": [GoldSpan(doc_id="faq/a", start=100, end=200),
+                    GoldSpan(doc_id="faq/a", start=300, end=400)]}
+    qrels = {"q1": {"faq/a": 1}, "b1": {"policy/x": 1}}
+
+
+@pytest.mark.parametrize("qid, served, want", [
+    ("q1", ["faq/a#prose@150-160"], 1.0),   # inside a gold span
+    ("q1", ["faq/a#prose@50-450"], 1.0),    # covers both
+    ("q1", ["faq/a#prose@199-250"], 1.0),   # one character in common
+    ("q1", ["faq/a#prose@0-100"], 0.0),     # ends where the gold starts: [start, end) spans
+    ("q1", ["faq/a#prose@200-300"], 0.0),   # exactly the gap between the two gold spans
+    ("q1", ["faq/b#prose@100-200"], 0.0),   # the gold offsets, another document
+    ("q1", ["faq/a#code@0-50", "faq/a#prose@390-500"], 1.0),  # any served chunk counts
+    ("q1", [], np.nan),                     # nothing served: not a retrieval miss
+    ("b1", ["policy/x#prose@0-10"], 1.0),   # no spans: a required document served
+    ("b1", ["policy/y#prose@0-10"], 0.0),
+])
+def test_gold_served_overlaps_gold_spans_or_finds_required_documents(qid, served, want):
+    df = pd.DataFrame([{"dataset": "d", "qid": qid, "served": served}])
+    got = agent_eval.gold_served(df, load=lambda name: _Spans)
+    assert (np.isnan(want) and np.isnan(got[0])) or got[0] == want
+
+
+def test_cli_command_and_old_script_path_run_the_package_evaluation(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+
+    monkeypatch.setattr(agent_eval, "gold_served", lambda df: pd.Series(np.nan, index=df.index))
+    rows = [_row("closed_book:native", "q0", 0.1, searches=0), _row("free:json", "q0", 0.5)]
+    _write(tmp_path / "r", rows)
+    res = CliRunner().invoke(app, ["agent-eval", "--run", "r", "--runs-dir", str(tmp_path),
+                                   "--summarize-only"])
+    assert res.exit_code == 0, res.output
+    assert set(pd.read_csv(tmp_path / "r" / "summary.csv")["cell"]) == {"closed_book:native",
+                                                                         "free:json"}
+    assert (f"Reproduce: `AGENTIC_RAG_DATA=datasets/cache .venv/bin/agentic-rag agent-eval "
+            f"--run r --runs-dir {tmp_path} --summarize-only`") in (tmp_path / "r" / "summary.md").read_text()
+    # a bad cell is refused before any LLM server starts
+    res = CliRunner().invoke(app, ["agent-eval", "--run", "x", "--runs-dir", str(tmp_path),
+                                   "--cells", "retrieve_first:telepathy"])
+    assert res.exit_code == 1 and "not policy:mode[:gate]" in res.output
+    assert not (tmp_path / "x").exists()
+    old = subprocess.run([sys.executable, "experiments/agent_eval.py", "--help"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert old.returncode == 0 and "--runs-dir" in old.stdout and "--banking-question" in old.stdout

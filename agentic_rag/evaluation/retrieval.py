@@ -73,6 +73,12 @@ def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
     return total
 
 
+def span_overlap(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
+    """Characters that two sets of [start, end) spans of one document have in common (each
+    set merged first, so a character covered twice counts once)."""
+    return _overlap(_merge(list(a)), _merge(list(b)))
+
+
 def span_metrics(hits: Sequence[Hit], gold: Sequence[GoldSpan], k: int) -> dict[str, float]:
     """Character-level recall / precision / IoU of the top-k chunks against gold spans."""
     top = sorted(hits, key=lambda h: h.rank)[:k]

@@ -1,0 +1,365 @@
+"""Agent retrieval policies × tool modes against closed-book, on τ²-banking and the Python FAQ.
+
+    agentic-rag agent-eval --run agent-v1 --split test --n 30 \\
+        --cells retrieve_first:native closed_book:native
+    agentic-rag agent-eval --run agent-v1 --split dev --n 8 \\
+        --cells retrieve_first:native tool_required:native free:native closed_book:native \\
+                retrieve_first:json tool_required:json free:json
+    agentic-rag agent-eval --run agent-v1 --summarize-only
+
+(`python experiments/agent_eval.py ...` in a checkout runs the same.) One row per (dataset,
+split, cell, question) is appended to `<runs-dir>/<run>/rows.jsonl` (default
+`experiments/agent-runs/`, relative to the working directory); a rerun skips rows already
+there, and every LLM call (agent and judges) is cached on disk (keyed by model and server
+URL: keep `--port`), so a rerun after an interruption costs nothing for what was done.
+Questions are interleaved (question 1 of each dataset under every cell, then question 2
+...), so a run cut short still has paired rows. `summary.csv` has one row per (dataset,
+split, cell): means with 95 % bootstrap CIs and, for every metric, the paired difference vs
+closed_book on the same questions with its paired-bootstrap CI (`agent_eval_summary.py`).
+
+Metrics per question:
+- `searched` (≥ 1 search), `searches`, `model_searches` (the policy's own pre-search not
+  counted), `latency_s`, `prompt_tokens`, `completion_tokens`;
+- `correct`: the LLM judge (`judge_correctness`) against the gold reference. Python FAQ:
+  the answer section (first 500 characters). τ²-banking has no gold answer text; the
+  reference is the task's expected outcome written from its gold actions (product names,
+  the tools the agent should use, personal data left out) — a weaker gold, said so;
+  an abstention ("I don't know") is scored incorrect without a judge call;
+- `token_f1` (SQuAD) against the FAQ answer section (NaN for banking);
+- `hallucinated`: the support judge (`judge_support`) on the answer against the passages
+  the agent was served; NaN for closed_book (no evidence) and 0 for an abstention;
+- `citation_valid`, `cites_served`, `invalid_citations`, `abstained`, `failed` (an LLM
+  error or an invalid JSON action: scored as incorrect, counted here).
+Judge failures (LLMError) leave the metric NaN and are counted in `judge_failures`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..agent import AgentResult, run_agent
+from ..config import AgentConfig, RAGConfig, ServerConfig
+from ..evaluation.answers import token_f1
+from ..evaluation.llm_judge import judge_correctness, judge_support
+from ..index import AgenticIndex
+from ..llm import ChatCache, LLMError, OpenAIChatModel
+from ..pipeline import Pipeline
+from ..server import LlamaServer
+from ..tool import AgenticRAGTool
+from .agent_eval_summary import BASELINE, compare, markdown, read_jsonl, summarize
+from .agent_eval_tasks import customer_openings, load
+from .runfolder import git_commit
+
+RUNS_DIR = "experiments/agent-runs"  # relative to the working directory (the repository root)
+HOME = "experiments/cache/agent-eval"
+DATASETS = ("python-faq", "tau2-banking")
+POLICIES = ("retrieve_first", "tool_required", "free", "closed_book")
+GATES = ("gated", "static", "always_expand")
+GATE_DEFAULT = RAGConfig().gate.mode
+
+
+def parse_cell(cell: str) -> tuple[str, str, str | None]:
+    """`policy:mode[:gate]`; the gate is the retrieval tool's `gate.mode` (None: the
+    config's default, `gated`), e.g. `retrieve_first:native:static` for the static tool."""
+    parts = cell.split(":")
+    if len(parts) not in (2, 3) or parts[0] not in POLICIES or parts[1] not in ("native", "json") \
+            or (len(parts) == 3 and parts[2] not in GATES):
+        raise ValueError(f"--cells: {cell!r} is not policy:mode[:gate] with policy in "
+                         f"{POLICIES}, mode native|json, gate in {GATES}")
+    return parts[0], parts[1], parts[2] if len(parts) == 3 else None
+
+
+def build_pipeline(ds, home: Path, overrides: dict, chat: OpenAIChatModel) -> Pipeline:  # noqa: ANN001
+    """One index per corpus (by fingerprint), built once and shared by later runs."""
+    cfg = RAGConfig().with_overrides(
+        {"home": str(home / f"{ds.name.split(':')[0].split('[')[0]}-{ds.corpus_fingerprint()}"),
+         **overrides})
+    index = AgenticIndex(cfg)
+    if index.count() == 0:
+        t0 = time.perf_counter()
+        index.add_documents(ds.corpus)
+        print(f"[{ds.name}] indexed {len(ds.corpus)} documents, {index.count()} chunks in "
+              f"{time.perf_counter() - t0:.0f}s", flush=True)
+    return Pipeline(cfg, index=index, chat_model=chat)
+
+
+def agent_row(res: AgentResult, item: dict) -> dict:
+    """Everything measured without a judge; the judges run in a second pass (`judge`)."""
+    failed = res.stop_reason in ("llm_error", "invalid_action")
+    return {"answer": res.answer, "stop_reason": res.stop_reason, "error": res.error,
+            "searched": float(res.tool_calls > 0), "searches": res.tool_calls,
+            "model_searches": res.model_tool_calls,
+            "retrieval_iterations": res.retrieval_iterations, "latency_s": res.latency_s,
+            "cached_calls": res.cached_calls,
+            "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
+            "citations": res.citations, "invalid_citations": res.invalid_citations,
+            "cited_chunks": res.cited_chunks, "served": res.served,
+            "citation_valid": float(res.citation_valid), "cites_served": float(res.cites_served),
+            "abstained": float(res.abstained), "failed": float(failed),
+            "action_failures": res.action_failures,
+            "queries": [s.arguments.get("query") for s in res.steps
+                        if s.kind == "tool_call" and s.arguments],
+            "token_f1": token_f1(res.answer, item["answers"]) if item["answers"] else np.nan,
+            "evidence": "\n\n".join(s.tool.content for s in res.steps
+                                     if s.tool and s.tool.chunk_ids)}
+
+
+def judge(row: dict, item: dict, chat: OpenAIChatModel) -> dict:
+    """`correct` against the gold reference, `hallucinated` against the served passages.
+    A failed run or an abstention is incorrect without a judge call; an abstention makes no
+    claim (not hallucinated); without passages served (closed_book, a run that did not
+    search) there is nothing to judge against: NaN, and the summary counts `halluc_judged`."""
+    out = {"judge_failures": 0}
+    no_claim = row["failed"] or row["abstained"] or not row["answer"]
+    if no_claim:
+        out["correct"] = 0.0
+    else:
+        try:
+            ok, _ = judge_correctness(chat, item["judge_question"], item["reference"],
+                                      row["answer"])
+            out["correct"] = float(ok)
+        except LLMError:
+            out["correct"], out["judge_failures"] = np.nan, 1
+    if not row["evidence"]:
+        out["hallucinated"] = np.nan  # nothing served (closed_book, or no search): not judged
+    elif no_claim:
+        out["hallucinated"] = 0.0
+    else:
+        try:
+            supported, _ = judge_support(chat, row["evidence"], row["answer"])
+            out["hallucinated"] = 0.0 if supported else 1.0
+        except LLMError:
+            out["hallucinated"] = np.nan
+            out["judge_failures"] += 1
+    return out
+
+
+def _key(r: dict) -> tuple:
+    return r["dataset"], r["split"], r["cell"], r["qid"]
+
+
+def run(args: argparse.Namespace) -> None:
+    """The agent pass and the judge pass of `args.cells` on `args.datasets`, appended to
+    `args.runs_dir/args.run/` (with the LLM server started for the run)."""
+    cells = check(args)
+    run_dir = Path(args.runs_dir) / args.run
+    run_dir.mkdir(parents=True, exist_ok=True)
+    rows_path, judged_path = run_dir / "rows.jsonl", run_dir / "judgements.jsonl"
+    meta_path = run_dir / f"meta-{args.split}.json"
+    overrides = {"context.max_tokens": args.context_tokens}
+    srv = LlamaServer(ServerConfig(port=args.port, n_ctx=8192, n_threads=args.threads),
+                      home=args.home)
+    srv.start()
+    try:
+        cfg = RAGConfig()
+        chat = OpenAIChatModel(cfg.llm, base_url=srv.base_url,
+                               cache=ChatCache(Path(args.home) / "llm.sqlite"))
+        loaded = {d: load(d, args.split, args.n, args.seed, args.corpus_size.get(d))
+                  for d in args.datasets}
+        items = {d: v[0] for d, v in loaded.items()}
+        if args.banking_question == "opening" and "tau2-banking" in items:
+            ds = loaded["tau2-banking"][1]
+            items["tau2-banking"] = customer_openings(
+                items["tau2-banking"], chat, {q.id: q.text for q in ds.queries},
+                run_dir / f"openings-{args.split}.jsonl")
+        _write_meta(meta_path, args, cfg, srv.base_url, overrides, loaded)
+        if not args.judge_only:
+            gates = sorted({parse_cell(c)[2] for c in cells} - {None}, key=str)
+            pipes = {(d, g): build_pipeline(v[1], Path(args.home), {**overrides, "gate.mode": g},
+                                            chat)
+                     for d, v in loaded.items() for g in [GATE_DEFAULT, *gates]}
+            _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path)
+        if not args.no_judge:
+            _judge_pass(args, items, chat, rows_path, judged_path)
+    finally:
+        srv.stop()
+
+
+def check(args: argparse.Namespace) -> list[str]:
+    """The cells as `policy:mode[:gate]` (a bare policy is native); ValueError for a bad cell,
+    or for banking rows of this run that read the other `--banking-question`."""
+    cells = [c if ":" in c else f"{c}:native" for c in args.cells]
+    for c in cells:
+        parse_cell(c)
+    run_dir = Path(args.runs_dir) / args.run
+    meta_path = run_dir / f"meta-{args.split}.json"
+    if meta_path.exists() and "tau2-banking" in args.datasets:
+        before = json.loads(meta_path.read_text()).get("banking_question", "scenario")
+        if before != args.banking_question:
+            raise ValueError(f"{run_dir}: its banking rows read the {before!r} question; "
+                             f"--banking-question {args.banking_question} needs its own --run")
+    return cells
+
+
+def _write_meta(meta_path: Path, args: argparse.Namespace, cfg: RAGConfig, server: str,
+                overrides: dict, loaded: dict) -> None:
+    """`meta-<split>.json`: this invocation's settings and corpora, and the history of every
+    invocation on this run folder (passes, resumptions, the judge pass), in order."""
+    meta = {"command": args.command, "git_commit": git_commit(),
+            "model": cfg.llm.server.model, "server": server, "seed": args.seed,
+            "overrides": overrides, "agent_defaults": AgentConfig().model_dump(),
+            "banking_question": args.banking_question,
+            "max_steps": args.max_steps, "corpus_size": args.corpus_size,
+            "corpora": {d: {"name": v[1].name, "documents": len(v[1].corpus),
+                            "fingerprint": v[1].corpus_fingerprint()}
+                        for d, v in loaded.items()}}
+    earlier = json.loads(meta_path.read_text()).get("history", []) if meta_path.exists() else []
+    meta["history"] = [*earlier, {"command": meta["command"], "git_commit": meta["git_commit"],
+                                  "started": time.strftime("%Y-%m-%dT%H:%M:%S")}]
+    meta_path.write_text(json.dumps(meta, indent=2))
+
+
+def _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path) -> None:  # noqa: ANN001
+    """Questions interleaved across datasets; each row is judged as soon as it is run, so a
+    run cut by its budget leaves complete, paired rows."""
+    done = {_key(r) for r in read_jsonl(rows_path)}
+    judged = {_key(r) for r in read_jsonl(judged_path)}
+    deadline = time.time() + args.budget_min * 60 if args.budget_min else None
+    with rows_path.open("a") as out:
+        for i in range(max(len(v) for v in items.values())):
+            for d in args.datasets:
+                if i >= len(items[d]):
+                    continue
+                item = items[d][i]
+                for cell in cells:
+                    if (d, args.split, cell, item["qid"]) in done:
+                        continue
+                    if deadline and time.time() > deadline:
+                        print(f"budget of {args.budget_min} min spent: stopping before "
+                              f"{d} #{i} {cell}", flush=True)
+                        return
+                    policy, mode, gate = parse_cell(cell)
+                    acfg = AgentConfig(policy=policy, mode=mode, max_steps=args.max_steps)
+                    tool = None if policy == "closed_book" else \
+                        AgenticRAGTool(pipes[d, gate or GATE_DEFAULT])
+                    t0 = time.perf_counter()
+                    res = run_agent(item["question"], chat, tool, acfg)
+                    row = {"dataset": d, "split": args.split, "cell": cell, "qid": item["qid"],
+                           "i": i, **agent_row(res, item), "wall_s": time.perf_counter() - t0}
+                    out.write(json.dumps(row, default=_jsonable) + "\n")
+                    out.flush()
+                    j = {}
+                    if not args.no_judge and _key(row) not in judged:
+                        j = {"dataset": d, "split": args.split, "cell": cell,
+                             "qid": item["qid"], **judge(row, item, chat)}
+                        with judged_path.open("a") as jout:
+                            jout.write(json.dumps(j, default=_jsonable) + "\n")
+                    print(f"[{d} #{i} {cell}] searches={row['searches']} "
+                          f"cites={row['citations']} bad={row['invalid_citations']} "
+                          f"{row['stop_reason']} correct={j.get('correct')} "
+                          f"halluc={j.get('hallucinated')} {time.perf_counter() - t0:.0f}s :: "
+                          f"{res.answer[:100]!r}", flush=True)
+
+
+def _judge_pass(args, items, chat, rows_path, judged_path) -> None:  # noqa: ANN001
+    by_q = {(d, it["qid"]): it for d, its in items.items() for it in its}
+    done = {_key(r) for r in read_jsonl(judged_path)}
+    with judged_path.open("a") as out:
+        for row in read_jsonl(rows_path):
+            item = by_q.get((row["dataset"], row["qid"]))
+            if item is None or row["split"] != args.split or _key(row) in done:
+                continue
+            t0 = time.perf_counter()
+            j = {"dataset": row["dataset"], "split": row["split"], "cell": row["cell"],
+                 "qid": row["qid"], **judge(row, item, chat)}
+            out.write(json.dumps(j, default=_jsonable) + "\n")
+            out.flush()
+            print(f"judged [{row['dataset']} #{row['i']} {row['cell']}] correct={j['correct']} "
+                  f"hallucinated={j['hallucinated']} {time.perf_counter() - t0:.0f}s", flush=True)
+
+
+def _jsonable(v):  # noqa: ANN001, ANN202
+    return None if isinstance(v, float) and np.isnan(v) else str(v)
+
+
+def parser(prog: str | None = None) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    p.add_argument("--run", required=True)
+    p.add_argument("--runs-dir", default=RUNS_DIR, help="where the run folders are")
+    p.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    p.add_argument("--split", default="test", choices=["dev", "test", "all"])
+    p.add_argument("--n", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cells", nargs="+", default=["retrieve_first:native", BASELINE])
+    p.add_argument("--max-steps", type=int, default=AgentConfig().max_steps)
+    p.add_argument("--context-tokens", type=int, default=800,
+                   help="context.max_tokens: passages per search (cost: ~40 tokens/s reading)")
+    p.add_argument("--port", type=int, default=8777, help="keep it fixed: the LLM cache key has it")
+    p.add_argument("--threads", type=int, default=ServerConfig().n_threads,
+                   help="llama.cpp threads (1 is faster on an oversubscribed 2-core machine)")
+    p.add_argument("--home", default=HOME, help="the LLM cache and the indexes")
+    p.add_argument("--corpus-size", nargs="*", default=["python-faq=80", "tau2-banking=250"],
+                   help="DATASET=N: index the sampled questions' gold documents plus seeded "
+                   "distractors up to N documents (none = the whole corpus)")
+    p.add_argument("--budget-min", type=float, default=None,
+                   help="stop the agent pass after this many minutes (rows so far are kept)")
+    p.add_argument("--banking-question", choices=["scenario", "opening"], default="scenario",
+                   help="τ²-banking: the agent reads the framed role-play scenario, or the "
+                        "customer's opening message written from it by the LLM (use its own "
+                        "--run: the cells keep their names)")
+    p.add_argument("--no-judge", action="store_true", help="agent pass only")
+    p.add_argument("--judge-only", action="store_true", help="judge the rows already run")
+    p.add_argument("--summarize-only", action="store_true")
+    p.add_argument("--compare", metavar="BEFORE_RUN", default=None,
+                   help="after summarizing, pair this run's rows with BEFORE_RUN's (same "
+                        "dataset × cell × question) into compare-<BEFORE_RUN>.csv")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
+    """Run (unless --summarize-only), judge, summarize; print the summary. `argv`: the options
+    (default: the process's); `prog`: the command they follow, recorded with them in the run's
+    meta file (default: the process's `sys.argv[0]`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = prog or sys.argv[0]
+    p = parser(prog)
+    args = p.parse_args(argv)
+    args.command = " ".join([prog, *argv])
+    args.corpus_size = {k: int(v) for k, v in (x.split("=") for x in args.corpus_size)}
+    if not args.summarize_only:
+        try:
+            check(args)
+        except ValueError as exc:
+            p.exit(1, f"{exc}\n")
+        run(args)
+    run_dir = Path(args.runs_dir) / args.run
+    summary = summarize(run_dir)
+    (run_dir / "summary.md").write_text(markdown(summary, "` then `".join(
+        reproduce(c) for c in _commands(run_dir, args.command))))
+    cols = ["dataset", "split", "cell", "n", "searched", "searches", "correct", "correct_vs_closed",
+            "token_f1", "hallucinated", "citation_valid", "cites_served", "latency_p50_s"]
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(summary[[c for c in cols if c in summary]].to_string(index=False))
+        if args.compare:
+            cmp = compare(Path(args.runs_dir) / args.compare, run_dir)
+            cmp.to_csv(run_dir / f"compare-{args.compare}.csv", index=False)
+            print(cmp.to_string(index=False))
+    return summary
+
+
+def _commands(run_dir: Path, current: str) -> list[str]:
+    """Every command recorded in the run's meta files, in order, without repeats."""
+    metas = sorted(run_dir.glob("meta-*.json"))
+    commands = [h["command"] for m in metas
+                for h in json.loads(m.read_text()).get("history")
+                or [json.loads(m.read_text())]] or [current]
+    return list(dict.fromkeys(commands))
+
+
+def reproduce(command: str) -> str:
+    """A recorded command as a shell line from the repository root."""
+    if command.startswith("agentic-rag "):
+        return f"AGENTIC_RAG_DATA=datasets/cache .venv/bin/{command}"
+    return f"AGENTIC_RAG_DATA=datasets/cache .venv/bin/python {command}"
+
+
+if __name__ == "__main__":
+    main()
