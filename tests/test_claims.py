@@ -294,9 +294,82 @@ def test_agent_protocol_pairs_tasks_and_reads_like_a_sweep(tmp_path):
     assert row["verdict"] == "inconclusive" and row["ci_low"] == 0 == row["ci_high"]
 
 
-def test_agent_protocol_without_the_script_is_reported_not_run(tmp_path):
+def test_agent_protocol_runs_the_agent_evaluation_in_process(tmp_path, monkeypatch):
+    """No script of the checkout, no subprocess: `run_agent_claim` calls `agent_eval.main`
+    (what `agentic-rag agent-eval` runs) with the protocol's options, then reads its rows."""
+    from agentic_rag.experiments import agent_eval
+
     claim = next(c for c in CLAIMS if c.id == "a-agent-tool-calls")
-    with pytest.raises(FileNotFoundError, match="agent_eval.py"):
-        claims_mod.run_agent_claim(claim, tmp_path / "runs", script=tmp_path / "agent_eval.py")
+    calls = []
+
+    def fake_main(argv, prog):  # noqa: ANN001
+        calls.append((list(argv), prog))
+        runs = Path(argv[argv.index("--runs-dir") + 1])
+        _agent_rows(runs / argv[argv.index("--run") + 1], gated=[1, 1], static=[2, 2],
+                    correct=[1, 0])
+
+    monkeypatch.setattr(agent_eval, "main", fake_main)
+    run = claims_mod.run_agent_claim(claim, tmp_path / "runs", agent_runs=tmp_path / "agent-runs",
+                                     log=lambda *a: None)
+    [(argv, prog)] = calls
+    assert prog == "agentic-rag agent-eval" and argv[argv.index("--run") + 1] == "claim-a-agent"
+    assert argv[argv.index("--cells") + 1:argv.index("--cells") + 3] == [
+        claims_mod.AGENT_CELLS["treatment"], claims_mod.AGENT_CELLS["baseline"]]
+    assert argv[argv.index("--n") + 1] == str(claim.llm_sample)
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["agent_run"] == str(tmp_path / "agent-runs" / "claim-a-agent")
+    assert claims_mod.ledger_row(claim, "support automation", run)["n_queries"] == 2
     with pytest.raises(FileNotFoundError, match="no agent rows"):
         claims_mod.agent_run_folder(tmp_path / "none", tmp_path / "runs", claim, name="x")
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _figures(row: dict, keys: list[str]) -> dict:
+    """The row's figures, null (claims.json's NaN) as NaN."""
+    return {k: math.nan if row.get(k) is None else row[k] for k in keys}
+LEDGER = REPO / "experiments" / "claims" / "claims.json"
+
+
+def test_committed_ledger_matches_the_committed_files_it_cites(tmp_path):
+    """`experiments/claims/claims.json` against the repository: a row whose run folder is
+    committed has its figures in that folder's summary.csv; a row whose run folder is not
+    committed (experiments/runs/ is not) says so, in the ledger and in REPORT.md; the agent
+    row's run folder is rebuilt from the committed agent-evaluation rows it names, and every
+    figure of the row is what that rebuild gives."""
+    data = json.loads(LEDGER.read_text())
+    report = (LEDGER.parent / "REPORT.md").read_text()
+    measured = [r for r in data["ledger"] if r["verdict"] in VERDICTS]
+    assert measured
+    figures = ["n_queries", "baseline_value", "treatment_value", "relative_effect", "ci_low",
+               "ci_high", "absolute_effect", "abs_ci_low", "abs_ci_high", "verdict"]
+    for row in measured:
+        run_dir = REPO / "experiments" / "runs" / row["run"]
+        assert row["run_committed"] is claims_mod.committed(run_dir), row["run"]
+        claim = next(c for c in CLAIMS if c.id == row["claim"])
+        if row["run_committed"]:
+            got = claims_mod.ledger_row(claim, row["deployment"], run_dir)
+            assert _figures(got, figures) == pytest.approx(_figures(row, figures), nan_ok=True)
+        else:
+            line = next(x for x in report.splitlines() if x.startswith(f"- `{row['run']}` ("))
+            assert row["claim"] in line and "run folder not committed" in line
+        if claim.kind == "agent":
+            source = REPO / row["agent_run"]
+            assert row["agent_run_committed"] and claims_mod.committed(source / "rows.jsonl")
+            rebuilt = claims_mod.agent_run_folder(source, tmp_path, claim, name="rebuilt")
+            got = claims_mod.ledger_row(claim, row["deployment"], rebuilt)
+            beside = [k for k in row if k.endswith(("_baseline", "_treatment"))
+                      and row[k] is not None]
+            assert beside
+            assert _figures(got, figures + beside) == pytest.approx(_figures(row, figures + beside),
+                                                                    nan_ok=True)
+            assert got["dataset"] == row["dataset"] and got["git_commit"] == row["git_commit"]
+    for row in data["ledger"]:
+        if isinstance(row.get("judge_run"), str):
+            assert row["judge_run_committed"] is claims_mod.committed(
+                REPO / "experiments" / "runs" / row["judge_run"])
+    # the table of REPORT.md is the ledger's rendering
+    from agentic_rag.experiments.claims.report import table
+
+    assert "\n".join(table(data["ledger"])) in report

@@ -1,0 +1,308 @@
+"""Running the claims: `run_claims` runs each selected claim's protocol on every deployment
+it applies to — a sweep (`runner.run_sweep`), the tiers benchmark (`coldstart.run_cold_start`)
+or the agent evaluation (`run_agent_claim`, in-process) — reads a ledger row from each run
+folder and writes the report. Also the support judge's validation and the LLM budget."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ...config import RAGConfig
+from ..runfolder import git_commit, mark_complete, new_run_dir, write_meta
+from ..spec import DatasetSpec
+from .ledger import (
+    judge_fields,
+    ledger_row,
+    not_run_row,
+    previous_rows,
+    same_protocol,
+    with_provenance,
+)
+from .registry import (
+    AGENT_CELLS,
+    AGENT_EVAL,
+    AGENT_RUN,
+    AGENT_TOKENS_PER_TASK,
+    CLAIMS,
+    COLD_START_REPEATS,
+    COMPLETION_TOKENS_PER_S,
+    DATASETS,
+    JUDGE_VALIDATION,
+    JUDGE_VALIDATION_TOKENS_PER_CALL,
+    PROMPT_TOKENS_PER_S,
+    Claim,
+    claim_spec,
+    select,
+)
+from .report import write_report
+
+AGENT_RUNS = "experiments/agent-runs"  # the agent evaluation's folders (committed)
+
+
+def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
+               runs_dir: str | Path = "experiments/runs", cache_dir: str | Path = "experiments/cache",
+               base: RAGConfig | None = None, log=print,  # noqa: ANN001
+               only: Sequence[str] | None = None,
+               agent_runs: str | Path = AGENT_RUNS) -> pd.DataFrame:
+    """Run the selected claims' protocols (all by default) on every deployment they apply
+    to; keep the other claims' rows from the existing claims.json; write REPORT.md and
+    claims.json. `smoke`: tiny samples, LLM-bound protocols recorded as not run."""
+    base = base or RAGConfig()
+    chosen = {c.id for c in select(only)}
+    previous = previous_rows(Path(out_dir) / "claims.json", smoke)
+    session = _Session(base, runs_dir, cache_dir, agent_runs, smoke, log)
+    rows = []
+    for claim in CLAIMS:
+        for deployment, ds in DATASETS.items():
+            if not claim.applies_to(deployment):
+                reason = claim.skipped.get(deployment, "not in this protocol")
+                row = not_run_row(claim, deployment, "not applicable" if reason.startswith(
+                    "not applicable") else "not run", reason)
+            elif claim.id not in chosen:
+                old = previous.get((claim.id, deployment))
+                row = old if same_protocol(old, claim) else not_run_row(
+                    claim, deployment, "not run",
+                    f"not run yet: `agentic-rag claims --only {claim.id}`")
+            elif smoke and claim.needs_llm:
+                row = not_run_row(claim, deployment, "not run (smoke)",
+                                  "LLM-bound: the smoke run starts no LLM")
+            else:
+                row = session.measure(claim, deployment, ds)
+            rows.append(with_provenance(row, claim, runs_dir, agent_runs))
+    ledger = pd.DataFrame(rows)
+    write_report(ledger, out_dir, smoke, budget=llm_budget(base))
+    return ledger
+
+
+class _Session:
+    """The runs of one `run_claims` call: claims sharing a protocol share its run folder
+    (a-iterations and a-iterations-quality, d-cold-start and d-first-query), and the judge
+    validation runs once."""
+
+    def __init__(self, base: RAGConfig, runs_dir: str | Path, cache_dir: str | Path,
+                 agent_runs: str | Path, smoke: bool, log: Callable[[str], Any]) -> None:
+        self.base, self.runs_dir, self.cache_dir = base, runs_dir, cache_dir
+        self.agent_runs, self.smoke, self.log = agent_runs, smoke, log
+        self.done: dict[str, Path] = {}
+        self.judge: dict[str, Any] | None = None
+
+    def measure(self, claim: Claim, deployment: str, ds: DatasetSpec) -> dict[str, Any]:
+        try:
+            run_dir = self.run(claim, ds)
+        except FileNotFoundError as exc:  # the agent evaluation left no rows
+            if claim.kind != "agent":
+                raise
+            return not_run_row(claim, deployment, "not run", str(exc))
+        row = ledger_row(claim, deployment, run_dir)
+        if claim.id == "c-boundaries":
+            self.judge = self.judge or run_judge_validation(self.base, self.runs_dir,
+                                                            self.cache_dir, self.log)
+            row.update(self.judge)
+        return row
+
+    def run(self, claim: Claim, ds: DatasetSpec) -> Path:
+        """The claim's run folder, run now unless an earlier claim ran the same protocol."""
+        if claim.kind == "cold_start":
+            key, run = f"cold_start:{self.smoke}", self._cold_start
+        elif claim.kind == "agent":
+            key = f"agent:{claim.id}"
+
+            def run() -> Path:
+                return run_agent_claim(claim, self.runs_dir, self.agent_runs, log=self.log)
+        else:
+            from ..runner import run_sweep
+
+            spec = claim_spec(claim, ds, self.base, self.smoke)
+            key = json.dumps(spec.model_dump(mode="json", exclude={"name"}), sort_keys=True)
+
+            def run() -> Path:
+                return run_sweep(spec, self.runs_dir, self.cache_dir, progress=False,
+                                 log=self.log).run_dir
+        if key not in self.done:
+            self.done[key] = run()
+        return self.done[key]
+
+    def _cold_start(self) -> Path:
+        from ..coldstart import QUERIES, run_cold_start
+
+        smoke = self.smoke
+        return run_cold_start(
+            self.runs_dir, repeats=2 if smoke else COLD_START_REPEATS,
+            root=Path(self.cache_dir) / "cold-start",
+            name="claim-d-tiers" + ("-smoke" if smoke else ""), n_banking=8 if smoke else None,
+            n_python=2 if smoke else None,
+            queries={"recent": QUERIES["recent"]} if smoke else None, warmup=not smoke,
+            log=self.log)
+
+
+def run_agent_claim(claim: Claim, runs_dir: str | Path = "experiments/runs",
+                    agent_runs: str | Path = AGENT_RUNS, log=print) -> Path:  # noqa: ANN001
+    """Run (or resume: rows and LLM calls are kept) the agent evaluation of both arms in this
+    process (`agent_eval.main`, what `agentic-rag agent-eval` runs), then
+    `agent_run_folder`."""
+    from .. import agent_eval
+
+    argv = ["--run", AGENT_RUN, "--datasets", "tau2-banking", "--split", "test",
+            "--n", str(claim.llm_sample), "--cells", AGENT_CELLS["treatment"],
+            AGENT_CELLS["baseline"], "--runs-dir", str(agent_runs)]
+    log(f"agent protocol {claim.id}: {AGENT_EVAL} {' '.join(argv)}")
+    agent_eval.main(argv, prog=AGENT_EVAL)
+    return agent_run_folder(Path(agent_runs) / AGENT_RUN, runs_dir, claim,
+                            name=f"claim-{claim.id}-tau2-banking")
+
+
+def agent_run_folder(agent_dir: Path, runs_dir: str | Path, claim: Claim, name: str,
+                     dataset: str = "tau2-banking", split: str = "test") -> Path:
+    """An agent-evaluation folder (`rows.jsonl` + `judgements.jsonl`, one row per task and
+    cell) as a run folder in the runner's format: `results.parquet` (config_id, query_id,
+    metrics), `summary.csv` (per arm: means; treatment: the paired difference vs the
+    baseline arm over the tasks both ran, its 95 % CI, and the relative change),
+    `configs/c00.yaml` (baseline) and `c01.yaml`, `meta.json`."""
+    arms = {"c00": AGENT_CELLS["baseline"], "c01": AGENT_CELLS["treatment"]}
+    results = _agent_results(agent_dir, dataset, split, arms, [claim.metric, *claim.beside])
+    run_dir = new_run_dir(runs_dir, name)
+    (run_dir / "configs").mkdir()
+    RAGConfig().with_overrides(claim.baseline).save(run_dir / "configs" / "c00.yaml")
+    RAGConfig().with_overrides(claim.treatment).save(run_dir / "configs" / "c01.yaml")
+    results.to_parquet(run_dir / "results.parquet", index=False)
+    pd.DataFrame(_agent_summary(results, arms, [claim.metric, *claim.beside])).to_csv(
+        run_dir / "summary.csv", index=False)
+    meta_path = agent_dir / f"meta-{split}.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    corpus = (meta.get("corpora") or {}).get(dataset, {})
+    write_meta(run_dir, {
+        "git_commit": meta.get("git_commit"),  # the agent evaluation's commit, not today's
+        "dataset": corpus.get("name", f"{dataset}:{split}"), "agent_run": str(agent_dir),
+        "agent_command": meta.get("command"), "embedding_model": RAGConfig().embedding.model,
+        "llm": {"model": meta.get("model"), "server": meta.get("server")},
+        "configs": {"c00": arms["c00"], "c01": arms["c01"]}})
+    mark_complete(run_dir)
+    return run_dir
+
+
+def _agent_results(agent_dir: Path, dataset: str, split: str, arms: dict[str, str],
+                   metrics: list[str]) -> pd.DataFrame:
+    """One row per (arm, task): config_id, query_id and the metrics (judge verdicts merged)."""
+    def read(p: Path) -> pd.DataFrame:
+        return pd.DataFrame([json.loads(x) for x in p.read_text().splitlines()]) \
+            if p.exists() else pd.DataFrame()
+
+    rows, judged = read(agent_dir / "rows.jsonl"), read(agent_dir / "judgements.jsonl")
+    if rows.empty:
+        raise FileNotFoundError(f"{agent_dir / 'rows.jsonl'}: no agent rows")
+    keys = ["dataset", "split", "cell", "qid"]
+    if not judged.empty:
+        rows = rows.merge(judged, on=keys, how="left", suffixes=("", "_judge"))
+    rows = rows[(rows["dataset"] == dataset) & (rows["split"] == split)]
+    parts = []
+    for cid, cell in arms.items():
+        r = rows[rows["cell"] == cell]
+        part = pd.DataFrame({"config_id": cid, "query_id": r["qid"].to_numpy()})
+        for m in metrics:
+            part[m] = pd.to_numeric(r[m], errors="coerce").to_numpy() if m in r else math.nan
+        parts.append(part)
+    results = pd.concat(parts, ignore_index=True)
+    if set(results["config_id"]) != set(arms):
+        raise ValueError(f"{agent_dir}: rows for {sorted(arms.values())} needed, found "
+                         f"{sorted(rows['cell'].unique())}")
+    return results
+
+
+def _agent_summary(results: pd.DataFrame, arms: dict[str, str],
+                   metrics: list[str]) -> list[dict[str, Any]]:
+    """The runner's summary rows over the tasks both arms ran: means and CIs per arm, the
+    treatment's paired effect vs the baseline (`stats.paired_effect`)."""
+    from ..stats import bootstrap_ci, paired_effect
+
+    per = {cid: g.set_index("query_id") for cid, g in results.groupby("config_id")}
+    shared = per["c00"].index.intersection(per["c01"].index)
+    out = []
+    for cid, cell in arms.items():
+        g = per[cid]
+        s: dict[str, Any] = {"config_id": cid, "config": f"cell={cell}", "baseline": cid == "c00",
+                             "n": len(g), "n_queries": len(shared)}
+        for m in metrics:
+            s[m] = float(g.loc[shared, m].mean())
+            s[f"{m}_ci_low"], s[f"{m}_ci_high"] = bootstrap_ci(g.loc[shared, m].tolist())
+            if cid != "c00":
+                s.update(paired_effect(g.loc[shared, m].tolist(),
+                                       per["c00"].loc[shared, m].tolist(), m))
+        out.append(s)
+    return out
+
+
+def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str | Path,
+                         log=print) -> dict[str, Any]:  # noqa: ANN001
+    """The support judge on HaluEval dev (right vs hallucinated answers, `validate_judge`),
+    in a run folder `<stamp>-judge-validation`; an earlier run with the same model and
+    sample is reused. Returns the ledger's judge_* fields."""
+    from ...datasets import load_dataset
+    from ...evaluation.llm_judge import validate_judge
+    from ...llm import make_chat_model
+    from ...server import LlamaServer
+
+    model = base.llm.server.model if base.llm.base_url is None else base.llm.model
+    want = {"model": model, "n_questions": JUDGE_VALIDATION["n"], "seed": JUDGE_VALIDATION["seed"]}
+    for d in sorted(Path(runs_dir).glob("*-judge-validation"), reverse=True):
+        res = json.loads((d / "validation.json").read_text()) if (d / "validation.json").exists() \
+            else {}
+        if all(res.get(k) == v for k, v in want.items()):
+            return judge_fields(res, d.name)
+    ds = load_dataset("halueval-qa").split("dev").sample(JUDGE_VALIDATION["n"],
+                                                          JUDGE_VALIDATION["seed"])
+    items = [(q.metadata["knowledge"], q.answers[0], q.metadata["hallucinated_answer"])
+             for q in ds.queries]
+    server = LlamaServer(base.llm.server, home=cache_dir)
+    started = base.llm.base_url is None and not server.running()
+    if started:
+        log(f"starting the local LLM server ({base.llm.server.model}) for the judge validation")
+        server.start()
+    try:
+        res = validate_judge(make_chat_model(base.llm, Path(cache_dir) / "judge-validation"),
+                             items)
+    finally:
+        if started:
+            server.stop()
+    res.update({**want, "split": "dev", "git_commit": git_commit()})
+    run_dir = new_run_dir(runs_dir, "judge-validation")
+    (run_dir / "validation.json").write_text(json.dumps(res, indent=2))
+    write_meta(run_dir, {"dataset": "halueval-qa:dev", **want})
+    return judge_fields(res, run_dir.name)
+
+
+def llm_budget(base: RAGConfig | None = None) -> pd.DataFrame:
+    """The LLM cost of a full run, from `runner.estimate_llm_cost` (its ceiling: every
+    context at its token budget, no cache hits), converted to minutes at this machine's
+    rates; one row per LLM protocol run, plus the judge validation."""
+    from ..runner import estimate_llm_cost
+
+    base = base or RAGConfig()
+    rows = []
+    for claim in CLAIMS:
+        for deployment, ds in DATASETS.items():
+            if not (claim.needs_llm and claim.applies_to(deployment)):
+                continue
+            if claim.kind == "agent":
+                tasks = 2 * claim.llm_sample  # two arms
+                rows.append({"protocol": claim.id, "deployment": deployment,
+                             "llm_calls": tasks * 4,  # ≤ 3 agent turns + judges
+                             "prompt_tokens_est": tasks * AGENT_TOKENS_PER_TASK,
+                             "completion_tokens_est": tasks * 80})
+                continue
+            spec = claim_spec(claim, ds, base)
+            est = estimate_llm_cost(spec, len(spec.configs()), ds.n or 10**6)
+            rows.append({"protocol": claim.id, "deployment": deployment, **est})
+    calls = 2 * JUDGE_VALIDATION["n"]
+    rows.append({"protocol": "judge validation", "deployment": "HaluEval dev", "llm_calls": calls,
+                 "prompt_tokens_est": calls * JUDGE_VALIDATION_TOKENS_PER_CALL,
+                 "completion_tokens_est": calls * 16})
+    df = pd.DataFrame(rows)
+    df["minutes_est"] = (df["prompt_tokens_est"] / PROMPT_TOKENS_PER_S
+                         + df["completion_tokens_est"] / COMPLETION_TOKENS_PER_S) / 60
+    return df
