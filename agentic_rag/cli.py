@@ -398,7 +398,8 @@ def ask(question: str, config: ConfigOpt = None, home: HomeOpt = None,
         if s.tool:
             who = "policy search" if s.via == "policy" else "search"
             typer.echo(f"  step {s.step}: {who} {s.arguments} -> {len(s.tool.chunk_ids)} passages, "
-                       f"{s.tool.iterations} retrieval iteration(s), {s.latency_s:.1f}s LLM")
+                       f"{s.tool.iterations} retrieval iteration(s), "
+                       + ("LLM reply from the cache" if s.cached else f"{s.latency_s:.1f}s LLM"))
     typer.secho(res.answer or f"(no answer: {res.stop_reason} {res.error or ''})", bold=True)
     if res.cited_chunks or res.invalid_citations:
         typer.echo(f"  cited: {', '.join(res.cited_chunks) or '-'}"
@@ -406,6 +407,21 @@ def ask(question: str, config: ConfigOpt = None, home: HomeOpt = None,
                       if res.invalid_citations else ""))
     typer.echo(f"  [{res.policy}/{res.mode}; {res.stop_reason}; {res.tool_calls} searches; "
                f"{res.prompt_tokens}+{res.completion_tokens} tokens; {res.latency_s:.1f}s]")
+    cache_note = _reply_cache_note(res, getattr(pipe.chat_model, "cache", None))
+    if cache_note:
+        typer.echo(f"  {cache_note}")
+
+
+def _reply_cache_note(res, cache) -> str | None:  # noqa: ANN001 - AgentResult, ChatCache | None
+    """Says when the answer's LLM turns were read from the reply cache (`llm.ChatCache`):
+    those turns did not ask the model (the run's time is the cache's, not the model's)."""
+    turns = [s for s in res.steps if s.via != "policy"]  # the policy's own search asks no LLM
+    if not turns or res.cached_calls == 0:
+        return None
+    where = cache.path if cache is not None else "the reply cache"
+    if res.cached_calls == len(turns):
+        return f"(from the reply cache, {where}: the model was not asked)"
+    return f"({res.cached_calls} of {len(turns)} LLM turns from the reply cache, {where})"
 
 
 config_app = typer.Typer(help="Show or write configurations.")
