@@ -48,10 +48,12 @@ run: install datasets
 claims: install datasets
 	$(BIN)/agentic-rag claims
 
-# benchmarks (not tests): ours vs the bare libraries → benchmarks/RESULTS.md (~40 min on 2 cores);
+# benchmarks (not tests): ours vs the bare libraries → benchmarks/RESULTS.md (~40 min on 2 cores),
+# then the reliability suite (pytest -m reliability) → benchmarks/RELIABILITY.md (~10 min);
 # bench-ann: ANN vs exact recall and latency on the cached real indexes
 bench: install datasets
 	$(BIN)/python benchmarks/bench.py
+	$(BIN)/python benchmarks/reliability_report.py
 
 bench-ann: install datasets
 	$(BIN)/python benchmarks/ann_vs_exact.py

@@ -174,8 +174,8 @@ def sweep(spec: Path,
     finished by any earlier run are read from the row cache, not recomputed."""
     from .config import ConfigError
     from .experiments import export_config, run_sweep
-    from .experiments.runner import print_summary
     from .experiments.spec import SweepSpec
+    from .experiments.summary import print_chosen, print_summary
 
     try:
         spec_obj = SweepSpec.load(spec)
@@ -187,14 +187,21 @@ def sweep(spec: Path,
                         log=typer.echo, use_cache=cache, row_cache=row_cache)
     except (RuntimeError, ValueError) as exc:
         _fail(str(exc))
-    typer.echo(f"\nfinished in {time.perf_counter() - t0:.0f}s: {res.run_dir}")
-    print_summary(res.summary, typer.echo)
+    typer.echo(f"finished in {time.perf_counter() - t0:.0f}s")
+    files = ["summary.csv (every column)", "results.parquet (a row per config × query)",
+             "rows.jsonl", "meta.json", "configs/"]
     if plots and not res.summary.empty and "ndcg@10" in res.summary:
         res.plot_tradeoff(path=res.run_dir / "tradeoff.png")
-        typer.echo(f"plot: {res.run_dir / 'tradeoff.png'}")
-    if export_metric:
+        files.append("tradeoff.png")
+    out = None
+    if export_metric:  # with --test this runs the chosen config on the test split (it logs)
         out = export_config(res.run_dir, metric=export_metric, test=test, cache_dir=cache_dir)
-        typer.echo(f"best config by {export_metric}: {out}")
+    typer.echo("")
+    print_summary(res.summary, typer.echo, metric=export_metric)
+    if out is not None:
+        typer.echo("")
+        print_chosen(out, typer.echo)
+    typer.echo(f"\nfiles in {res.run_dir}/:\n  " + ", ".join(files))
 
 
 @app.command()

@@ -92,26 +92,73 @@ def run_worker(home: Path, version: int, kill_at: tuple[str, int] | None = None)
     return lines
 
 
-def assert_in_step(home: Path, docs: list[Document], dim: int = 64) -> int:
-    """Store, BM25 on disk and in memory, and the chunker's chunk list: same ids and texts."""
+def check_in_step(home: Path, docs: list[Document], dim: int = 64) -> dict:
+    """Count, without asserting, how far the store and BM25 are from the chunker's chunk list
+    of `docs`. `lost` = expected chunks missing from the store, stored with another text,
+    unreachable by a vector query, or missing from BM25 (each chunk counted once)."""
     idx = AgenticIndex(RAGConfig(home=str(home)), embedder=HashingEmbedder())
     expected = {c.id: c.text for d in docs for c in idx.chunker.chunk(d)}
     stored = idx.store.get()
     ids = [c.id for c in stored]
-    assert len(ids) == len(set(ids)) == idx.count() == len(expected), "count mismatch"
     missing, orphans = set(expected) - set(ids), set(ids) - set(expected)
-    assert not missing and not orphans, f"missing rows {sorted(missing)[:5]}, orphans {sorted(orphans)[:5]}"
-    assert all(c.text == expected[c.id] for c in stored)
-    assert getattr(idx, "pending_journal", lambda: None)() is None
-    assert sorted(idx.lexical.chunk_ids) == sorted(expected), "BM25 out of step with the store"
+    wrong_text = {c.id for c in stored if c.id in expected and c.text != expected[c.id]}
+    not_in_bm25 = set(expected) - set(idx.lexical.chunk_ids)
     # every vector is reachable by a query (no chunk row without its vector or vice versa)
     q = np.ones(dim, dtype=np.float32) / np.sqrt(dim)
-    assert {h.chunk.id for h in idx.store.query(q, len(expected))} == set(expected)
+    reached = {h.chunk.id for h in idx.store.query(q, len(expected))} if ids else set()
+    unreachable = set(expected) - missing - reached
     # BM25 finds the current text, not an earlier version's
-    for d in docs:
-        if "revised" in d.text:
-            assert any(h.chunk.doc_id == d.id for h in idx.search_lexical("revised", 50))
-    return len(expected)
+    stale_bm25 = [d.id for d in docs if "revised" in d.text and not any(
+        h.chunk.doc_id == d.id for h in idx.search_lexical("revised", 50))]
+    return {"expected": len(expected), "stored": len(ids), "count": idx.count(),
+            "duplicates": len(ids) - len(set(ids)), "missing": sorted(missing),
+            "orphans": sorted(orphans), "wrong_text": sorted(wrong_text),
+            "not_in_bm25": sorted(not_in_bm25), "unreachable": sorted(unreachable),
+            "bm25_extra": sorted(set(idx.lexical.chunk_ids) - set(expected)),
+            "stale_bm25_docs": stale_bm25,
+            "pending_journal": getattr(idx, "pending_journal", lambda: None)(),
+            "lost": len(missing | wrong_text | not_in_bm25 | unreachable)}
+
+
+def assert_in_step(home: Path, docs: list[Document], dim: int = 64) -> int:
+    """Store, BM25 on disk and in memory, and the chunker's chunk list: same ids and texts.
+    Returns the number of chunks checked."""
+    c = check_in_step(home, docs, dim)
+    assert c["stored"] == c["count"] == c["expected"] and not c["duplicates"], f"count mismatch {c}"
+    assert not c["missing"] and not c["orphans"], \
+        f"missing rows {c['missing'][:5]}, orphans {c['orphans'][:5]}"
+    assert not c["wrong_text"], f"stored text differs for {c['wrong_text'][:5]}"
+    assert c["pending_journal"] is None
+    assert not c["not_in_bm25"] and not c["bm25_extra"], "BM25 out of step with the store"
+    assert not c["unreachable"], f"no vector reaches {c['unreachable'][:5]}"
+    assert not c["stale_bm25_docs"], f"BM25 serves an earlier version of {c['stale_bm25_docs']}"
+    assert c["lost"] == 0
+    return c["expected"]
+
+
+def record_kill9_counts(record_property, c: dict) -> None:
+    """The run's own counts, recorded before any assertion so that a failing run reports them
+    too (benchmarks/reliability_report.py sums them into RELIABILITY.md)."""
+    record_property("kill9_rows_checked", c["expected"])
+    record_property("kill9_lost_rows", c["lost"])
+
+
+def test_lost_rows_are_counted(tmp_path):
+    """The lost-row count is measured: rows deleted behind the index's back are counted, once
+    each, and a text changed in the store counts too."""
+    home = tmp_path / "home"
+    docs = corpus(1, n=4)
+    AgenticIndex(RAGConfig(home=str(home)), embedder=HashingEmbedder()).add_documents(docs)
+    assert check_in_step(home, docs)["lost"] == 0
+    store = AgenticIndex(RAGConfig(home=str(home)), embedder=HashingEmbedder()).store.open()
+    ids = sorted(c.id for c in store.get())
+    store._col.delete(ids=ids[:2])  # two rows vanish from the vector store only
+    vec = store._col.get(ids=[ids[2]], include=["embeddings"])["embeddings"]
+    store._col.update(ids=[ids[2]], documents=["an earlier version's text"], embeddings=vec)
+    c = check_in_step(home, docs)
+    assert c["missing"] == ids[:2] and c["wrong_text"] == [ids[2]] and c["lost"] == 3, c
+    with pytest.raises(AssertionError):
+        assert_in_step(home, docs)
 
 
 KILLS = {"first-build, mid-upsert": (None, ("upsert", 2)),  # doc02 half written
@@ -128,9 +175,8 @@ def test_kill9_during_index_then_rerun_is_in_step(tmp_path, case, record_propert
         run_worker(home, before)  # a complete earlier version
     run_worker(home, 2, kill_at=kill_at)
     lines = run_worker(home, 2)  # the rerun of the same command
-    n = assert_in_step(home, corpus(2))
-    record_property("kill9_lost_rows", 0)
-    record_property("kill9_rows_checked", n)
+    record_kill9_counts(record_property, check_in_step(home, corpus(2)))
+    assert_in_step(home, corpus(2))
     assert lines[-1] == "done"
 
 
@@ -161,8 +207,7 @@ def test_kill9_of_agentic_rag_index_cli(tmp_path, minilm, record_property):
     from agentic_rag.documents import iter_document_paths, read_document
 
     docs = [read_document(f, i) for f, i in iter_document_paths([docs_dir])]
-    n = assert_in_step(home, docs, dim=minilm.dim)
-    record_property("kill9_lost_rows", 0)
-    record_property("kill9_rows_checked", n)
+    record_kill9_counts(record_property, check_in_step(home, docs, dim=minilm.dim))
+    assert_in_step(home, docs, dim=minilm.dim)
     assert killed, "the command finished before it could be killed: give it more to index"
     assert " 0 chunks added" not in res.stdout  # the rerun re-added what the crash cut off
