@@ -72,3 +72,66 @@ def test_summarize_pairs_every_config_with_the_baseline_per_query():
     cols = list(summary.columns)
     i = cols.index("ndcg@10_diff_vs_base")
     assert cols[i:i + 6] == list(want)  # summary.csv keeps the diff, CI, rel, CI order
+
+
+def test_short_label_names_the_settings_from_overrides_or_label():
+    from agentic_rag.experiments.summary import short_label
+
+    spec = _spec()
+    labels = [short_label(label) for label, _, _ in spec.configs()]
+    assert labels == [short_label(o) for _, o, _ in spec.configs()]  # label string = overrides
+    assert len(set(labels)) == 18
+    assert "256 tok · gated · hybrid" in labels and "64 tok · always_expand · bm25" in labels
+    assert short_label("fusion.rrf_k=10,gate.min_confidence=0.6") == "fusion.rrf_k=10 · conf≥0.6"
+    assert short_label("fusion.retrievers=['dense', 'bm25', 'splade']") == "dense+bm25+splade"
+    assert short_label("arm=flat") == "arm=flat" and short_label("base") == "base"
+    assert short_label({}) == "base"
+
+
+def test_print_summary_fits_120_columns_best_first():
+    from agentic_rag.experiments.summary import print_summary, short_label
+
+    spec = _spec()
+    summary = summarize(_results(spec), spec, spec.configs())
+    lines: list[str] = []
+    print_summary(summary, lines.append)
+    assert max(len(x) for x in lines) <= 120
+    body = [x for x in lines if " tok · " in x]
+    assert len(body) == 18 and not any("c0" in x or "c1" in x for x in lines)
+    best = summary.sort_values("ndcg@10", ascending=False).iloc[0]
+    assert body[0].startswith(short_label(best["config"]))
+    assert f"{best['ndcg@10']:.3f} [{best['ndcg@10_ci_low']:.3f}, " in body[0]
+    base = summary[summary["baseline"]].iloc[0]
+    assert [x for x in body if x.startswith(short_label(base["config"]) + " ")][0].split()[6] \
+        == "base"
+
+
+def test_print_chosen_reads_the_exported_file(tmp_path):
+    import yaml
+
+    from agentic_rag.experiments.summary import print_chosen
+
+    out = tmp_path / "best-config.yaml"
+    out.write_text(yaml.safe_dump({"provenance": {
+        "config_id": "c10", "config": "chunking.max_tokens=256,gate.mode=gated",
+        "chosen_by": "ndcg@10", "constraints": [],
+        "metrics": {"ndcg@10": {"mean": 0.7454, "ci95": [0.69, 0.8]}},
+        "test": {"run": "x-quick-test", "metrics": {"ndcg@10": {"mean": 0.71, "ci95": [0.6, 0.8]}}}}}))
+    lines: list[str] = []
+    print_chosen(out, lines.append)
+    assert lines[0] == "chosen by ndcg@10: 256 tok · gated (c10)"
+    assert "0.745 [0.690, 0.800]" in lines[1] and "0.710 [0.600, 0.800]" in lines[2]
+    assert str(out) in lines[3]
+
+
+def test_plots_name_configs_by_their_settings():
+    from agentic_rag.experiments.plots import plot_metric, plot_tradeoff
+    from agentic_rag.experiments.summary import short_label
+
+    spec = _spec()
+    summary = summarize(_results(spec), spec, spec.configs())
+    want = {short_label(c) for c in summary["config"]}
+    fig = plot_tradeoff(summary)
+    assert {t.get_text() for t in fig.axes[0].texts} == want
+    fig = plot_metric(summary, "grid")
+    assert {t.get_text() for t in fig.axes[0].get_yticklabels()} == want

@@ -1,10 +1,13 @@
-"""Matplotlib helpers for notebooks: quality vs cost, and a metric against one parameter."""
+"""Matplotlib helpers for notebooks: quality vs cost, and a metric against one parameter.
+Configs are named by their settings (`summary.short_label`: "256 tok · gated · hybrid")."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
+
+from .summary import short_label
 
 
 def _plt():
@@ -36,7 +39,7 @@ def plot_tradeoff(summary: pd.DataFrame, x: str = "latency_p50_ms", y: str = "nd
                                                   summary[f"{y}_ci_high"] - summary[y]],
                     fmt="none", ecolor="gray", alpha=0.5)
     for _, r in summary.iterrows():
-        ax.annotate(r["config_id"], (r[x], r[y]), fontsize=8, xytext=(3, 3),
+        ax.annotate(short_label(r["config"]), (r[x], r[y]), fontsize=7, xytext=(3, 3),
                     textcoords="offset points")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
@@ -51,8 +54,8 @@ def plot_tradeoff(summary: pd.DataFrame, x: str = "latency_p50_ms", y: str = "nd
 def plot_metric(summary: pd.DataFrame, param: str, metric: str = "ndcg@10",
                 path: str | Path | None = None):  # noqa: ANN201
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    labels = summary["config"].str.slice(0, 40)
+    fig, ax = plt.subplots(figsize=(7, max(4.5, 0.3 * len(summary))))  # a readable row each
+    labels = summary["config"].map(short_label)
     ax.barh(labels, summary[metric], xerr=[summary[metric] - summary[f"{metric}_ci_low"],
                                             summary[f"{metric}_ci_high"] - summary[metric]]
             if f"{metric}_ci_low" in summary else None, color="tab:blue", alpha=0.8)

@@ -3,13 +3,19 @@
 `summarize` gives each config its means with 95 % bootstrap CIs and, for every metric,
 the paired difference vs the baseline over the same queries (`stats.paired_effect`), plus
 decision distributions (iterations, stop reasons, expansions, filters) so a knob that
-never fires is visible.
+never fires is visible. `print_summary` shows the few columns a person reads first, with
+each config named by its settings (`short_label`); the full table is `summary.csv`.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
+import re
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -171,12 +177,126 @@ def cached_summary(results: pd.DataFrame, spec: SweepSpec, configs: list, lines:
     return summary
 
 
-def print_summary(summary: pd.DataFrame, log=print) -> None:  # noqa: ANN001
-    cols = [c for c in ["config_id", "config", "ndcg@10", "ndcg@10_ci_low", "ndcg@10_ci_high",
-                        "recall@10", "mrr@10", "span_recall@10", "token_f1", "hallucinated",
-                        "iterations_mean", "iterations_dist", "stop_reasons", "expansions_fired",
-                        "context_tokens_mean", "latency_p50_ms", "latency_p95_ms", "failures",
-                        "pareto"] if c in summary.columns]
-    with pd.option_context("display.max_columns", None, "display.width", 200,
-                           "display.max_colwidth", 60, "display.float_format", "{:.3f}".format):
-        log(summary[cols].to_string(index=False))
+# --- for people: short labels and the printed table ---------------------------------------
+
+def _retrievers(v: Any) -> str:
+    names = list(v) if isinstance(v, (list, tuple)) else [str(v)]
+    return "hybrid" if sorted(names) == ["bm25", "dense"] else "+".join(map(str, names))
+
+
+_SHORT: dict[str, Callable[[Any], str]] = {  # setting → how its value reads in a label
+    "chunking.max_tokens": lambda v: f"{v} tok",
+    "gate.mode": str,
+    "gate.min_confidence": lambda v: f"conf≥{v}",
+    "fusion.retrievers": _retrievers,
+    "context.max_tokens": lambda v: f"ctx {v} tok",
+}
+_LABEL_SPLIT = re.compile(r",(?=[A-Za-z_][\w.]*=)")  # "a.b=1,c=['x', 'y']" → 2 parts
+
+
+def _parse_label(label: str) -> dict[str, Any]:
+    """The overrides behind a config label (`spec.configs()`: "key=value,key=value")."""
+    out: dict[str, Any] = {}
+    for part in _LABEL_SPLIT.split(label):
+        key, sep, raw = part.partition("=")
+        if not sep:
+            return {}
+        try:
+            out[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            out[key] = raw
+    return out
+
+
+def short_label(config: str | dict[str, Any]) -> str:
+    """A config named by its settings, for people: {"chunking.max_tokens": 256, "gate.mode":
+    "gated", "fusion.retrievers": ["dense", "bm25"]} (or its label string, as in the
+    summary's `config` column) → "256 tok · gated · hybrid". Settings without a short form
+    read "key=value"; a label that is not key=value pairs is returned as it is."""
+    overrides = _parse_label(config) if isinstance(config, str) else config
+    if not overrides:
+        return config if isinstance(config, str) else "base"
+    parts = []
+    for key, v in overrides.items():
+        if key in _SHORT:
+            parts.append(_SHORT[key](v))
+        else:
+            parts.append(f"{key}={'+'.join(map(str, v)) if isinstance(v, (list, tuple)) else v}")
+    return " · ".join(parts)
+
+
+def main_metric(summary: pd.DataFrame) -> str | None:
+    """The metric a summary is read by: the first retrieval metric, else the first answer
+    or agent metric present."""
+    return next((m for m in QUALITY + EXTRA if m in summary.columns), None)
+
+
+def _num(v: float, signed: bool = False) -> str:
+    return "n/a" if pd.isna(v) else (f"{v:+.3f}" if signed else f"{v:.3f}")
+
+
+def _with_ci(row: pd.Series, col: str, signed: bool = False) -> str:
+    return (f"{_num(row[col], signed)} [{_num(row[f'{col}_ci_low'], signed)}, "
+            f"{_num(row[f'{col}_ci_high'], signed)}]")
+
+
+def print_summary(summary: pd.DataFrame, log=print, metric: str | None = None,  # noqa: ANN001
+                  label_width: int = 40) -> None:
+    """The summary as a person reads it, within 120 columns: one line per config, best
+    `metric` first (ties: lower latency), each named by its settings; the metric with its
+    95 % CI, Δ vs the baseline with its paired 95 % CI, mean retrieval iterations, mean
+    context tokens, median latency. The full table (every metric, decision distributions,
+    relative changes) is the run's `summary.csv`."""
+    if summary.empty:
+        log("no rows to summarize")
+        return
+    metric = metric if metric in summary.columns else main_metric(summary)
+    rows = summary if metric is None else summary.sort_values(
+        [metric, "latency_p50_ms"], ascending=[False, True], kind="stable")
+    labels = [short_label(c) for c in rows["config"]]
+    w = min(label_width, max(len(x) for x in labels + ["config"]))
+    head = f"{'config':<{w}}      "
+    if metric:
+        head += f"{metric + ' [95% CI]':<22}  {'Δ vs baseline [95% CI]':<25}"
+    log(head + f"{'iter':>5}  {'ctx tok':>7}  {'p50 ms':>7}")
+    for label, (_, r) in zip(labels, rows.iterrows()):
+        label = label if len(label) <= w else label[:w - 1] + "…"
+        flag = ("base" if r.get("baseline") else "") + ("*" if r.get("pareto") else "")
+        line = f"{label:<{w}} {flag:<5}"
+        if metric:
+            delta = "baseline" if r.get("baseline") or f"{metric}_diff_vs_base" not in r \
+                else _with_ci(r, f"{metric}_diff_vs_base", signed=True)
+            line += f"{_with_ci(r, metric):<22}  {delta:<25}"
+        log(line + f"{r['iterations_mean']:>5.2f}  {r['context_tokens_mean']:>7.0f}  "
+                   f"{r['latency_p50_ms']:>7.1f}")
+    legend = (f"Δ: paired difference vs the baseline (base) over the same queries. *: Pareto "
+              f"frontier of {metric} vs latency and context tokens. " if metric else "") + \
+        ("iter: mean retrieval iterations; ctx tok: mean context tokens; p50 ms: median "
+         "retrieval + context latency per query.")
+    for line in textwrap.wrap(legend, 120):
+        log(line)
+    failed = rows[rows["failures"] > 0]
+    for label, n in zip(failed["config"], failed["failures"]):
+        log(f"failures: {short_label(label)}: {n} row(s) (see rows.jsonl `error`)")
+
+
+def print_chosen(exported: str | Path, log=print) -> None:  # noqa: ANN001
+    """The config `export_config` chose, read back from its file: its settings, the metric
+    it was chosen by on dev (and on test, when scored there), and where the file is."""
+    import yaml
+
+    prov = yaml.safe_load(Path(exported).read_text(encoding="utf-8"))["provenance"]
+    metric = prov["chosen_by"]
+
+    def value(metrics: dict[str, Any]) -> str:
+        v = metrics.get(metric)
+        if isinstance(v, dict):
+            return f"{v['mean']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}]"
+        return "n/a" if v is None else f"{v:.3f}"
+
+    how = f" under {', '.join(prov['constraints'])}" if prov.get("constraints") else ""
+    log(f"chosen by {metric}{how}: {short_label(prov['config'])} ({prov['config_id']})")
+    log(f"  dev  {metric} {value(prov['metrics'])}  (chosen on it: optimistic)")
+    if "test" in prov:
+        log(f"  test {metric} {value(prov['test']['metrics'])}  (run {prov['test']['run']})")
+    log(f"  exported: {exported}  (Pipeline.from_config rebuilds it)")
