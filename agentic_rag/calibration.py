@@ -106,6 +106,8 @@ def fit_calibrator(examples: Sequence[tuple[Evidence, set[str]]], k: int = 5,
     """Logistic regression of `evidence_label` on `evidence_features` (scikit-learn)."""
     from sklearn.linear_model import LogisticRegression
 
+    from .evaluation.detection import auroc
+
     if not examples:
         raise ValueError("fit_calibrator: no examples")
     x = np.array([[evidence_features(ev)[n] for n in FEATURES] for ev, _ in examples])
@@ -123,16 +125,8 @@ def fit_calibrator(examples: Sequence[tuple[Evidence, set[str]]], k: int = 5,
     p = np.array([cal.predict_features(dict(zip(FEATURES, row))) for row in x])
     cal.fitted_on.update({"n": int(len(y)), "positive_rate": round(float(y.mean()), 4),
                           "brier": round(float(((p - y) ** 2).mean()), 4),
-                          "auroc": round(_auroc(p, y), 4)})
+                          "auroc": round(auroc(y, p), 4)})
     return cal
-
-
-def _auroc(p: np.ndarray, y: np.ndarray) -> float:
-    pos, neg = p[y == 1], p[y == 0]
-    if not len(pos) or not len(neg):
-        return float("nan")
-    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return float(greater / (len(pos) * len(neg)))
 
 
 def reliability_table(p: Sequence[float], y: Sequence[int], bins: int = 10):  # noqa: ANN201

@@ -10,7 +10,7 @@ import pytest
 from agentic_rag.datasets import GoldSpan
 from agentic_rag.documents import Chunk, Hit
 from agentic_rag.evaluation import doc_run, exact_match, ir_metrics, span_metrics, token_f1
-from agentic_rag.evaluation.llm_judge import auroc
+from agentic_rag.evaluation.detection import auroc
 from agentic_rag.experiments.stats import bootstrap_ci, paired_bootstrap, pareto_front
 
 
@@ -55,6 +55,13 @@ def test_squad_em_and_f1():
 def test_auroc_and_bootstrap_and_pareto():
     assert auroc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]) == pytest.approx(0.75)
     assert auroc([0, 1], [0.5, 0.5]) == pytest.approx(0.5)
+    # the judge's 0/1 verdicts: 3 of 4 hallucinated answers flagged, 1 of 4 right ones; the
+    # ties count half: (3·3 greater + 0.5·(3·1 + 1·3) ties) / 16 pairs
+    assert auroc([1, 1, 1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 1, 0, 0, 0]) == pytest.approx(12 / 16)
+    assert math.isnan(auroc([1, 1, 1], [0.2, 0.9, 0.5]))  # one class: undefined, not 0.5
+    assert math.isnan(auroc([], []))
+    with pytest.raises(ValueError, match="3 labels vs 2 scores"):
+        auroc([0, 1, 1], [0.1, 0.2])
     lo, hi = bootstrap_ci([1.0] * 10)
     assert lo == hi == 1.0
     lo, hi = bootstrap_ci([0.0, 1.0] * 50)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..llm import ChatModel, ChatReply, LLMError, ask_json_field
+from .detection import auroc
 
 ANSWER_PROMPT = ("Answer the question using only the context. Reply with the answer only, in "
                  "a few words. If the context does not contain the answer, reply \"I don't know\".")
@@ -49,17 +50,6 @@ def judge_correctness(chat: ChatModel, question: str, reference: str,
     return ask_json_field(chat, CORRECT_PROMPT, f"Question: {question}\n\nReference: "
                           f"{reference}\n\nAnswer: {answer}", "correct", _CORRECT_SCHEMA,
                           lambda v: isinstance(v, bool), max_tokens=16)
-
-
-def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:
-    """Area under the ROC curve (Mann-Whitney U), ties counted half."""
-    y, s = np.asarray(labels), np.asarray(scores, dtype=float)
-    pos, neg = s[y == 1], s[y == 0]
-    if len(pos) == 0 or len(neg) == 0:
-        return float("nan")
-    greater = (pos[:, None] > neg[None, :]).sum()
-    ties = (pos[:, None] == neg[None, :]).sum()
-    return float((greater + 0.5 * ties) / (len(pos) * len(neg)))
 
 
 def validate_judge(chat: ChatModel, items: Sequence[tuple[str, str, str]]) -> dict[str, float]:

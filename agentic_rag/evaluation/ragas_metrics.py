@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..config import LLMConfig
-from .llm_judge import auroc
+from .detection import auroc
 
 RAGAS_INSTALL = ("pip install ragas==0.4.3 langchain-community==0.4.1 instructor==1.17.0 "
                  "rapidfuzz rouge_score sacrebleu")

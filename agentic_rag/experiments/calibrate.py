@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..calibration import Calibrator, _auroc, evidence_features, evidence_label, fit_calibrator
+from ..calibration import Calibrator, evidence_features, evidence_label, fit_calibrator
 from ..config import RAGConfig
 from ..datasets import Dataset, load_dataset
+from ..evaluation.detection import auroc
 from ..gate import Evidence
 from ..pipeline import Pipeline
 from ..query import rewrite_keywords
@@ -96,7 +97,7 @@ def fit_on_datasets(datasets: Sequence[str], n: int = 100, base: RAGConfig | Non
     test = table(collect(datasets, "test", n, base, cache_dir, log=log), cal)
     for name, g in [("all", test), *test.groupby("dataset")]:
         y, p = g["relevant_in_top5"].to_numpy(), g["p"].to_numpy()
-        cal.fitted_on[f"test_{name}"] = {"n": int(len(g)), "auroc": round(_auroc(p, y), 4),
+        cal.fitted_on[f"test_{name}"] = {"n": int(len(g)), "auroc": round(auroc(y, p), 4),
                                          "brier": round(float(((p - y) ** 2).mean()), 4),
                                          "positive_rate": round(float(y.mean()), 4)}
     if out:
