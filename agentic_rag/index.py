@@ -15,7 +15,8 @@ files that keep the parts in step:
 - `index-state.json`: a version bumped by every completed write. BM25 records the
   version it was built from and is rebuilt from the store when they differ (or when a
   journal is pending), so BM25 never serves another version's chunks even when the
-  chunk count happens to match.
+  chunk count happens to match. A state file that does not parse is an `IndexStateError`
+  naming the file and the mend, never read as version 0.
 
 Re-adding a document replaces its chunks (old ones are deleted first, so nothing
 stale is left); re-adding an unchanged document with the same chunking and
@@ -68,6 +69,10 @@ class IndexLocked(RuntimeError):
     """Another process kept the index's write lock longer than the timeout."""
 
 
+class IndexStateError(RuntimeError):
+    """`index-state.json` cannot be read: the index cannot tell which version it is at."""
+
+
 @dataclass
 class IndexReport:
     documents: int = 0
@@ -104,6 +109,26 @@ def _read_json(path: Path) -> dict | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def _read_version(path: Path) -> int:
+    """The version in `index-state.json`. The file is only ever replaced whole, so one that
+    does not parse was damaged from outside; guessing a version could serve a BM25 index
+    of other chunks, so it is an error that says how to mend it."""
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+        version = state["version"]
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise ValueError(f"version {version!r} is not a count")
+    except FileNotFoundError:  # removed since its stat: a fresh home
+        return 0
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        reason = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise IndexStateError(
+            f"{path}: unreadable index state ({reason}). It only counts completed writes: "
+            f"delete it and the folder {path.parent / 'lexical'} (BM25 is rebuilt from the "
+            "vector store at the next search; the indexed documents are kept)") from None
+    return version
 
 
 def check_unique_ids(docs: list[Document]) -> None:
@@ -230,8 +255,7 @@ class AgenticIndex:
         cached = self._version_seen
         if cached is not None and cached[0] == sig:
             return cached[1]
-        state = _read_json(path)
-        version = int(state["version"]) if state else 0
+        version = _read_version(path)
         self._version_seen = (sig, version)
         return version
 

@@ -1,0 +1,48 @@
+"""Reliability: no quiet fallbacks. A damaged `index-state.json`, a lock that fails for a
+reason other than a timeout and an interrupted write that cannot be undone are reported,
+each with the file concerned and what to do, never papered over."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from agentic_rag.config import RAGConfig
+from agentic_rag.index import AgenticIndex, IndexStateError
+
+from .fakes import HashingEmbedder
+from .test_reliability_crash import assert_in_step, corpus
+
+pytestmark = pytest.mark.reliability
+
+
+def fake_index(home) -> AgenticIndex:
+    return AgenticIndex(RAGConfig(home=str(home)), embedder=HashingEmbedder())
+
+
+DAMAGED_STATES = {"empty": "", "torn": '{"version": 3', "no version": '{"versio": 3}',
+                  "not a count": '{"version": "3"}', "binary": "\x00\x00\x00"}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED_STATES))
+def test_damaged_index_state_names_the_file_and_the_mend(tmp_path, damage):
+    """Read as version 0, a damaged `index-state.json` let a BM25 index saved at version 0
+    pass for the current one. It is an error naming the file and what to delete, and
+    that mend works."""
+    home = tmp_path / "home"
+    first = fake_index(home)
+    first.add_documents(corpus(1, n=3))
+    assert first.search_lexical("guide", 3)  # BM25 saved under lexical/
+    state = home / "index-state.json"
+    state.write_text(DAMAGED_STATES[damage], encoding="utf-8")
+    idx = fake_index(home)
+    with pytest.raises(IndexStateError) as exc:
+        idx.search_lexical("guide", 3)
+    msg = str(exc.value)
+    assert msg.startswith(f"{state}: unreadable index state") and str(home / "lexical") in msg
+    with pytest.raises(IndexStateError):
+        idx.add_documents(corpus(1, n=4))  # no write on top of an unknown version
+    state.unlink()  # the mend the message names
+    shutil.rmtree(home / "lexical")
+    assert assert_in_step(home, corpus(1, n=3)) == 18
