@@ -383,11 +383,17 @@ class AgenticIndex:
                 lex = LexicalIndex.load(folder)
                 if len(lex) == self.store.count():
                     return lex
-        # save only when no write is running (ours or another process's); else keep in memory
+        # save only when no write is running (ours or another process's); else keep in memory.
+        # Only a held lock means "running": any other lock error (a lock path that cannot be
+        # opened, a full disk) is raised, not taken for a busy writer.
+        from filelock import Timeout
+
         got = False
-        with contextlib.suppress(Exception):
+        try:
             self._lock().acquire(timeout=0)
             got = True
+        except Timeout:
+            pass
         try:
             version = self.version() if got else version
             chunks = sorted(self.store.get(), key=lambda c: c.id)

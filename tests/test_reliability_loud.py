@@ -46,3 +46,26 @@ def test_damaged_index_state_names_the_file_and_the_mend(tmp_path, damage):
     state.unlink()  # the mend the message names
     shutil.rmtree(home / "lexical")
     assert assert_in_step(home, corpus(1, n=3)) == 18
+
+
+def test_a_lock_that_cannot_be_taken_is_an_error_not_a_busy_writer(tmp_path):
+    """The BM25 rebuild takes the write lock without waiting, to save only when no write runs.
+    A held lock (filelock's Timeout) means a writer is busy: BM25 is built in memory. Any
+    other failure to take it (here the lock path is a folder) was taken for the same case
+    and hidden; it is raised, naming the lock file."""
+    from filelock import FileLock
+
+    home = tmp_path / "home"
+    fake_index(home).add_documents(corpus(1, n=2))  # nothing searched yet: no lexical/
+    held = FileLock(str(home / ".write.lock"))
+    held.acquire()
+    try:  # a writer in another process (a second FileLock object: another flock)
+        busy = fake_index(home)
+        assert busy.search_lexical("guide", 3)  # built in memory, not saved
+        assert not (home / "lexical").exists()
+    finally:
+        held.release()
+    (home / ".write.lock").unlink()
+    (home / ".write.lock").mkdir()
+    with pytest.raises(IsADirectoryError, match=".write.lock"):
+        fake_index(home).search_lexical("guide", 3)
