@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .gate import Evidence
+from .evidence import Evidence
 
 DEFAULT_PATH = Path(__file__).with_name("calibration_default.json")
 FEATURES = ("dense_top1", "dense_margin", "dense_spread", "bm25_top1", "bm25_ratio",

@@ -29,26 +29,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from .config import GateConfig
 from .documents import Hit
+from .evidence import Evidence  # also imported from here by retrievers and tests
 from .fusion import rrf
 
 SearchFn = Callable[[str, int, dict[str, Any] | None], list[Hit]]
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What one search produced: the fused top list and each retriever's candidates."""
-
-    hits: list[Hit]
-    runs: dict[str, list[Hit]] = field(default_factory=dict)
-    filtered: bool = False
-    k: int = 5
 
 
 class EvidenceSearch(Protocol):

@@ -60,9 +60,6 @@ class Pipeline:
     def fusion(self) -> FusionRetriever:
         return FusionRetriever(self.config.fusion, self.index, self.candidates)
 
-    def search_fn(self):  # noqa: ANN201 - SearchFn
-        return self.fusion().search
-
     def retriever(self) -> DynamicRetriever:
         gate = self.config.gate
         rewrite = rewrite_keywords if gate.rewriter == "keywords" else self.builder.rewrite

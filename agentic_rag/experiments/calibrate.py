@@ -22,7 +22,7 @@ from ..calibration import Calibrator, evidence_features, evidence_label, fit_cal
 from ..config import RAGConfig
 from ..datasets import Dataset, load_dataset
 from ..evaluation.detection import auroc
-from ..gate import Evidence
+from ..evidence import Evidence
 from ..pipeline import Pipeline
 from ..query import rewrite_keywords
 from ..retrievers import CandidateMemo
