@@ -294,6 +294,21 @@ class AgenticIndex:
         self._commit()
         return len(docs)
 
+    def _undo_or_report(self, exc: BaseException) -> None:
+        """After a write failed with `exc`: leave its documents out rather than half in. When
+        that undo fails too, the documents may be half indexed until the next write (which
+        recovers the journal first): say so in the log and on `exc`, which is raised."""
+        try:
+            self.recover()
+        except Exception as undo:  # noqa: BLE001 - reported here; the write's error is raised
+            docs = self.pending_journal() or []
+            note = (f"{self.home}: undoing the failed write also failed ({undo!r}): "
+                    f"{len(docs)} document(s) may be half indexed until the next write to "
+                    f"this index, which removes them first (they are listed in "
+                    f"{self.home / JOURNAL_FILE}); then add them again")
+            log.error(note)
+            exc.add_note(note)
+
     # -- writes -----------------------------------------------------------------------
     def add_document(self, doc: Document) -> IndexReport:
         return self.add_documents([doc])
@@ -342,9 +357,8 @@ class AgenticIndex:
                     self.store.upsert(pending[i:i + batch_size], vecs)
                     bar.update(len(vecs))
                 bar.close()
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    self.recover()  # leave the documents out rather than half in
+            except BaseException as exc:
+                self._undo_or_report(exc)
                 raise
             self._commit()
         report.added_chunks = len(pending)

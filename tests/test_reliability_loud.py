@@ -69,3 +69,44 @@ def test_a_lock_that_cannot_be_taken_is_an_error_not_a_busy_writer(tmp_path):
     (home / ".write.lock").mkdir()
     with pytest.raises(IsADirectoryError, match=".write.lock"):
         fake_index(home).search_lexical("guide", 3)
+
+
+class EmbedderThatFailsOnce(HashingEmbedder):
+    def __init__(self, fail_on_call: int) -> None:
+        super().__init__()
+        self.fail_on_call = fail_on_call
+
+    def embed(self, texts):  # noqa: ANN001, ANN201
+        if self.calls + 1 == self.fail_on_call:
+            self.calls += 1
+            raise RuntimeError("embedding service went away")
+        return super().embed(texts)
+
+
+def test_a_failed_undo_is_reported_on_the_error_and_in_the_log(tmp_path, caplog):
+    """A write that fails midway is undone (`recover()`). When the undo fails as well, the
+    written half stays in the index until the next write: that used to be silent. The
+    write's own error is raised with a note saying so, and the log has it."""
+    home = tmp_path / "home"
+    fake_index(home).add_documents(corpus(1, n=1))
+    idx = AgenticIndex(RAGConfig(home=str(home)), embedder=EmbedderThatFailsOnce(2))
+
+    def broken_delete(where):  # noqa: ANN001, ANN202
+        raise OSError("disk full")
+
+    idx.store.delete = broken_delete
+    new = corpus(1, n=4)[1:]
+    with caplog.at_level("ERROR", logger="agentic_rag.index"), \
+            pytest.raises(RuntimeError, match="went away") as exc:
+        idx.add_documents(new, batch_size=4)  # the first batch is written, the second fails
+    notes = getattr(exc.value, "__notes__", [])
+    assert len(notes) == 1, notes
+    assert "undoing the failed write also failed (OSError('disk full'))" in notes[0]
+    assert "3 document(s) may be half indexed" in notes[0]
+    assert str(home / "index-journal.json") in notes[0]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == notes
+    assert sorted(idx.pending_journal()) == [d.id for d in new]
+    assert idx.count() == 6 + 4  # the first document, and the half: the first batch of 4
+    report = fake_index(home).add_documents(new)  # the next write removes the half first
+    assert report.recovered_documents == 3
+    assert assert_in_step(home, corpus(1, n=4)) == 24
