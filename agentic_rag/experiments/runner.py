@@ -40,9 +40,7 @@ from .execute import (
     plan_units,
 )
 from .row_cache import RowCache, RowKeys, code_version
-from .runfolder import git_commit as _git_commit
 from .runfolder import mark_complete, new_run_dir, versions, write_meta
-from .runfolder import versions as _versions
 from .spec import SweepSpec
 from .summary import (
     QUALITY,
@@ -55,12 +53,10 @@ from .summary import (
 )
 
 # what callers imported from here before the split (notebooks, benchmarks, replay.py,
-# calibrate.py, claims.py); `_git_commit` / `_versions` until claims.py and agent_eval.py
-# import them from runfolder
-__all__ = ["QUALITY", "SweepResult", "_git_commit", "_versions", "decision_distribution",
-           "estimate_llm_cost", "evaluation_settings", "failed", "index_key", "judge_view",
-           "load_spec_dataset", "open_index", "per_query_means", "print_summary", "run_sweep",
-           "summarize"]
+# calibrate.py, claims)
+__all__ = ["QUALITY", "SweepResult", "decision_distribution", "estimate_llm_cost",
+           "evaluation_settings", "failed", "index_key", "judge_view", "load_spec_dataset",
+           "open_index", "per_query_means", "print_summary", "run_sweep", "summarize"]
 
 
 @dataclass
