@@ -393,8 +393,12 @@ class AgenticIndex:
         saved = _read_json(folder / LEXICAL_VERSION_FILE)
         if (saved and saved.get("version") == version and self.pending_journal() is None
                 and (folder / "chunks.jsonl").exists()):
-            with contextlib.suppress(Exception):  # unreadable: rebuilt below
+            try:
                 lex = LexicalIndex.load(folder)
+            except Exception as exc:  # noqa: BLE001 - derived data: rebuilt below, and said so
+                log.warning("%s: saved BM25 index unreadable (%r); rebuilding it from the "
+                            "vector store", folder, exc)
+            else:
                 if len(lex) == self.store.count():
                     return lex
         # save only when no write is running (ours or another process's); else keep in memory.

@@ -110,3 +110,20 @@ def test_a_failed_undo_is_reported_on_the_error_and_in_the_log(tmp_path, caplog)
     report = fake_index(home).add_documents(new)  # the next write removes the half first
     assert report.recovered_documents == 3
     assert assert_in_step(home, corpus(1, n=4)) == 24
+
+
+def test_an_unreadable_saved_bm25_index_is_rebuilt_with_a_warning(tmp_path, caplog):
+    """`lexical/` is derived from the store, so a damaged copy is rebuilt: the search
+    still answers, and the log says which folder was unreadable."""
+    home = tmp_path / "home"
+    first = fake_index(home)
+    first.add_documents(corpus(1, n=2))
+    want = [h.chunk.id for h in first.search_lexical("guide topic1", 5)]
+    (home / "lexical" / "chunks.jsonl").write_text("{not json\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="agentic_rag.index"):
+        got = [h.chunk.id for h in fake_index(home).search_lexical("guide topic1", 5)]
+    assert got == want
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and warned[0].startswith(f"{home / 'lexical'}: saved BM25 index "
+                                                     "unreadable")
+    assert assert_in_step(home, corpus(1, n=2)) == 12  # and saved again, readable
