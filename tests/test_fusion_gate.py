@@ -172,19 +172,31 @@ def test_merge_modes():
     assert ids["best"] == ["c#1", "a#1"] == ids["last"]
 
 
-def test_raw_rule_on_bm25_never_fires_but_calibrated_confidence_does():
-    # BM25 scores are divided by the query's best score: top-1 is always 1.0, so top_mean
-    # is >= 0.5 for every query. The calibrated confidence reads raw BM25 scores.
+def test_raw_rule_on_bm25_never_fires_but_calibrated_confidence_does(banking):
+    # BM25 scores are divided by the query's best score, so the top hit scores 1.0 for any
+    # query that matches a single word: on BM25 alone the raw rule reads a nonsense query
+    # as confident as a real question, and the gate never expands it. The calibrated
+    # confidence reads the raw BM25 scores and tells them apart. (Real banking chunks.)
     from agentic_rag.calibration import load_calibrator
+    from agentic_rag.chunking import AgenticChunker
+    from agentic_rag.config import ChunkingConfig
+    from agentic_rag.gate import evidence_confidence
+    from agentic_rag.lexical import LexicalIndex
 
-    weak = [_hit("a#1", 1.0, raw=0.4), _hit("b#1", 0.95, raw=0.38)]
-    strong = [_hit("a#1", 1.0, raw=14.0), _hit("b#1", 0.2, raw=2.8)]
-    assert confidence_top_mean([h.score for h in weak]) >= 0.5
-    assert confidence_top_mean([h.score for h in strong]) >= 0.5
+    chunker = AgenticChunker(ChunkingConfig())
+    lex = LexicalIndex().build([c for d in banking[:40] for c in chunker.chunk(d)])
+    nonsense, question = "zebra quantum account", "monthly maintenance fee Blue Account"
+    weak, strong = lex.search(nonsense, k=5), lex.search(question, k=5)
+    assert weak[0].score == strong[0].score == 1.0
+    assert weak[0].raw_score < strong[0].raw_score / 4  # only "account" matched
+    ev_weak, ev_strong = (Evidence(h, {"bm25": h}, False, 5) for h in (weak, strong))
+    top_mean = evidence_confidence(GateConfig(confidence="top_mean"))
+    assert top_mean(ev_weak) >= top_mean(ev_strong) >= GateConfig().min_confidence
+    gate = DynamicRetriever(GateConfig(confidence="top_mean"), lambda q, k, w: lex.search(q, k, w))
+    res = gate.retrieve(nonsense, k=5)
+    assert res.stop_reason == "confident" and res.iterations == 1
     cal = load_calibrator()
-    p_weak = cal.predict_evidence(Evidence(weak, {"bm25": weak}, False, 5))
-    p_strong = cal.predict_evidence(Evidence(strong, {"bm25": strong}, False, 5))
-    assert 0.0 < p_weak < p_strong < 1.0
+    assert 0.0 < cal.predict_evidence(ev_weak) < cal.predict_evidence(ev_strong) < 1.0
 
 
 def test_threshold_drops_low_scores():
