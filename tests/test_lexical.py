@@ -1,4 +1,5 @@
-"""BM25 via bm25s, checked against rank_bm25 (the reference implementation)."""
+"""BM25 via bm25s, checked against rank_bm25 (bm25+, robertson) and against Lucene's formula
+written out in numpy (lucene, the default)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,82 @@ def test_robertson_matches_okapi_up_to_k1_plus_1(query):
     corpus, q = idx._tokenize(TEXTS), idx._tokenize([query])[0]
     ref = BM25Okapi(corpus, k1=1.5, b=0.75).get_scores(q)
     np.testing.assert_allclose(ours * 2.5, ref, rtol=1e-5)
+
+
+# ---- the default method, lucene, against Lucene's formula written out in numpy ----------
+# rank_bm25 has no Lucene variant. Lucene's BM25Similarity (since Lucene 8, which dropped the
+# constant (k1 + 1) factor: the ranking is the same) scores a document d for a query q as
+#   sum over the terms t of q:  idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl)),
+#   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)),
+# with dl the document's length in tokens and a repeated query term counted each time.
+# Lucene itself stores dl lossily (one byte); bm25s and this reference use it exactly.
+# Tokens as bm25s makes them: lower case, words of 2+ word characters, English stopwords
+# dropped, then the Snowball English stemmer.
+LUCENE_QUERIES = ["What is the monthly maintenance fee of the Blue Account?",
+                  "dispute a charge on my credit card", "overdraft protection transfer",
+                  "international wire wire transfers", "how do I reset my online banking PIN",
+                  "ATM withdrawal limits abroad"]
+
+
+def lucene_tokens(text: str) -> list[str]:
+    import re
+
+    import Stemmer
+    from bm25s.stopwords import STOPWORDS_EN
+
+    words = [w for w in re.findall(r"(?u)\b\w\w+\b", text.lower()) if w not in STOPWORDS_EN]
+    return Stemmer.Stemmer("english").stemWords(words)
+
+
+def lucene_scores(corpus: list[list[str]], query: list[str], k1: float, b: float) -> np.ndarray:
+    vocab = sorted({t for doc in corpus for t in doc})
+    col = {t: j for j, t in enumerate(vocab)}
+    tf = np.zeros((len(corpus), len(vocab)))
+    for i, doc in enumerate(corpus):
+        for t in doc:
+            tf[i, col[t]] += 1
+    n_docs, dl = len(corpus), tf.sum(axis=1)
+    df = (tf > 0).sum(axis=0)
+    idf = np.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+    norm = k1 * (1 - b + b * dl / dl.mean())
+    term = idf * tf / (tf + norm[:, None])
+    return sum((term[:, col[t]] for t in query if t in col), np.zeros(n_docs))
+
+
+@pytest.fixture(scope="module")
+def banking_chunks(banking):
+    from agentic_rag.chunking import AgenticChunker
+    from agentic_rag.config import ChunkingConfig
+
+    cfg = ChunkingConfig()
+    chunks = [c for d in banking[:60] for c in AgenticChunker(cfg).chunk(d)]
+    return chunks, [c.index_text(cfg.contextual_headers) for c in chunks]  # as the index does
+
+
+def test_default_bm25_is_lucene_with_english_stopwords_and_stemming():
+    assert LexicalConfig().model_dump(include={"method", "stopwords", "stemmer"}) == {
+        "method": "lucene", "stopwords": "en", "stemmer": "english"}
+
+
+def test_default_bm25_tokens_are_the_reference_tokens(banking_chunks):
+    chunks, texts = banking_chunks
+    idx = LexicalIndex()
+    assert idx._tokenize(texts) == [lucene_tokens(t) for t in texts]
+    assert idx._tokenize(LUCENE_QUERIES) == [lucene_tokens(q) for q in LUCENE_QUERIES]
+
+
+@pytest.mark.parametrize("query", LUCENE_QUERIES)
+def test_default_bm25_scores_and_ranks_as_lucene(banking_chunks, query):
+    chunks, texts = banking_chunks
+    cfg = LexicalConfig()
+    idx = LexicalIndex(cfg).build(chunks, texts)
+    ref = lucene_scores([lucene_tokens(t) for t in texts], lucene_tokens(query), cfg.k1, cfg.b)
+    assert (ref > 0).sum() >= 10  # a real ranking, not a single match
+    np.testing.assert_allclose(idx.scores(query), ref, rtol=1e-5)
+    top = np.argsort(-ref, kind="stable")[:10]
+    hits = idx.search(query, k=10)
+    assert [h.chunk.id for h in hits] == [chunks[i].id for i in top]
+    np.testing.assert_allclose([h.raw_score for h in hits], ref[top], rtol=1e-5)
 
 
 def test_search_ranks_filters_and_normalises(tmp_path):
