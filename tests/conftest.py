@@ -45,6 +45,37 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# ---- a test that loads the real embedding model carries the `slow` marker -----------------
+_MODEL_LOADED_BY: set[str] = set()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _record_embedding_model_loads():
+    """Wraps the one place the real embedding model is loaded; records the test running
+    then (its set-up included, where session fixtures such as `minilm` load it)."""
+    from agentic_rag.embeddings import SentenceTransformerEmbedder
+
+    real = SentenceTransformerEmbedder._open
+
+    def recording(self) -> None:  # noqa: ANN001
+        real(self)
+        _MODEL_LOADED_BY.add(os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0])
+
+    SentenceTransformerEmbedder._open = recording
+    yield
+    SentenceTransformerEmbedder._open = real
+
+
+@pytest.fixture(autouse=True)
+def _embedding_model_tests_are_marked_slow(request):
+    yield
+    node = request.node
+    if node.get_closest_marker("slow") is None and (
+            node.nodeid in _MODEL_LOADED_BY or "minilm" in request.fixturenames):
+        pytest.fail(f"{node.nodeid} loads the embedding model: mark it @pytest.mark.slow",
+                    pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def minilm():
     """The real offline embedding model (all-MiniLM-L6-v2), loaded once per session."""

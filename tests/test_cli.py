@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from agentic_rag.cli import app
@@ -7,6 +8,7 @@ from agentic_rag.cli import app
 runner = CliRunner()
 
 
+@pytest.mark.slow  # `index` embeds with the real model
 def test_index_and_search_typed(tmp_path, monkeypatch):
     docs = tmp_path / "docs"
     docs.mkdir()

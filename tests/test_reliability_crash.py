@@ -180,6 +180,7 @@ def test_kill9_during_index_then_rerun_is_in_step(tmp_path, case, record_propert
     assert lines[-1] == "done"
 
 
+@pytest.mark.slow
 def test_kill9_of_agentic_rag_index_cli(tmp_path, minilm, record_property):
     """The real command with the real model, killed once the store is being written."""
     docs_dir = tmp_path / "docs"
