@@ -49,7 +49,7 @@ claims: install datasets
 	$(BIN)/agentic-rag claims
 
 # benchmarks (not tests): ours vs the bare libraries → benchmarks/RESULTS.md (~40 min on 2 cores),
-# then the reliability suite (pytest -m reliability) → benchmarks/RELIABILITY.md (~10 min);
+# then the reliability suite (pytest -m reliability) → benchmarks/RELIABILITY.md (~14 min);
 # bench-ann: ANN vs exact recall and latency on the cached real indexes
 bench: install datasets
 	$(BIN)/python benchmarks/bench.py
