@@ -1,0 +1,177 @@
+"""Validate hallucination detectors on labelled answers: AUROC with a bootstrap CI, on scores.
+
+Set (i) is HaluEval QA: per question, its right answer (label 0) and its hallucinated
+answer (label 1), each checked against the question's knowledge paragraph. Every detector
+scores every answer (`support.py`: the graded LLM judge, the lexical baseline); the rows go
+to a JSONL file one by one (fsync'd), so a killed run resumes where it stopped and a
+finished one is re-read, not re-run. Failures (an LLM call that failed after its retries)
+are rows with an `error`, counted and never scored.
+
+    agentic-rag validate-detectors --n 200 --out experiments/detectors/halueval-dev
+
+AUROC's CI resamples questions (both answers of a question together), 2,000 draws.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..evaluation.detection import auroc
+from ..evaluation.support import GRADED_JUDGE_VERSION, graded_support, lexical_support
+from ..llm import ChatModel, LLMError
+from .stats import resample_index
+
+DETECTORS = ("graded_judge", "lexical")
+
+
+def halueval_pairs(n: int, seed: int = 0, split: str = "dev") -> list[dict[str, str]]:
+    """`n` seeded HaluEval QA questions of `split` as (context, right, hallucinated) items."""
+    from ..datasets import load_dataset
+
+    ds = load_dataset("halueval-qa").split(split).sample(n, seed)
+    return [{"qid": q.id, "context": q.metadata["knowledge"], "right": q.answers[0],
+             "hallucinated": q.metadata["hallucinated_answer"]} for q in ds.queries]
+
+
+def _read_rows(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """Rows already scored; a torn last line (kill -9 mid-write) is cut off the file, so the
+    rows appended after it stay readable."""
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    if not path.exists():
+        return rows
+    raw, good = path.read_bytes(), 0
+    for line in raw.splitlines(keepends=True):
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        if not line.endswith(b"\n"):
+            break
+        rows[(r["qid"], r["label"])] = r
+        good += len(line)
+    if good != len(raw):
+        with path.open("r+b") as f:
+            f.truncate(good)
+    return rows
+
+
+def score_answer(chat: ChatModel | None, context: str, answer: str) -> dict[str, Any]:
+    """Every detector's support score for one answer (the judge's only when `chat`)."""
+    out: dict[str, Any] = {"lexical": lexical_support(context, answer)}
+    if chat is not None:
+        t0 = time.perf_counter()
+        try:
+            p, reply = graded_support(chat, context, answer)
+            out.update(graded_judge=p, judge_prompt_tokens=reply.prompt_tokens,
+                       judge_cached=reply.cached)
+        except LLMError as exc:
+            out.update(graded_judge=None, error=f"{exc.kind}: {exc}")
+        out["judge_s"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def run_validation(chat: ChatModel | None, items: Sequence[dict[str, str]], out: str | Path,
+                   log: Callable[..., Any] = print, max_calls: int | None = None) -> pd.DataFrame:
+    """Score the right and the hallucinated answer of each item into `out/rows.jsonl`
+    (resuming); returns every row. `max_calls` stops cleanly after that many new answers."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "rows.jsonl"
+    done = _read_rows(path)
+    todo = [(it, label) for it in items for label in (0, 1) if (it["qid"], label) not in done]
+    if max_calls is not None:
+        todo = todo[:max_calls]
+    log(f"detectors: {len(done)} answers scored, {len(todo)} to score → {path}")
+    t0 = time.perf_counter()
+    with path.open("a", encoding="utf-8") as f:
+        for i, (it, label) in enumerate(todo, 1):
+            answer = it["hallucinated" if label else "right"]
+            row = {"qid": it["qid"], "label": label, "answer": answer,
+                   "judge_version": GRADED_JUDGE_VERSION,
+                   **score_answer(chat, it["context"], answer)}
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+            done[(it["qid"], label)] = row
+            if i % 20 == 0 or i == len(todo):
+                rate = i / (time.perf_counter() - t0)
+                log(f"  {i}/{len(todo)} answers, {rate * 3600:.0f}/h, ETA "
+                    f"{(len(todo) - i) / rate / 60:.1f} min")
+    wanted = {(it["qid"], label) for it in items for label in (0, 1)}
+    return pd.DataFrame([r for k, r in done.items() if k in wanted])
+
+
+def auroc_ci(labels: np.ndarray, scores: np.ndarray, groups: np.ndarray, n_boot: int = 2000,
+             seed: int = 0) -> tuple[float, float, float]:
+    """AUROC and its 95 % CI, resampling whole groups (questions)."""
+    point = auroc(labels, scores)
+    uniq, inv = np.unique(groups, return_inverse=True)
+    members = [np.flatnonzero(inv == g) for g in range(len(uniq))]
+    boots = []
+    for draw in resample_index(len(uniq), n_boot, seed):
+        idx = np.concatenate([members[g] for g in draw])
+        a = auroc(labels[idx], scores[idx])
+        if a == a:
+            boots.append(a)
+    lo, hi = (np.quantile(boots, [0.025, 0.975]) if boots else (float("nan"),) * 2)
+    return point, float(lo), float(hi)
+
+
+def detector_table(rows: pd.DataFrame, threshold: float = 0.5) -> pd.DataFrame:
+    """Per detector: n answers scored, failures, AUROC of the hallucination score (1 −
+    support) with its CI, and accuracy when "hallucinated" means support < `threshold`."""
+    out = []
+    for det in DETECTORS:
+        if det not in rows:
+            continue
+        ok = rows[rows[det].notna()]
+        y = ok["label"].to_numpy(int)
+        s = 1.0 - ok[det].to_numpy(float)
+        a, lo, hi = auroc_ci(y, s, ok["qid"].to_numpy())
+        out.append({"detector": det, "n": len(ok), "failures": int(rows[det].isna().sum()),
+                    "auroc": a, "auroc_ci_low": lo, "auroc_ci_high": hi,
+                    "accuracy": float(((s > 1 - threshold).astype(int) == y).mean()),
+                    "threshold": threshold})
+    return pd.DataFrame(out)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m agentic_rag.experiments.detectors --n 200 --out DIR [--no-llm]`: set (i)."""
+    import argparse
+
+    from ..config import RAGConfig
+    from ..llm import make_chat_model
+    from ..server import LlamaServer
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=200, help="HaluEval questions (2 answers each)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--split", default="dev")
+    ap.add_argument("--out", default="experiments/detectors/halueval-dev")
+    ap.add_argument("--home", default="experiments/cache", help="reply cache and server logs")
+    ap.add_argument("--no-llm", action="store_true", help="lexical baseline only")
+    ap.add_argument("--max-llm-calls", type=int, default=None)
+    args = ap.parse_args(argv)
+    items = halueval_pairs(args.n, args.seed, args.split)
+    cfg = RAGConfig()
+    if args.no_llm:
+        rows = run_validation(None, items, args.out, max_calls=args.max_llm_calls)
+    else:
+        with LlamaServer(cfg.llm.server, home=args.home) as srv:
+            chat = make_chat_model(cfg.llm, args.home, base_url=srv.base_url)
+            rows = run_validation(chat, items, args.out, max_calls=args.max_llm_calls)
+    table = detector_table(rows)
+    table.to_csv(Path(args.out) / "detectors.csv", index=False)
+    print(table.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
