@@ -209,7 +209,8 @@ class FusionConfig(_Section):
 class ContextConfig(_Section):
     """Layer 4: how retrieved chunks are packed into the agent's context."""
 
-    max_tokens: int = Field(1500, ge=1, le=200_000)
+    max_tokens: int = Field(800, ge=1, le=200_000, description="token budget of the passages "
+                            "one search serves (the agent's figures were measured at 800)")
     boundaries: bool = Field(True, description="wrap each chunk in a numbered document boundary")
     attribution: bool = Field(True, description="name each chunk's source (a separate switch "
                               "from boundaries, so their effects can be told apart)")
