@@ -31,16 +31,21 @@ def _in_notebook() -> bool:
 def plot_tradeoff(summary: pd.DataFrame, x: str = "latency_p50_ms", y: str = "ndcg@10",
                   path: str | Path | None = None):  # noqa: ANN201 - matplotlib Figure
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7, 4.5) if len(summary) <= 6 else (10, 6.5))
     front = summary.get("pareto", pd.Series(False, index=summary.index))
     ax.scatter(summary[x], summary[y], c=["tab:red" if p else "tab:blue" for p in front])
     if f"{y}_ci_low" in summary:
         ax.errorbar(summary[x], summary[y], yerr=[summary[y] - summary[f"{y}_ci_low"],
                                                   summary[f"{y}_ci_high"] - summary[y]],
                     fmt="none", ecolor="gray", alpha=0.5)
-    for _, r in summary.iterrows():
-        ax.annotate(short_label(r["config"]), (r[x], r[y]), fontsize=7, xytext=(3, 3),
-                    textcoords="offset points")
+    # labels point inwards (right half: text to the left) and alternate above / below in
+    # the order of y, so neighbouring points' labels overlap less
+    mid = (summary[x].min() + summary[x].max()) / 2
+    for rank, (_, r) in enumerate(summary.sort_values(y).iterrows()):
+        left = r[x] > mid
+        ax.annotate(short_label(r["config"]), (r[x], r[y]), fontsize=7,
+                    xytext=(-4 if left else 4, 4 if rank % 2 else -10),
+                    textcoords="offset points", ha="right" if left else "left")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.set_title(f"{y} vs {x}\n(red: Pareto frontier on latency and context tokens; bars: 95% CI)",
