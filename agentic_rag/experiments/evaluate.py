@@ -17,6 +17,7 @@ from ..config import ContextConfig
 from ..context import AgenticContextFormatter, FormattedContext
 from ..datasets import Dataset, Query
 from ..evaluation import doc_run, exact_match, ir_metrics, per_type_hits, span_metrics, token_f1
+from ..evaluation.containment import answer_at_k, answer_in_context
 from ..evaluation.llm_judge import generate_answer, judge_support
 from ..llm import LLMError
 from ..pipeline import Pipeline
@@ -55,6 +56,8 @@ def evaluate_row(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipe
             if ds.spans.get(q.id):
                 row.update(span_metrics(hits, ds.spans[q.id], k))
         row.update(per_type_hits(hits, set(qrels), spec.k))
+    if "retrieval" in spec.metrics and q.answers:
+        row.update(containment_metrics(hits, ctx, q.answers, spec.k))
     if q.id not in (llm_ids or ()):
         return row
     groups = set(spec.metrics)
@@ -68,6 +71,15 @@ def evaluate_row(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipe
     if groups & {"answers", "hallucination", "ragas"}:
         row.update(_answer_metrics(pipe, q, hits, ctx, groups, scorer))
     return row
+
+
+def containment_metrics(hits: list, ctx: FormattedContext, answers: list[str],
+                        k: int) -> dict[str, float]:
+    """The reference answer in what was served (no LLM, every query): in the whole context
+    the model is given, and in the first 5 and `k` hits, heading line included."""
+    out = {"answer_in_context": answer_in_context(ctx.text, answers)}
+    out.update({f"answer@{n}": answer_at_k(hits, answers, n) for n in sorted({5, k})})
+    return out
 
 
 def _retrieve(spec: SweepSpec, pipe: Pipeline, q: Query) -> tuple[list, FormattedContext, dict]:

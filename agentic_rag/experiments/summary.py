@@ -27,8 +27,10 @@ from .stats import bootstrap_ci, paired_effect, pareto_front
 QUALITY = ["ndcg@10", "recall@10", "recall@5", "mrr@10", "precision@5"]
 PAIRED = ["span_recall@5", "span_recall@10", "span_iou@10", "exact_match", "token_f1",
           "hallucinated", "iterations", "context_tokens", "agent_tool_calls",
-          "agent_token_f1", "agent_exact_match", "agent_retrieval_iterations"]
-EXTRA = ["span_recall@10", "span_iou@10", "exact_match", "token_f1", "hallucinated",
+          "agent_token_f1", "agent_exact_match", "agent_retrieval_iterations",
+          "answer_in_context", "answer@5", "answer@10"]
+EXTRA = ["span_recall@10", "span_iou@10", "answer_in_context", "answer@5", "answer@10",
+         "exact_match", "token_f1", "hallucinated",
          "agent_token_f1", "agent_exact_match", "agent_tool_calls", "agent_retrieval_iterations"]
 TOKENS = ["llm_prompt_tokens", "llm_completion_tokens", "judge_prompt_tokens",
           "judge_completion_tokens", "agent_prompt_tokens", "agent_completion_tokens"]
