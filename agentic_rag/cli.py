@@ -257,6 +257,16 @@ def agent_eval_cmd(ctx: typer.Context) -> None:
     agent_eval(ctx.args, prog="agentic-rag agent-eval")
 
 
+@app.command("validate-detectors", add_help_option=False,
+             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def validate_detectors_cmd(ctx: typer.Context) -> None:
+    """Hallucination detectors (graded LLM judge, lexical baseline) on HaluEval right vs
+    hallucinated answers: AUROC with CIs (options: agentic-rag validate-detectors --help)."""
+    from .experiments.detectors import main as detectors
+
+    detectors(ctx.args, prog="agentic-rag validate-detectors")
+
+
 @app.command()
 def export(run_dir: Path,
            metric: Annotated[str, typer.Option(help="summary column to maximise")] = "ndcg@10",

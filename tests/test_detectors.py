@@ -32,6 +32,9 @@ class _Judge:
 
 
 def test_rows_resume_and_failures_are_not_scored(tmp_path):
+    lexical_only = run_validation(None, ITEMS[:2], tmp_path, log=lambda *a: None)
+    assert len(lexical_only) == 4 and "graded_judge" not in lexical_only
+    (tmp_path / "rows.jsonl").unlink()
     judge = _Judge()
     part = run_validation(judge, ITEMS, tmp_path, log=lambda *a: None, max_calls=5)
     assert len(part) == 5 and judge.calls == 5

@@ -86,6 +86,8 @@ def run_validation(chat: ChatModel | None, items: Sequence[dict[str, str]], out:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "rows.jsonl"
     done = _read_rows(path)
+    if chat is not None:  # rows of a lexical-only pass get the judge now
+        done = {k: r for k, r in done.items() if "graded_judge" in r}
     todo = [(it, label) for it in items for label in (0, 1) if (it["qid"], label) not in done]
     if max_calls is not None:
         todo = todo[:max_calls]
@@ -143,15 +145,15 @@ def detector_table(rows: pd.DataFrame, threshold: float = 0.5) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m agentic_rag.experiments.detectors --n 200 --out DIR [--no-llm]`: set (i)."""
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
+    """`agentic-rag validate-detectors --n 200 --out DIR [--no-llm]`: HaluEval pairs."""
     import argparse
 
     from ..config import RAGConfig
     from ..llm import make_chat_model
     from ..server import LlamaServer
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200, help="HaluEval questions (2 answers each)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--split", default="dev")
