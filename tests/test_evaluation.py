@@ -84,6 +84,35 @@ def test_ragas_non_llm_metrics_hand_cases():
     assert wrong["ragas_nonllm_context_recall"] == pytest.approx(0.0)
 
 
+def test_a_failing_ragas_metric_is_recorded_as_an_error_not_a_score():
+    from types import SimpleNamespace as NS
+
+    from agentic_rag.config import LLMConfig
+    from agentic_rag.evaluation.ragas_metrics import RagasScorer
+
+    class Metric:  # ragas' `ascore` interface, with a scripted result
+        def __init__(self, result):
+            self.result = result
+
+        async def ascore(self, **_):
+            if isinstance(self.result, Exception):
+                raise self.result
+            return NS(value=self.result)
+
+    def score(result):
+        scorer = RagasScorer(LLMConfig(), ("faithfulness",))
+        scorer._metrics = {"faithfulness": Metric(result)}  # instead of ragas' LLM metric
+        return scorer.score("q", "a", ["ctx"])
+
+    ok = score(0.5)
+    assert ok["ragas_faithfulness"] == 0.5 and "ragas_faithfulness_error" not in ok
+    for result, error in [(ValueError("parse failed"), "ValueError: parse failed"),
+                          (float("nan"), "ValueError: ragas returned NaN")]:
+        out = score(result)
+        assert "ragas_faithfulness" not in out and out["ragas_faithfulness_error"] == error
+        assert "ragas_faithfulness_seconds" in out  # timed even when it fails
+
+
 @pytest.mark.parametrize("pred,ref", [("Delhi", "Delhi"), ("delhi", "Delhi"), ("New Delhi", "Delhi")])
 def test_exact_match_agrees_with_ragas_on_plain_strings(pred, ref):
     import asyncio
