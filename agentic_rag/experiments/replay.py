@@ -6,7 +6,8 @@ Everything the gate and fusion can do to one query comes from a finite set of se
 them in a `CandidateMemo`, and then `score(**settings)` recomputes fusion, gate decisions
 and metrics from the stored lists with the same code a live search runs — no new
 search, milliseconds per query. `widget()` puts sliders on it for Jupyter; the plain
-call is what tests and scripts use.
+call is what tests and scripts use. `notebook_frontend()` tells the two apart, so a
+notebook shows the sliders when opened in JupyterLab and stays plain under nbmake.
 
     tuner = Tuner("halueval-qa", n=100, chunk_sizes=(64, 256))
     tuner.score(min_confidence=0.6, rrf_k=20, weights=(1.0, 0.5), mode="gated")
@@ -14,6 +15,7 @@ call is what tests and scripts use.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +36,21 @@ SETTINGS = {  # tuner argument → config path
     "weights": "fusion.weights", "retrievers": "fusion.retrievers",
     "filter_mode": "query.filter_mode", "normalise": "fusion.normalise",
 }
+
+
+def notebook_frontend() -> bool:
+    """True in a kernel that a notebook frontend is attached to and can draw widgets:
+    one a Jupyter server started for an open notebook (JupyterLab, Notebook 7: the server
+    sets JPY_SESSION_NAME in the kernel's environment) or VS Code (`__vsc_ipynb_file__`).
+    False in plain Python and under nbclient, which nbmake and papermill run headless."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return False
+    return bool(os.environ.get("JPY_SESSION_NAME")) or "__vsc_ipynb_file__" in shell.user_ns
 
 
 class Tuner:
@@ -117,14 +134,17 @@ class Tuner:
         sizes = list(self.pipes)
         controls = {
             "chunk_size": w.Dropdown(options=sizes, value=sizes[0], description="chunk"),
-            "mode": w.Dropdown(options=["static", "gated", "always_expand"], value="gated"),
+            "mode": w.Dropdown(options=["static", "gated", "always_expand"], value="gated",
+                               description="gate"),
             "min_confidence": w.FloatSlider(value=0.5, min=0.0, max=1.0, step=0.05,
                                             description="threshold"),
-            "filter_mode": w.Dropdown(options=["off", "soft", "hard"], value="soft"),
-            "method": w.Dropdown(options=["rrf", "score"], value="rrf"),
+            "filter_mode": w.Dropdown(options=["off", "soft", "hard"], value="soft",
+                                      description="filter"),
+            "method": w.Dropdown(options=["rrf", "score"], value="rrf", description="fusion"),
             "rrf_k": w.IntSlider(value=60, min=0, max=200, step=5, description="RRF k"),
-            "w_dense": w.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1),
-            "w_bm25": w.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1),
+            "w_dense": w.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1,
+                                     description="dense w"),
+            "w_bm25": w.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="BM25 w"),
             "k": w.IntSlider(value=10, min=1, max=20, description="cutoff k"),
         }
         out = w.Output()
