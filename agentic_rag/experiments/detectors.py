@@ -41,13 +41,12 @@ def halueval_pairs(n: int, seed: int = 0, split: str = "dev") -> list[dict[str, 
              "hallucinated": q.metadata["hallucinated_answer"]} for q in ds.queries]
 
 
-def _read_rows(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
-    """Rows already scored; a torn last line (kill -9 mid-write) is cut off the file, so the
-    rows appended after it stay readable."""
-    rows: dict[tuple[str, int], dict[str, Any]] = {}
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The complete rows of a JSONL file; a torn last line (kill -9 mid-write) is cut off
+    the file, so rows appended after it stay readable."""
     if not path.exists():
-        return rows
-    raw, good = path.read_bytes(), 0
+        return []
+    raw, good, rows = path.read_bytes(), 0, []
     for line in raw.splitlines(keepends=True):
         try:
             r = json.loads(line)
@@ -55,12 +54,16 @@ def _read_rows(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
             break
         if not line.endswith(b"\n"):
             break
-        rows[(r["qid"], r["label"])] = r
+        rows.append(r)
         good += len(line)
     if good != len(raw):
         with path.open("r+b") as f:
             f.truncate(good)
     return rows
+
+
+def _read_rows(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(r["qid"], r["label"]): r for r in _read_jsonl(path)}
 
 
 def score_answer(chat: ChatModel | None, context: str, answer: str) -> dict[str, Any]:
@@ -145,6 +148,53 @@ def detector_table(rows: pd.DataFrame, threshold: float = 0.5) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def own_answers(chat: ChatModel, out: str | Path, n: int = 150, seed: int = 0,
+                cache_dir: str | Path = "experiments/cache", log: Callable[..., Any] = print,
+                max_calls: int | None = None) -> pd.DataFrame:
+    """Set (ii): the local model's own answers in the (b)/(c) protocols' shared arm (HaluEval
+    test, the claims' sample of 200 over 2,000 paragraphs, hybrid static retrieval, k = 10,
+    default context), the first `n` questions. Each row keeps the question, reference, the
+    answer and the judge's view of the served chunks (what a labeller reads), in
+    `out/answers.jsonl` (resumable, committed so labels and detectors can be rerun anywhere)."""
+    from ..config import RAGConfig
+    from ..datasets import load_dataset
+    from ..evaluation.llm_judge import ANSWER_PROMPT, generate_answer
+    from ..pipeline import Pipeline
+    from .evaluate import judge_view
+    from .execute import open_index
+
+    ds = load_dataset("halueval-qa").split("test").sample(200, seed, 2000)
+    cfg = RAGConfig().with_overrides({"fusion.retrievers": ["dense", "bm25"],
+                                      "gate.mode": "static"})
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "answers.jsonl"
+    done = {r["qid"]: r for r in _read_jsonl(path)}
+    todo = [q for q in ds.queries[:n] if q.id not in done][:max_calls]
+    log(f"own answers: {len(done)} done, {len(todo)} to answer → {path}")
+    if todo:
+        first, index = open_index(cfg, ds, cache_dir, log=log)
+        pipe = Pipeline(first, index=index)
+        with path.open("a", encoding="utf-8") as f:
+            for q in todo:
+                intent, result = pipe.retrieve(q.text, k=10)
+                hits = result.hits[:10]
+                ctx = pipe.format(hits, intent)
+                row = {"qid": q.id, "question": q.text, "reference": q.answers[0],
+                       "context": judge_view(hits, ctx.included), "served_tokens": ctx.tokens,
+                       "answer_prompt": ANSWER_PROMPT}
+                try:
+                    reply = generate_answer(chat, q.text, ctx.text)
+                    row.update(answer=reply.content.strip(), cached=reply.cached)
+                except LLMError as exc:
+                    row.update(answer=None, error=f"{exc.kind}: {exc}")
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+                done[q.id] = row
+    return pd.DataFrame([done[q.id] for q in ds.queries[:n] if q.id in done])
+
+
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     """`agentic-rag validate-detectors --n 200 --out DIR [--no-llm]`: HaluEval pairs."""
     import argparse
@@ -161,7 +211,17 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     ap.add_argument("--home", default="experiments/cache", help="reply cache and server logs")
     ap.add_argument("--no-llm", action="store_true", help="lexical baseline only")
     ap.add_argument("--max-llm-calls", type=int, default=None)
+    ap.add_argument("--own-answers", type=int, default=0, metavar="N",
+                    help="instead: the local model's own answers to N HaluEval test questions "
+                         "in the (b)/(c) protocols' hybrid arm, for labelling (set ii)")
     args = ap.parse_args(argv)
+    if args.own_answers:
+        cfg = RAGConfig()
+        with LlamaServer(cfg.llm.server, home=args.home) as srv:
+            chat = make_chat_model(cfg.llm, args.home, base_url=srv.base_url)
+            own_answers(chat, args.out, args.own_answers, args.seed, args.home,
+                        max_calls=args.max_llm_calls)
+        return
     items = halueval_pairs(args.n, args.seed, args.split)
     cfg = RAGConfig()
     if args.no_llm:
