@@ -3,6 +3,7 @@ judgement (intent, agent answers) with the default Qwen2.5-Coder-1.5B."""
 
 from __future__ import annotations
 
+import re
 import socket
 
 import pytest
@@ -106,27 +107,46 @@ def blue_pipeline(fee_pipeline):
     return fee_pipeline
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "Qwen2.5-Coder-1.5B on 2026-11-30 with the filters-off default retrieval, where Lime Green "
-    "fee passages rank above the Blue account's '$20.00' line (served 3rd of 5): JSON mode "
-    "answered '$25.00 ... [6ab58]', native mode answered $20.00 in one run and "
-    "\"I don't know\" in another. With hard chunk-type filters the Blue table row was served "
-    "and both modes answered $20.00; filters are off by default because they lost nDCG@10 on "
-    "every dev set (README, Defaults and why)"))
-@pytest.mark.parametrize("mode", ["native", "json"])
+BLUE_FEE_QUESTION = "What is the monthly maintenance fee of the Blue Account?"
+BLUE_FEE_CHUNK = "doc_checking_accounts_blue_account_003#prose@16-150"  # "... | $20.00 |"
+JSON_MODE_MISREADS = (
+    "JSON mode: Qwen2.5-Coder-1.5B searches until max_steps and answers '$25.00', citing a "
+    "Lime Green passage, in 3 of 3 cold-cache runs when this became strict. With the "
+    "filters-off default retrieval the Blue account's '$20.00' line is served 3rd of 5, below "
+    "Lime Green fee passages (filters are off by default: they lost nDCG@10 on every dev set, "
+    "docs/design.md); native mode reads it right. Strict: if JSON mode answers $20.00, this "
+    "fails, and the mark goes")
+
+
+@pytest.mark.parametrize("mode", [
+    "native", pytest.param("json", marks=pytest.mark.xfail(strict=True, reason=JSON_MODE_MISREADS))])
 def test_agent_answers_from_default_corpus(blue_pipeline, mode):
-    res = run_agent("What is the monthly maintenance fee of the Blue Account?",
-                    blue_pipeline.chat_model, AgenticRAGTool(blue_pipeline), max_steps=3, mode=mode)
+    res = run_agent(BLUE_FEE_QUESTION, blue_pipeline.chat_model, AgenticRAGTool(blue_pipeline),
+                    max_steps=3, mode=mode)
     assert res.stop_reason == "answer", res
     assert res.tool_calls >= 1 and res.retrieval_iterations >= 1
-    assert "20" in res.answer
+    assert "20" in res.answer and BLUE_FEE_CHUNK in res.cited_chunks, (res.answer, res.citations)
     assert res.prompt_tokens > 0 and res.context_tokens > 0
+
+
+def test_json_mode_answer_states_what_its_citation_says(blue_pipeline):
+    """Right or wrong (see JSON_MODE_MISREADS), the JSON-mode answer comes from the passages:
+    the Blue line was served, every citation names a served chunk, and each dollar amount
+    the answer states is in a passage it cites. (Replies come from the test above's cache.)"""
+    res = run_agent(BLUE_FEE_QUESTION, blue_pipeline.chat_model, AgenticRAGTool(blue_pipeline),
+                    max_steps=3, mode="json")
+    assert res.tool_calls >= 1 and BLUE_FEE_CHUNK in res.served
+    assert res.cites_served and res.citation_valid, (res.answer, res.invalid_citations)
+    texts = {c.id: c.text for c in blue_pipeline.index.store.get()}
+    cited = " ".join(texts[cid] for cid in res.cited_chunks)
+    amounts = re.findall(r"\$\d[\d,]*(?:\.\d+)?", res.answer)
+    assert amounts and all(a in cited for a in amounts), (res.answer, cited)
 
 
 @pytest.fixture(scope="module")
 def default_run(blue_pipeline):
-    return run_agent("What is the monthly maintenance fee of the Blue Account?",
-                     blue_pipeline.chat_model, AgenticRAGTool(blue_pipeline))  # AgentConfig()
+    return run_agent(BLUE_FEE_QUESTION, blue_pipeline.chat_model,
+                     AgenticRAGTool(blue_pipeline))  # AgentConfig()
 
 
 def test_default_agent_searches_on_a_documentation_question(default_run):
@@ -195,10 +215,16 @@ def test_sweep_with_llm_metric_groups(qwen, tmp_path):
     row = sampled.iloc[0]
     assert row["llm_prompt_tokens"] > 0 and row["hallucinated"] in (0.0, 1.0)
     assert 0.0 <= row["token_f1"] <= 1.0
-    assert ("ragas_faithfulness" in df and 0 <= row["ragas_faithfulness"] <= 1) or \
-        isinstance(row.get("ragas_faithfulness_error"), str)  # a failure is recorded, not scored
+    # ragas scores it on the real server (0.5 in 224 s at load 6 when checked); a failure is
+    # recorded as an error, not a score (test_evaluation), and fails this test
+    error = row.get("ragas_faithfulness_error")
+    assert not isinstance(error, str), f"ragas faithfulness failed: {error}"
+    assert 0.0 <= row["ragas_faithfulness"] <= 1.0
     assert 0.0 <= row["ragas_nonllm_context_recall"] <= 1.0
-    assert row["agent_stop_reason"] in ("answer", "max_steps") and row["agent_tool_calls"] >= 0
+    assert row["agent_stop_reason"] in ("answer", "max_steps")
+    # retrieve_first (the default policy): exactly one search is the policy's own
+    assert row["agent_tool_calls"] == row["agent_model_tool_calls"] + 1
+    assert row["agent_retrieval_iterations"] >= 1 and row["agent_context_tokens"] > 0
     assert row["agent_prompt_tokens"] > 0
     s = res.summary.iloc[0]
     assert s["llm_prompt_tokens_total"] == row["llm_prompt_tokens"] and s["failures"] == 0
