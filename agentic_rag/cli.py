@@ -90,10 +90,15 @@ def index(
 
 
 def _index_docs(cfg: RAGConfig, docs):  # noqa: ANN001, ANN202
+    from .index import IndexLocked, IndexStateError
+
     t0 = time.perf_counter()
-    idx = _index(cfg)
-    report = idx.add_documents(docs, progress=sys.stderr.isatty())
-    n_lex = len(idx.lexical)
+    try:
+        idx = _index(cfg)
+        report = idx.add_documents(docs, progress=sys.stderr.isatty())
+        n_lex = len(idx.lexical)
+    except (IndexLocked, IndexStateError) as exc:  # their messages name the file and the fix
+        _fail(str(exc))
     dt = time.perf_counter() - t0
     typer.echo(f"indexed {report.documents} documents in {dt:.1f}s: {report.added_chunks} chunks "
                f"added {dict(sorted(report.by_type.items()))}, {report.deleted_chunks} replaced, "
@@ -119,11 +124,16 @@ def search(
             _fail(f"--type {t!r} is not a chunk type ({', '.join(CHUNK_TYPES)})")
     if mode not in ("dense", "bm25"):
         _fail(f"--mode {mode!r}: use dense or bm25")
-    idx = _index(cfg)
-    if idx.count() == 0:
-        _fail(f"the index at {cfg.home} is empty: run `agentic-rag index PATH...` first")
+    from .index import IndexLocked, IndexStateError
+
     where = {"chunk_type": type_ if len(type_ or []) > 1 else type_[0]} if type_ else None
-    hits = (idx.search if mode == "dense" else idx.search_lexical)(query, k, where)
+    try:  # their messages name the file and the fix
+        idx = _index(cfg)
+        if idx.count() == 0:
+            _fail(f"the index at {cfg.home} is empty: run `agentic-rag index PATH...` first")
+        hits = (idx.search if mode == "dense" else idx.search_lexical)(query, k, where)
+    except (IndexLocked, IndexStateError) as exc:
+        _fail(str(exc))
     print_hits(hits)
 
 

@@ -63,7 +63,7 @@ import numpy as np  # noqa: E402
 
 from agentic_rag.config import RAGConfig  # noqa: E402
 from agentic_rag.datasets import load_dataset  # noqa: E402
-from agentic_rag.experiments.runfolder import git_commit  # noqa: E402
+from agentic_rag.experiments.runfolder import git_commit, git_dirty  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -101,20 +101,10 @@ def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def _tree_dirty() -> bool | None:
-    """Whether tracked files differ from HEAD (None outside a git checkout)."""
-    try:
-        return bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, cwd=ROOT,
-                                   check=True).stdout.strip())
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def _stamp(command: str) -> dict:
     """Where and when a section is measured: stored with its figures in RESULTS.json."""
     return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "commit": git_commit(short=True), "dirty": _tree_dirty(), "command": command,
+            "commit": git_commit(short=True), "dirty": git_dirty(), "command": command,
             "machine": f"{platform.machine()} {os.cpu_count()} CPUs, "
                        f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB",
             "cpus_allowed": _cpus_allowed(), "python": platform.python_version(),

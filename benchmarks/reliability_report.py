@@ -22,7 +22,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agentic_rag.experiments.runfolder import git_commit
+from agentic_rag.experiments.runfolder import git_commit, git_dirty
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "RELIABILITY.md"
@@ -108,16 +108,6 @@ def summarise(xml: Path) -> dict:
             "recorded_by": recorded_by}
 
 
-def tree_dirty() -> bool | None:
-    """Whether tracked files differ from HEAD (None outside a git checkout)."""
-    try:
-        return bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, cwd=ROOT,
-                                   check=True).stdout.strip())
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def render(s: dict, rc: int, wall: float, loads: tuple[str, str], commit: str,
            started: datetime) -> str:
     upstream = os.environ.get("RELIABILITY_LLM_UPSTREAM") or "llama.cpp server, SmolLM2-135M"
@@ -162,7 +152,7 @@ def render(s: dict, rc: int, wall: float, loads: tuple[str, str], commit: str,
 def main() -> int:
     before, started = load(), datetime.now(UTC)
     # the code under test is the tree at the start (others may commit during the run)
-    commit = git_commit(short=True) + (" + uncommitted changes" if tree_dirty() else "")
+    commit = git_commit(short=True) + (" + uncommitted changes" if git_dirty() else "")
     rc, xml, wall = run(sys.argv[1:])
     if not xml.exists():
         print(f"pytest wrote no report (exit {rc})", file=sys.stderr)

@@ -28,6 +28,20 @@ class HashingEmbedder:
         return out / np.maximum(norms, 1e-12)
 
 
+class FailingEmbedder(HashingEmbedder):
+    """A HashingEmbedder whose `fail_on_call`-th call raises (an embedding service going away)."""
+
+    def __init__(self, fail_on_call: int) -> None:
+        super().__init__()
+        self.fail_on_call = fail_on_call
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self.calls + 1 == self.fail_on_call:
+            self.calls += 1
+            raise RuntimeError("embedding service went away")
+        return super().embed(texts)
+
+
 class FakeCompletions:
     """Stands in for `client.chat.completions`: replays a script of replies / exceptions."""
 

@@ -16,7 +16,7 @@ from agentic_rag.documents import Document, DocumentError, Hit, read_document
 from agentic_rag.index import AgenticIndex
 from agentic_rag.markup import parse_blocks
 
-from .fakes import HashingEmbedder
+from .fakes import FailingEmbedder, HashingEmbedder
 
 pytestmark = pytest.mark.reliability
 
@@ -222,18 +222,6 @@ def test_duplicate_document_ids_rejected_before_any_write(tmp_path, record_prope
             idx.add_documents(batch)
         assert_untouched(idx, 1)
     record_property("bad_inputs_tried", 2)
-
-
-class FailingEmbedder(HashingEmbedder):
-    def __init__(self, fail_on_call: int) -> None:
-        super().__init__()
-        self.fail_on_call = fail_on_call
-
-    def embed(self, texts):  # noqa: ANN001, ANN201
-        if self.calls + 1 == self.fail_on_call:
-            self.calls += 1
-            raise RuntimeError("embedding service went away")
-        return super().embed(texts)
 
 
 def test_failure_mid_write_leaves_no_half_written_document(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from agentic_rag.config import RAGConfig
 from agentic_rag.index import AgenticIndex, IndexStateError
 
-from .fakes import HashingEmbedder
+from .fakes import FailingEmbedder, HashingEmbedder
 from .test_reliability_crash import assert_in_step, corpus
 
 pytestmark = pytest.mark.reliability
@@ -71,25 +71,13 @@ def test_a_lock_that_cannot_be_taken_is_an_error_not_a_busy_writer(tmp_path):
         fake_index(home).search_lexical("guide", 3)
 
 
-class EmbedderThatFailsOnce(HashingEmbedder):
-    def __init__(self, fail_on_call: int) -> None:
-        super().__init__()
-        self.fail_on_call = fail_on_call
-
-    def embed(self, texts):  # noqa: ANN001, ANN201
-        if self.calls + 1 == self.fail_on_call:
-            self.calls += 1
-            raise RuntimeError("embedding service went away")
-        return super().embed(texts)
-
-
 def test_a_failed_undo_is_reported_on_the_error_and_in_the_log(tmp_path, caplog):
     """A write that fails midway is undone (`recover()`). When the undo fails as well, the
     written half stays in the index until the next write: that used to be silent. The
     write's own error is raised with a note saying so, and the log has it."""
     home = tmp_path / "home"
     fake_index(home).add_documents(corpus(1, n=1))
-    idx = AgenticIndex(RAGConfig(home=str(home)), embedder=EmbedderThatFailsOnce(2))
+    idx = AgenticIndex(RAGConfig(home=str(home)), embedder=FailingEmbedder(2))
 
     def broken_delete(where):  # noqa: ANN001, ANN202
         raise OSError("disk full")
@@ -127,3 +115,19 @@ def test_an_unreadable_saved_bm25_index_is_rebuilt_with_a_warning(tmp_path, capl
     assert len(warned) == 1 and warned[0].startswith(f"{home / 'lexical'}: saved BM25 index "
                                                      "unreadable")
     assert assert_in_step(home, corpus(1, n=2)) == 12  # and saved again, readable
+
+
+def test_cli_search_reports_a_damaged_state_without_a_traceback(tmp_path):
+    """`agentic-rag search` on a home whose index-state.json is damaged exits 2 with the
+    message that names the file and the mend, not a traceback (BM25 mode: no model load)."""
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+
+    home = tmp_path / "home"
+    fake_index(home).add_documents(corpus(1, n=3))
+    (home / "index-state.json").write_text('{"version": 3', encoding="utf-8")
+    res = CliRunner().invoke(app, ["search", "guide", "--mode", "bm25", "--home", str(home)])
+    out = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    assert res.exit_code == 2, out
+    assert "index-state.json: unreadable index state" in out and "Traceback" not in out

@@ -32,6 +32,16 @@ def git_commit(short: bool = False) -> str:
         return "unknown"
 
 
+def git_dirty() -> bool | None:
+    """Whether tracked files differ from HEAD (None outside a git checkout)."""
+    try:
+        return bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, check=True,
+                                   cwd=Path(__file__).parent).stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def versions() -> dict[str, str]:
     """Installed versions of the packages that can change a figure."""
     out = {}
