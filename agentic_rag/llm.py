@@ -15,10 +15,12 @@ so re-running an experiment costs no LLM time.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -74,6 +76,49 @@ class ChatModel(Protocol):
              retry_malformed: bool = True, top_logprobs: int | None = None) -> ChatReply: ...
 
 
+def model_identity(config: LLMConfig, base_url: str | None = None,
+                   digest: Callable[[Path], str] | None = None) -> str:
+    """What the reply cache, the row cache and `meta.json` key LLM replies on: the model, not
+    the URL.
+
+    - the embedded local server (`llm.base_url` unset, called at its configured address):
+      the GGUF weights' sha256 (a named model's is the one its server verifies at start; a
+      .gguf path is hashed, by `digest` when given) and the server settings that can change
+      a reply (context size, chat format, threads);
+    - a hosted endpoint (`llm.base_url` set, called there): `llm.model`, the model name the
+      endpoint serves (put the version in it, e.g. `gpt-4o-2024-08-06`);
+    - any other address (a server started elsewhere, on another port): the alias and URL,
+      since what it serves cannot be known; its replies are never shared with another's.
+    A cached reply is then found whichever process or port of the same model made it."""
+    s = config.server
+    embedded = f"http://{s.host}:{s.port}/v1"
+    if config.base_url is None and base_url in (None, embedded):
+        from .models import MODELS
+
+        if s.model in MODELS:
+            weights = f"{s.model}@{MODELS[s.model].sha256}"
+        else:
+            p = Path(s.model)
+            weights = f"gguf:{(digest or _file_sha256)(p)}" if p.is_file() else f"missing:{p}"
+        return f"{weights}|n_ctx={s.n_ctx}|chat_format={s.chat_format}|n_threads={s.n_threads}"
+    if config.base_url is not None and base_url in (None, config.base_url):
+        return f"remote:{config.model}"
+    return f"{config.model}@{base_url}"
+
+
+def _file_sha256(path: Path) -> str:
+    st = path.stat()
+    return _sha256_cached(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
+    """A file's sha256, remembered per (path, size, mtime) for this process."""
+    from .packages import file_sha256
+
+    return file_sha256(Path(path))
+
+
 def _cache_key(model_id: str, messages: list, params: dict) -> str:
     blob = json.dumps({"model": model_id, "messages": messages, "params": params},
                       sort_keys=True, ensure_ascii=False)
@@ -106,7 +151,7 @@ class OpenAIChatModel:
         if self.base_url is None:
             s = config.server
             self.base_url = f"http://{s.host}:{s.port}/v1"
-        self.model_id = f"{config.model}@{self.base_url}"
+        self.model_id = model_identity(config, self.base_url)
         self._client = client
         self.cache = cache
         self._sleep = sleep
@@ -148,7 +193,7 @@ class OpenAIChatModel:
             params["tools"] = tools
             if tool_choice is not None:
                 params["tool_choice"] = tool_choice
-        key = _cache_key(self.config.model + "@" + str(self.base_url), messages, params)
+        key = _cache_key(self.model_id, messages, params)
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             return hit
         delay, last_error, kind = 1.0, "", "transport"

@@ -73,7 +73,8 @@ def p_yes(top: dict[str, float]) -> float:
 def graded_support(chat: ChatModel, context: str, answer: str) -> tuple[float, ChatReply]:
     """P(supported) from the judge's first reply token (see module doc)."""
     reply = chat.chat(judge_messages(context, answer), max_tokens=1, top_logprobs=TOP_LOGPROBS)
-    where = getattr(chat, "model_id", type(chat).__name__)
+    where = " at ".join(str(x) for x in (getattr(chat, "model_id", type(chat).__name__),
+                                          getattr(chat, "base_url", None)) if x)
     if not reply.top_logprobs:
         raise LLMError(f"{where}: the judge's reply carries no log-probabilities (the endpoint "
                        "must support `logprobs`/`top_logprobs`; llama-cpp-python needs "

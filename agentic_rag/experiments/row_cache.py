@@ -143,18 +143,11 @@ def embedding_identity(config: EmbeddingConfig, cache: RowCache) -> str:
 
 
 def llm_identity(config: LLMConfig, cache: RowCache) -> str:
-    """The model behind the LLM calls: a named local model is its verified sha256 (the server
-    checks it at every start), a .gguf path its content digest; a remote endpoint is only
-    its name and URL (the config already holds both)."""
-    if config.base_url is not None:
-        return f"remote:{config.model}@{config.base_url}"
-    from ..models import MODELS
+    """The model behind the LLM calls, as the reply cache keys it (`llm.model_identity`); a
+    .gguf path is hashed through this cache's file digests."""
+    from ..llm import model_identity
 
-    name = config.server.model
-    if name in MODELS:
-        return f"{name}@{MODELS[name].sha256}"
-    p = Path(name)
-    return f"gguf:{cache.file_digest(p)}" if p.is_file() else f"missing:{name}"
+    return model_identity(config, digest=cache.file_digest)
 
 
 class RowKeys:

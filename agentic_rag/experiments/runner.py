@@ -39,7 +39,7 @@ from .execute import (
     open_index,
     plan_units,
 )
-from .row_cache import RowCache, RowKeys, code_version
+from .row_cache import RowCache, RowKeys, code_version, llm_identity
 from .runfolder import mark_complete, new_run_dir, versions, write_meta
 from .spec import SweepSpec
 from .summary import (
@@ -230,7 +230,8 @@ def _meta(spec: SweepSpec, ds: Dataset, configs: list, keys: RowKeys,
     return {"spec_hash": spec.spec_hash(), "packages": packages, "dataset": ds.name,
             "dataset_fingerprint": keys.dataset_fingerprint, "dataset_stats": ds.stats(),
             "seed": spec.dataset.seed, "embedding_model": spec.base.embedding.model,
-            "llm": {"model": spec.base.llm.model, "base_url": spec.base.llm.base_url,
+            "llm": {"identity": llm_identity(spec.base.llm, cache),
+                    "model": spec.base.llm.model, "base_url": spec.base.llm.base_url,
                     "server_model": spec.base.llm.server.model},
             "configs": {f"c{i:02d}": label for i, (label, _, _) in enumerate(configs)},
             "row_cache": str(cache.path), "rows_from_cache": from_cache,
