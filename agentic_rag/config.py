@@ -243,6 +243,9 @@ class LLMConfig(_Section):
     api_key_env: str = Field("OPENAI_API_KEY", description="NAME of the env var holding the key")
     timeout_s: float = Field(300.0, gt=0)
     max_retries: int = Field(3, ge=0, le=20)
+    max_concurrency: int = Field(1, ge=1, le=256, description="LLM calls in flight at once "
+                                 "(1 for a single-slot local server; the server's slots; "
+                                 "8-16 for hosted APIs)")
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(512, ge=1, le=32768)
     cache: bool = Field(True, description="cache replies on disk keyed by model, messages, params")

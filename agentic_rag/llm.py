@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -316,6 +316,31 @@ def _to_reply(resp: Any, latency: float, attempts: int) -> ChatReply:
                      prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
                      latency_s=latency, attempts=attempts, finish_reason=choice.finish_reason)
+
+
+def map_calls(fn: Callable[[Any], Any], items: Sequence[Any], max_concurrency: int = 1
+              ) -> Iterator[tuple[int, Any]]:
+    """`fn(item)` for every item with up to `max_concurrency` in flight (threads: the calls
+    wait on the network); yields `(index, result)` in input order, so a caller that writes
+    each result as it comes writes the same file at any concurrency. `fn` must not raise
+    for an LLM failure (`chat()` raises only `LLMError`: catch it in `fn` and return it as a
+    recorded failure). Results already yielded survive an interruption of the rest."""
+    if max_concurrency <= 1 or len(items) <= 1:
+        for i, item in enumerate(items):
+            yield i, fn(item)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max_concurrency) as pool:
+        window = max_concurrency * 2  # bounded read-ahead: a kill loses at most this many
+        futures = {}
+        for i in range(len(items)):
+            futures[i] = pool.submit(fn, items[i])
+            if i >= window - 1:
+                j = i - window + 1
+                yield j, futures.pop(j).result()
+        for j in sorted(futures):
+            yield j, futures.pop(j).result()
 
 
 def make_chat_model(config: LLMConfig, home: str | Path, base_url: str | None = None) -> ChatModel:

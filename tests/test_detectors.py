@@ -65,3 +65,26 @@ def test_auroc_ci_resamples_questions_and_brackets_the_point():
     assert lo < a < hi and 0.5 < lo and hi < 1.0
     assert auroc_ci(y, -s, groups)[0] == pytest.approx(1 - a)
     assert detector_table(pd.DataFrame({"qid": [], "label": []})).empty
+
+
+class _SlowJudge(_Judge):
+    """Replies after a delay that varies by answer, so concurrent calls finish out of order."""
+
+    def chat(self, messages, **kw):
+        import time
+
+        time.sleep(0.002 * (hash(messages[1]["content"]) % 7))
+        return super().chat(messages, **kw)
+
+
+def test_concurrency_does_not_change_rows(tmp_path):
+    """The same rows, in the same order, at 1 and at 4 calls in flight (timings aside)."""
+    drop = ["judge_s"]
+    one = run_validation(_SlowJudge(), ITEMS, tmp_path / "c1", log=lambda *a: None)
+    four = run_validation(_SlowJudge(), ITEMS, tmp_path / "c4", log=lambda *a: None,
+                          max_concurrency=4)
+    pd.testing.assert_frame_equal(one.drop(columns=drop), four.drop(columns=drop))
+    lines = [(tmp_path / d / "rows.jsonl").read_text().splitlines() for d in ("c1", "c4")]
+    strip = [[{k: v for k, v in json.loads(x).items() if k not in drop} for x in ls]
+             for ls in lines]
+    assert strip[0] == strip[1]

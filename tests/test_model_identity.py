@@ -58,3 +58,18 @@ def test_a_cached_reply_is_found_from_another_endpoint_of_the_same_model(tmp_pat
     c = OpenAIChatModel(LLMConfig(base_url="http://gpu-a:8000/v1", model="m2"),
                         client=_client(calls_b), cache=cache)
     assert not c.chat(msgs).cached and len(calls_b) == 1
+
+
+def test_map_calls_keeps_input_order_at_any_concurrency():
+    import random
+    import time
+
+    from agentic_rag.llm import map_calls
+
+    def slow_square(x):
+        time.sleep(random.random() / 200)
+        return x * x
+
+    items = list(range(25))
+    for n in (1, 2, 8):
+        assert list(map_calls(slow_square, items, n)) == [(i, i * i) for i in items]

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..evaluation.detection import auroc
 from ..evaluation.support import GRADED_JUDGE_VERSION, graded_support, lexical_support
-from ..llm import ChatModel, LLMError
+from ..llm import ChatModel, LLMError, map_calls
 from .stats import resample_index
 
 DETECTORS = ("graded_judge", "lexical")
@@ -82,9 +82,11 @@ def score_answer(chat: ChatModel | None, context: str, answer: str) -> dict[str,
 
 
 def run_validation(chat: ChatModel | None, items: Sequence[dict[str, str]], out: str | Path,
-                   log: Callable[..., Any] = print, max_calls: int | None = None) -> pd.DataFrame:
+                   log: Callable[..., Any] = print, max_calls: int | None = None,
+                   max_concurrency: int = 1) -> pd.DataFrame:
     """Score the right and the hallucinated answer of each item into `out/rows.jsonl`
-    (resuming); returns every row. `max_calls` stops cleanly after that many new answers."""
+    (resuming); returns every row. `max_calls` stops cleanly after that many new answers;
+    up to `max_concurrency` judge calls run at once, rows are written in the same order."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "rows.jsonl"
@@ -96,12 +98,16 @@ def run_validation(chat: ChatModel | None, items: Sequence[dict[str, str]], out:
         todo = todo[:max_calls]
     log(f"detectors: {len(done)} answers scored, {len(todo)} to score → {path}")
     t0 = time.perf_counter()
+
+    def score(task: tuple[dict[str, str], int]) -> dict[str, Any]:
+        it, label = task
+        answer = it["hallucinated" if label else "right"]
+        return {"qid": it["qid"], "label": label, "answer": answer,
+                "judge_version": GRADED_JUDGE_VERSION, **score_answer(chat, it["context"], answer)}
+
     with path.open("a", encoding="utf-8") as f:
-        for i, (it, label) in enumerate(todo, 1):
-            answer = it["hallucinated" if label else "right"]
-            row = {"qid": it["qid"], "label": label, "answer": answer,
-                   "judge_version": GRADED_JUDGE_VERSION,
-                   **score_answer(chat, it["context"], answer)}
+        for i, row in ((n + 1, r) for n, r in map_calls(score, todo, max_concurrency)):
+            it, label = todo[i - 1]
             f.write(json.dumps(row) + "\n")
             f.flush()
             os.fsync(f.fileno())
@@ -211,6 +217,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     ap.add_argument("--home", default="experiments/cache", help="reply cache and server logs")
     ap.add_argument("--no-llm", action="store_true", help="lexical baseline only")
     ap.add_argument("--max-llm-calls", type=int, default=None)
+    ap.add_argument("--max-concurrency", type=int, default=None,
+                    help="judge calls in flight (default: llm.max_concurrency)")
     ap.add_argument("--own-answers", type=int, default=0, metavar="N",
                     help="instead: the local model's own answers to N HaluEval test questions "
                          "in the (b)/(c) protocols' hybrid arm, for labelling (set ii)")
@@ -229,7 +237,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     else:
         with LlamaServer(cfg.llm.server, home=args.home) as srv:
             chat = make_chat_model(cfg.llm, args.home, base_url=srv.base_url)
-            rows = run_validation(chat, items, args.out, max_calls=args.max_llm_calls)
+            rows = run_validation(chat, items, args.out, max_calls=args.max_llm_calls,
+                                  max_concurrency=args.max_concurrency or cfg.llm.max_concurrency)
     table = detector_table(rows)
     table.to_csv(Path(args.out) / "detectors.csv", index=False)
     print(table.to_string(index=False))
