@@ -88,3 +88,32 @@ def test_concurrency_does_not_change_rows(tmp_path):
     strip = [[{k: v for k, v in json.loads(x).items() if k not in drop} for x in ls]
              for ls in lines]
     assert strip[0] == strip[1]
+
+
+def test_own_answers_scored_against_hand_labels(tmp_path):
+    """Set (ii): detectors on the model's own answers, against pass-1 labels; κ between
+    passes over the answers both labelled; bad labels are refused with the file named."""
+    from agentic_rag.experiments.detectors import cohens_kappa, own_table, read_labels, score_own
+
+    answers = [{"qid": f"q{i}", "context": f"The fee of plan {i} is {i} dollars.",
+                "answer": f"{i} dollars" if i % 2 else f"{i + 50} euros"} for i in range(8)]
+    answers.append({"qid": "q9", "context": "x", "answer": None, "error": "transport: down"})
+    (tmp_path / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    scored = score_own(_Judge(), tmp_path, log=lambda *a: None, max_concurrency=3)
+    assert list(scored["qid"]) == [f"q{i}" for i in range(8)]  # the failed answer is not scored
+    first = [{"qid": f"q{i}", "supported": i % 2, "labeller": "t", "pass": 1} for i in range(8)]
+    second = [dict(r, supported=1 - r["supported"] if r["qid"] == "q0" else r["supported"],
+                   **{"pass": 2}) for r in first[:6]]
+    for n, rows in ((1, first), (2, second)):
+        (tmp_path / f"labels-pass{n}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows))
+    table, info = own_table(tmp_path)
+    t = table.set_index("detector")
+    assert t.loc["lexical", "n"] == 8 and t.loc["lexical", "auroc"] == 1.0
+    assert "mean" in t.index
+    assert info["double_labelled"] == 6 and info["agreement"] == 5 / 6
+    assert info["kappa"] == pytest.approx(cohens_kappa([0, 1, 0, 1, 0, 1], [1, 1, 0, 1, 0, 1]))
+    assert 0 < info["kappa"] < 1
+    (tmp_path / "labels-pass1.jsonl").write_text('{"qid": "q1", "supported": "yes"}\n')
+    with pytest.raises(ValueError, match="labels-pass1.jsonl.*0 or 1"):
+        read_labels(tmp_path, 1)

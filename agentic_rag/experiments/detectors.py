@@ -136,11 +136,12 @@ def auroc_ci(labels: np.ndarray, scores: np.ndarray, groups: np.ndarray, n_boot:
     return point, float(lo), float(hi)
 
 
-def detector_table(rows: pd.DataFrame, threshold: float = 0.5) -> pd.DataFrame:
+def detector_table(rows: pd.DataFrame, threshold: float = 0.5,
+                   detectors: Sequence[str] = DETECTORS) -> pd.DataFrame:
     """Per detector: n answers scored, failures, AUROC of the hallucination score (1 −
     support) with its CI, and accuracy when "hallucinated" means support < `threshold`."""
     out = []
-    for det in DETECTORS:
+    for det in detectors:
         if det not in rows:
             continue
         ok = rows[rows[det].notna()]
@@ -201,6 +202,71 @@ def own_answers(chat: ChatModel, out: str | Path, n: int = 150, seed: int = 0,
     return pd.DataFrame([done[q.id] for q in ds.queries[:n] if q.id in done])
 
 
+def score_own(chat: ChatModel | None, out: str | Path, log: Callable[..., Any] = print,
+              max_concurrency: int = 1) -> pd.DataFrame:
+    """Every detector on every own answer of `out/answers.jsonl` (the context the judge
+    reads, the answer) into `out/scored.jsonl` (resumable, same order at any concurrency)."""
+    out = Path(out)
+    answers = [r for r in _read_jsonl(out / "answers.jsonl") if r.get("answer") is not None]
+    path = out / "scored.jsonl"
+    done = {r["qid"]: r for r in _read_jsonl(path) if chat is None or "graded_judge" in r}
+    todo = [r for r in answers if r["qid"] not in done]
+    log(f"own answers: {len(done)} scored, {len(todo)} to score → {path}")
+
+    def score(r: dict[str, Any]) -> dict[str, Any]:
+        return {"qid": r["qid"], "judge_version": GRADED_JUDGE_VERSION,
+                **score_answer(chat, r["context"], r["answer"])}
+
+    with path.open("a", encoding="utf-8") as f:
+        for _, row in map_calls(score, todo, max_concurrency):
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+            done[row["qid"]] = row
+    return pd.DataFrame([done[r["qid"]] for r in answers if r["qid"] in done])
+
+
+def read_labels(out: str | Path, labelling_pass: int = 1) -> pd.DataFrame:
+    """The hand labels of one pass (`labels-pass<N>.jsonl`: qid, supported 1/0, note,
+    labeller), with `label` = 1 for an unsupported (hallucinated) answer."""
+    path = Path(out) / f"labels-pass{labelling_pass}.jsonl"
+    rows = pd.DataFrame(_read_jsonl(path))
+    if rows.empty:
+        raise FileNotFoundError(f"{path}: no labels")
+    bad = rows[~rows["supported"].isin([0, 1])]
+    if not bad.empty:
+        raise ValueError(f"{path}: 'supported' must be 0 or 1, got {bad['supported'].tolist()[:5]} "
+                         f"(qids {bad['qid'].tolist()[:5]})")
+    return rows.assign(label=1 - rows["supported"].astype(int))
+
+
+def cohens_kappa(a: Sequence[int], b: Sequence[int]) -> float:
+    """Cohen's κ of two labellings of the same items (sklearn)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    return float(cohen_kappa_score(list(a), list(b)))
+
+
+def own_table(out: str | Path, threshold: float = 0.5) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Set (ii): detectors against the first pass's labels, plus the labellers' agreement
+    (κ and raw agreement over the answers both passes labelled)."""
+    out = Path(out)
+    scored = pd.DataFrame(_read_jsonl(out / "scored.jsonl"))
+    first = read_labels(out, 1)
+    rows = scored.merge(first[["qid", "label"]], on="qid", how="inner")
+    if "graded_judge" in rows and "lexical" in rows:
+        rows["mean"] = (rows["graded_judge"] + rows["lexical"]) / 2
+    table = detector_table(rows, threshold, detectors=(*DETECTORS, "mean"))
+    info: dict[str, Any] = {"labelled": len(first), "scored_and_labelled": len(rows),
+                            "unsupported": int(first["label"].sum())}
+    if (out / "labels-pass2.jsonl").exists():
+        both = first.merge(read_labels(out, 2), on="qid", suffixes=("_1", "_2"))
+        info.update(double_labelled=len(both),
+                    kappa=cohens_kappa(both["supported_1"], both["supported_2"]),
+                    agreement=float((both["supported_1"] == both["supported_2"]).mean()))
+    return table, info
+
+
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     """`agentic-rag validate-detectors --n 200 --out DIR [--no-llm]`: HaluEval pairs."""
     import argparse
@@ -220,28 +286,47 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     ap.add_argument("--max-concurrency", type=int, default=None,
                     help="judge calls in flight (default: llm.max_concurrency)")
     ap.add_argument("--own-answers", type=int, default=0, metavar="N",
-                    help="instead: the local model's own answers to N HaluEval test questions "
-                         "in the (b)/(c) protocols' hybrid arm, for labelling (set ii)")
+                    help="set (ii) instead: the local model's own answers to the first N "
+                         "HaluEval test questions of the (b)/(c) protocols' hybrid arm, then "
+                         "every detector on them, then the table against the hand labels "
+                         "(labels-pass1.jsonl, labels-pass2.jsonl in --out) when present")
+    ap.add_argument("--answers-only", action="store_true",
+                    help="with --own-answers: only generate the answers (for labelling)")
     args = ap.parse_args(argv)
+    cfg = RAGConfig()
+    conc = args.max_concurrency or cfg.llm.max_concurrency
     if args.own_answers:
-        cfg = RAGConfig()
-        with LlamaServer(cfg.llm.server, home=args.home) as srv:
-            chat = make_chat_model(cfg.llm, args.home, base_url=srv.base_url)
-            own_answers(chat, args.out, args.own_answers, args.seed, args.home,
-                        max_calls=args.max_llm_calls)
+        _own_main(args, cfg, conc)
         return
     items = halueval_pairs(args.n, args.seed, args.split)
-    cfg = RAGConfig()
     if args.no_llm:
         rows = run_validation(None, items, args.out, max_calls=args.max_llm_calls)
     else:
         with LlamaServer(cfg.llm.server, home=args.home) as srv:
             chat = make_chat_model(cfg.llm, args.home, base_url=srv.base_url)
             rows = run_validation(chat, items, args.out, max_calls=args.max_llm_calls,
-                                  max_concurrency=args.max_concurrency or cfg.llm.max_concurrency)
+                                  max_concurrency=conc)
     table = detector_table(rows)
     table.to_csv(Path(args.out) / "detectors.csv", index=False)
     print(table.to_string(index=False))
+
+
+def _own_main(args: Any, cfg: Any, conc: int) -> None:
+    from ..llm import make_chat_model
+    from ..server import LlamaServer
+
+    with LlamaServer(cfg.llm.server, home=args.home) as srv:
+        chat = make_chat_model(cfg.llm, args.home, base_url=srv.base_url)
+        own_answers(chat, args.out, args.own_answers, args.seed, args.home,
+                    max_calls=args.max_llm_calls)
+        if not args.answers_only:
+            score_own(None if args.no_llm else chat, args.out, max_concurrency=conc)
+    if not args.answers_only and (Path(args.out) / "labels-pass1.jsonl").exists():
+        table, info = own_table(args.out)
+        table.to_csv(Path(args.out) / "detectors.csv", index=False)
+        (Path(args.out) / "labelling.json").write_text(json.dumps(info, indent=2))
+        print(table.to_string(index=False))
+        print(info)
 
 
 if __name__ == "__main__":
