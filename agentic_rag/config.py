@@ -171,7 +171,7 @@ class FusionConfig(_Section):
 
     Defaults chosen on the dev splits of halueval-qa, python-faq and tau2-banking by one
     rule: the best worst-case nDCG@10 margin over the pipeline's own components (dense,
-    BM25) across the three (README, "Defaults and why")."""
+    BM25) across the three (docs/design.md, "Defaults and why")."""
 
     retrievers: tuple[Literal["dense", "bm25"], ...] = ("dense", "bm25")
     method: Literal["rrf", "score"] = "rrf"

@@ -30,8 +30,8 @@ from typing import Any
 
 from .config import FusionConfig
 from .documents import Hit
+from .evidence import Evidence
 from .fusion import rrf, score_fusion
-from .gate import Evidence
 from .index import AgenticIndex
 
 

@@ -290,7 +290,7 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cells", nargs="+", default=["retrieve_first:native", BASELINE])
     p.add_argument("--max-steps", type=int, default=AgentConfig().max_steps)
-    p.add_argument("--context-tokens", type=int, default=800,
+    p.add_argument("--context-tokens", type=int, default=RAGConfig().context.max_tokens,
                    help="context.max_tokens: passages per search (cost: ~40 tokens/s reading)")
     p.add_argument("--port", type=int, default=8777, help="keep it fixed: the LLM cache key has it")
     p.add_argument("--threads", type=int, default=ServerConfig().n_threads,

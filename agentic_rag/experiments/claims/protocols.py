@@ -280,7 +280,7 @@ def llm_budget(base: RAGConfig | None = None) -> pd.DataFrame:
     """The LLM cost of a full run, from `runner.estimate_llm_cost` (its ceiling: every
     context at its token budget, no cache hits), converted to minutes at this machine's
     rates; one row per LLM protocol run, plus the judge validation."""
-    from ..runner import estimate_llm_cost
+    from ..execute import estimate_llm_cost
 
     base = base or RAGConfig()
     rows = []
