@@ -309,15 +309,15 @@ def validate_judge_cmd(
     """Check a hallucination metric on HaluEval: does it tell right from hallucinated answers?"""
     import json
 
-    from .datasets import load_dataset
     from .evaluation.llm_judge import validate_judge
     from .llm import make_chat_model
     from .server import LlamaServer
 
     cfg = _config(config, home)
-    ds = load_dataset("halueval-qa").split("dev").sample(n, seed)
-    items = [(q.metadata["knowledge"], q.answers[0], q.metadata["hallucinated_answer"])
-             for q in ds.queries]
+    from .experiments.detectors import halueval_pairs
+
+    pairs = halueval_pairs(n, seed)
+    items = [(p["context"], p["right"], p["hallucinated"]) for p in pairs]
     srv = LlamaServer(cfg.llm.server, home=cfg.home)
     started = cfg.llm.base_url is None and not srv.running()
     if started:
@@ -330,7 +330,7 @@ def validate_judge_cmd(
         elif metric == "ragas-faithfulness":
             from .evaluation.ragas_metrics import validate_faithfulness
 
-            res = validate_faithfulness(cfg.llm, items, [q.text for q in ds.queries])
+            res = validate_faithfulness(cfg.llm, items, [p["question"] for p in pairs])
         else:
             _fail(f"--metric {metric!r}: use judge or ragas-faithfulness")
     finally:

@@ -17,6 +17,7 @@ context can share a processed prefix on servers that cache it.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ..llm import ChatModel, ChatReply, LLMError
@@ -29,6 +30,7 @@ GRADED_JUDGE_VERSION = "graded-yes-no-v1"
 TOP_LOGPROBS = 20
 
 
+@functools.lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
     from bm25s.stopwords import STOPWORDS_EN
 

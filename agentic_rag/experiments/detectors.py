@@ -37,7 +37,8 @@ def halueval_pairs(n: int, seed: int = 0, split: str = "dev") -> list[dict[str, 
     from ..datasets import load_dataset
 
     ds = load_dataset("halueval-qa").split(split).sample(n, seed)
-    return [{"qid": q.id, "context": q.metadata["knowledge"], "right": q.answers[0],
+    return [{"qid": q.id, "question": q.text, "context": q.metadata["knowledge"],
+             "right": q.answers[0],
              "hallucinated": q.metadata["hallucinated_answer"]} for q in ds.queries]
 
 

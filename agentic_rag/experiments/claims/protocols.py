@@ -242,7 +242,6 @@ def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str |
     """The support judge on HaluEval dev (right vs hallucinated answers, `validate_judge`),
     in a run folder `<stamp>-judge-validation`; an earlier run with the same model and
     sample is reused. Returns the ledger's judge_* fields."""
-    from ...datasets import load_dataset
     from ...evaluation.llm_judge import validate_judge
     from ...llm import make_chat_model
     from ...server import LlamaServer
@@ -254,10 +253,10 @@ def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str |
             else {}
         if all(res.get(k) == v for k, v in want.items()):
             return judge_fields(res, d.name)
-    ds = load_dataset("halueval-qa").split("dev").sample(JUDGE_VALIDATION["n"],
-                                                          JUDGE_VALIDATION["seed"])
-    items = [(q.metadata["knowledge"], q.answers[0], q.metadata["hallucinated_answer"])
-             for q in ds.queries]
+    from ..detectors import halueval_pairs
+
+    items = [(p["context"], p["right"], p["hallucinated"])
+             for p in halueval_pairs(JUDGE_VALIDATION["n"], JUDGE_VALIDATION["seed"])]
     server = LlamaServer(base.llm.server, home=cache_dir)
     started = base.llm.base_url is None and not server.running()
     if started:
