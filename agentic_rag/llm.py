@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -126,21 +127,64 @@ def _cache_key(model_id: str, messages: list, params: dict) -> str:
 
 
 class ChatCache:
-    """Replies by `_cache_key`, in one SQLite file (`sqlite_kv.SQLiteFile`)."""
+    """Replies by `_cache_key`, in one SQLite file (`sqlite_kv.SQLiteFile`).
 
-    def __init__(self, path: str | Path) -> None:
+    `pack`: a JSON-lines file of replies that travels with the repository (one
+    `{"key", "reply"}` object per line). A reply missing from SQLite is looked up there, and
+    every new reply is appended to it, so a long LLM run (the answer-level claims) resumes
+    on a fresh machine from the committed pack instead of asking the model again. The key
+    carries the model's identity, so a pack made by another model is never read as ours."""
+
+    def __init__(self, path: str | Path, pack: str | Path | None = None) -> None:
         self.path = Path(path)
         self._file = SQLiteFile(self.path, ["chat (key TEXT PRIMARY KEY, reply TEXT)"])
+        self.pack = Path(pack) if pack is not None else None
+        self._packed: dict[str, str] | None = None
+        self._pack_lock = threading.Lock()
+
+    def _pack(self) -> dict[str, str]:
+        if self._packed is None:
+            self._packed = {}
+            if self.pack is not None and self.pack.exists():
+                for n, line in enumerate(self.pack.read_text(encoding="utf-8").splitlines(), 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        entry = json.loads(line)
+                        self._packed[entry["key"]] = json.dumps(entry["reply"])
+                    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                        raise ValueError(f"{self.pack}: line {n} is not a reply-pack entry "
+                                         f"({{\"key\", \"reply\"}}): {exc}") from exc
+        return self._packed
 
     def get(self, key: str) -> ChatReply | None:
         with self._file.connect() as db:
             row = db.execute("SELECT reply FROM chat WHERE key=?", (key,)).fetchone()
-        return ChatReply.model_validate_json(row[0]).model_copy(update={"cached": True}) \
-            if row else None
+        text = row[0] if row else (self._pack().get(key) if self.pack is not None else None)
+        return ChatReply.model_validate_json(text).model_copy(update={"cached": True}) \
+            if text else None
 
     def put(self, key: str, reply: ChatReply) -> None:
         with self._file.connect() as db, db:
             db.execute("INSERT OR REPLACE INTO chat VALUES (?, ?)", (key, reply.model_dump_json()))
+        if self.pack is not None:
+            with self._pack_lock:
+                if key not in self._pack():
+                    self.pack.parent.mkdir(parents=True, exist_ok=True)
+                    with self.pack.open("a", encoding="utf-8") as f:
+                        f.write(json.dumps({"key": key, "reply": reply.model_dump(
+                            mode="json", exclude={"cached"})}, ensure_ascii=False) + "\n")
+                    self._pack()[key] = reply.model_dump_json()
+
+    def recent(self, n: int) -> list[ChatReply]:
+        """The `n` replies stored last (newest first), as the model returned them: their
+        tokens and latency measure the endpoint's throughput (`llm_cost.measured_rates`)."""
+        if not self.path.exists():
+            return []
+        with self._file.connect() as db:
+            rows = db.execute("SELECT reply FROM chat ORDER BY rowid DESC LIMIT ?",
+                              (n,)).fetchall()
+        return [ChatReply.model_validate_json(r[0]) for r in rows]
 
 
 class OpenAIChatModel:
