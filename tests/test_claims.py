@@ -12,7 +12,16 @@ import pytest
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.experiments import claims as claims_mod
-from agentic_rag.experiments.claims import CLAIMS, DATASETS, NOT_RUN, VERDICTS, llm_budget, select, verdict
+from agentic_rag.experiments.claims import (
+    CLAIMS,
+    DATASETS,
+    NOT_RUN,
+    VERDICTS,
+    claim_spec,
+    llm_budget,
+    select,
+    verdict,
+)
 from agentic_rag.experiments.coldstart import paired_summary
 
 
@@ -62,6 +71,17 @@ def test_select_by_id_or_prefix():
     assert len(select(None)) == len(CLAIMS) and select([]) == []
     with pytest.raises(ValueError, match="unknown claim"):
         select(["e"])
+
+
+def test_a_claim_can_measure_the_whole_split():
+    ds = DATASETS["document analysis"]
+    claim = next(c for c in CLAIMS if c.id == "b-answer-in-context")
+    spec = claim_spec(claim, ds, RAGConfig())
+    assert (spec.dataset.split, spec.dataset.n, spec.dataset.corpus_size) == ("test", None, None)
+    assert spec.metrics == ["retrieval"] and not claim.needs_llm
+    assert claim_spec(claim, ds, RAGConfig(), smoke=True).dataset.n == 5
+    fusion = next(c for c in CLAIMS if c.id == "b-fusion")  # the others keep the sample
+    assert claim_spec(fusion, ds, RAGConfig()).dataset == ds
 
 
 def test_llm_budget_is_estimate_llm_cost_and_leaves_room_in_two_hours():

@@ -75,6 +75,8 @@ class Claim:
     llm_sample: int = 0  # queries per arm that get LLM metrics (LLM-bound protocols)
     deployments: tuple[str, ...] | None = None  # None: all of DATASETS
     skipped: dict[str, str] = field(default_factory=dict)  # deployment → why not run
+    # DatasetSpec fields replacing the deployment's sample (e.g. n=None: the whole split)
+    dataset: dict[str, Any] = field(default_factory=dict)
 
     @property
     def needs_llm(self) -> bool:
@@ -161,6 +163,25 @@ CLAIMS: tuple[Claim, ...] = (
                    "questions (seeded) from each arm's context (`generate_answer`, "
                    "temperature 0, calls cached); token F1 and exact match against "
                    "HaluEval's reference answer; n = questions answered in both arms"),
+    Claim("b-answer-in-context", "... measured without an LLM: the reference answer is in "
+          "the served context more often than with dense-only retrieval",
+          metric="answer_in_context", direction=+1,
+          baseline={"fusion.retrievers": ["dense"], "gate.mode": "static"},
+          treatment=HYBRID_STATIC, beside=("answer@5", "answer@10", "ndcg@10", "context_tokens"),
+          deployments=_HALUEVAL_ONLY, dataset={"n": None, "corpus_size": None},
+          skipped={"code": "not run: the FAQ's reference answers are the first 500 characters "
+                           "of an answer section, so containment measures chunk boundaries, "
+                           "not the answer",
+                   "support automation": "not applicable: τ²-banking tasks have no "
+                                         "reference answers"},
+          protocol="the b-fusion arms (static, no intent filter, k = 10, default 800-token "
+                   "context) on every question of HaluEval-QA's test split over the full "
+                   "de-duplicated corpus (16,885 paragraphs: all questions' gold paragraphs, "
+                   "dev included, as distractors; no sampling, no corpus cut); "
+                   "answer_in_context = HaluEval's normalised reference answer occurs, on "
+                   "token boundaries, in the context served to the model "
+                   "(`evaluation.containment`); no LLM. Beside: the same over the first 5 and "
+                   "10 hits (heading line included), nDCG@10, context tokens"),
     Claim("c-boundaries", "Document boundaries in the context reduce hallucination",
           metric="hallucinated", direction=-1,
           baseline={"context.boundaries": False, **HYBRID_STATIC},
@@ -227,7 +248,7 @@ def select(only: Sequence[str] | None) -> list[Claim]:
 
 def claim_spec(claim: Claim, dataset: DatasetSpec, base: RAGConfig,
                smoke: bool = False) -> SweepSpec:
-    ds = dataset
+    ds = dataset.model_copy(update=claim.dataset) if claim.dataset else dataset
     if smoke:
         ds = ds.model_copy(update={"n": 5, "corpus_size": 12})
     keys = sorted(set(claim.baseline) | set(claim.treatment))
