@@ -277,6 +277,16 @@ def validate_detectors_cmd(ctx: typer.Context) -> None:
     detectors(ctx.args, prog="agentic-rag validate-detectors")
 
 
+@app.command("containment-agreement", add_help_option=False,
+             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def containment_agreement_cmd(ctx: typer.Context) -> None:
+    """answer_in_context (no LLM) vs the LLM's token F1 where both exist: own answers and
+    claims runs (options: agentic-rag containment-agreement --help)."""
+    from .experiments.containment_agreement import main as containment_agreement
+
+    containment_agreement(ctx.args, prog="agentic-rag containment-agreement")
+
+
 @app.command()
 def export(run_dir: Path,
            metric: Annotated[str, typer.Option(help="summary column to maximise")] = "ndcg@10",
