@@ -263,6 +263,26 @@ class TiersConfig(_Section):
     cold_file: str = Field("cold.jsonl.gz", description="relative to home")
 
 
+SupportDetector = Literal["graded_judge", "lexical", "mean"]
+
+
+class SupportConfig(_Section):
+    """How well the agent's final answer is supported by the passages it cites
+    (`evaluation/support.py`; validation figures in docs/experiments.md)."""
+
+    enabled: bool = Field(
+        False, description="score run_agent's final answer against the passages it cites (the "
+        "served ones when it cites none); graded_judge and mean cost one more LLM call per "
+        "answer, so it is off in the library (the agent evaluation keeps its cost); "
+        "`agentic-rag ask` turns it on unless --no-support")
+    detector: SupportDetector = Field(
+        "mean", description="graded_judge: the LLM judge's P(yes) from its log-probabilities; "
+        "lexical: the share of the answer's content words found in the passages (no LLM); "
+        "mean: the average of the two (the best AUROC on the model's own answers so far)")
+    threshold: float = Field(0.5, ge=0.0, le=1.0,
+                             description="an answer whose support is below this is unsupported")
+
+
 class AgentConfig(_Section):
     """The agent loop around the `search_documents` tool (`agent.py`)."""
 
@@ -275,6 +295,7 @@ class AgentConfig(_Section):
     action_max_tokens: int = Field(160, ge=16, le=4096,
                                    description="max_tokens of one JSON action / tool-call turn")
     answer_max_tokens: int = Field(256, ge=16, le=8192)
+    support: SupportConfig = SupportConfig()
 
 
 class RAGConfig(_Section):

@@ -10,6 +10,11 @@ score is `1 - support`, and AUROC is computed on those scores, never on 0/1 verd
 - `lexical_support`: the share of the answer's content words (SQuAD-normalised, English
   stopwords of bm25s removed) that occur in the context. Five lines, no LLM: the baseline
   an LLM judge has to beat to be worth its cost.
+- `mean` (detector name): the average of the two (fixed equal weights, not fitted).
+
+`support_score(detector, chat, context, answer)` is the one entry point for a selectable
+detector (`agent.support.detector` in `run_agent`); `combine_support` is the one definition
+of how a detector's score is made from the two primitive scores (floats or pandas columns).
 
 The judge's messages start with the context, so an answer call and a judge call on the same
 context can share a processed prefix on servers that cache it.
@@ -19,7 +24,9 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any, get_args
 
+from ..config import SupportDetector
 from ..llm import ChatModel, ChatReply, LLMError
 from .answers import normalize_answer
 
@@ -28,6 +35,7 @@ GRADED_JUDGE_PROMPT = (
     "answer stated in or directly implied by the context? Reply with one word: yes or no.")
 GRADED_JUDGE_VERSION = "graded-yes-no-v1"
 TOP_LOGPROBS = 20
+SUPPORT_DETECTORS: tuple[str, ...] = get_args(SupportDetector)  # graded_judge, lexical, mean
 
 
 @functools.lru_cache(maxsize=1)
@@ -86,3 +94,33 @@ def graded_support(chat: ChatModel, context: str, answer: str) -> tuple[float, C
     except ValueError as exc:
         raise LLMError(f"{where}: {exc} (reply {reply.content!r})", "malformed",
                        reply.attempts) from exc
+
+
+def combine_support(detector: str, graded_judge: Any, lexical: Any) -> Any:
+    """`detector`'s support score from the judge's and the lexical score (floats, or pandas
+    columns: the same arithmetic); a detector that does not use a score ignores it."""
+    if detector == "graded_judge":
+        return graded_judge
+    if detector == "lexical":
+        return lexical
+    if detector == "mean":
+        return (graded_judge + lexical) / 2
+    raise ValueError(f"unknown support detector {detector!r} (one of {list(SUPPORT_DETECTORS)})")
+
+
+def support_score(detector: str, chat: ChatModel | None, context: str, answer: str) -> float:
+    """The support in [0, 1] of `answer` by `context` under `detector` (graded_judge | lexical
+    | mean). The judge's detectors ask `chat` once and raise its `LLMError` (a reply without
+    usable log-probabilities included): a failure is never turned into a score."""
+    if detector not in SUPPORT_DETECTORS:
+        raise ValueError(f"unknown support detector {detector!r} (one of "
+                         f"{list(SUPPORT_DETECTORS)})")
+    judge = lexical = None
+    if detector != "graded_judge":
+        lexical = lexical_support(context, answer)
+    if detector != "lexical":
+        if chat is None:
+            raise ValueError(f"support detector {detector!r} needs a chat model (the LLM "
+                             "judge); 'lexical' needs none")
+        judge, _ = graded_support(chat, context, answer)
+    return float(combine_support(detector, judge, lexical))

@@ -25,7 +25,12 @@ import numpy as np
 import pandas as pd
 
 from ..evaluation.detection import auroc
-from ..evaluation.support import GRADED_JUDGE_VERSION, graded_support, lexical_support
+from ..evaluation.support import (
+    GRADED_JUDGE_VERSION,
+    combine_support,
+    graded_support,
+    support_score,
+)
 from ..llm import ChatModel, LLMError, map_calls
 from .stats import resample_index
 
@@ -68,8 +73,9 @@ def _read_rows(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
 
 
 def score_answer(chat: ChatModel | None, context: str, answer: str) -> dict[str, Any]:
-    """Every detector's support score for one answer (the judge's only when `chat`)."""
-    out: dict[str, Any] = {"lexical": lexical_support(context, answer)}
+    """Every detector's support score for one answer (the judge's only when `chat`); the
+    judge is asked directly, as its reply's token counts go in the row too."""
+    out: dict[str, Any] = {"lexical": support_score("lexical", None, context, answer)}
     if chat is not None:
         t0 = time.perf_counter()
         try:
@@ -256,7 +262,7 @@ def own_table(out: str | Path, threshold: float = 0.5) -> tuple[pd.DataFrame, di
     first = read_labels(out, 1)
     rows = scored.merge(first[["qid", "label"]], on="qid", how="inner")
     if "graded_judge" in rows and "lexical" in rows:
-        rows["mean"] = (rows["graded_judge"] + rows["lexical"]) / 2
+        rows["mean"] = combine_support("mean", rows["graded_judge"], rows["lexical"])
     table = detector_table(rows, threshold, detectors=(*DETECTORS, "mean"))
     info: dict[str, Any] = {"labelled": len(first), "scored_and_labelled": len(rows),
                             "unsupported": int(first["label"].sum())}
