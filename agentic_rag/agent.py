@@ -33,6 +33,13 @@ answer is asked to cite them as `[3fa9c]`.
 and the invalid ones (a citation of a chunk never served is an error). When searches
 ran and served nothing, the answer is "I don't know" without asking the model. A failed
 LLM call ends the run with `stop_reason="llm_error"` — never a made-up answer.
+
+Support (`AgentConfig.support`, off by default; `agentic-rag ask` turns it on): the final
+answer is scored against the text of the passages it cites (`support_against="cited"`), or
+against every passage served when it cites none (`"served"`), with the selected detector of
+`evaluation/support.py` through the same `chat`; below `support.threshold` it is marked
+`supported=False`. An abstention, a run without an answer or without passages is not scored
+(`support_note` says why); a judge failure is `support_error`, never a score.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .config import AgentConfig
+from .config import AgentConfig, SupportConfig
 from .context import citation_id
 from .llm import ChatModel, ChatReply, LLMError
 from .tool import TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
@@ -128,6 +135,13 @@ def parse_citations(answer: str) -> list[str]:
     return out
 
 
+def strip_citations(answer: str) -> str:
+    """The answer without its citation brackets (`[3fa9c]`): an id is no claim, and the cited
+    passage's header carries it, so it would count as support."""
+    text = _BRACKETS.sub(lambda m: "" if parse_citations(m.group(0)) else m.group(0), answer)
+    return re.sub(r"\s+([.,;:!?])", r"\1", " ".join(text.split()))
+
+
 def is_abstention(answer: str) -> bool:
     return bool(_ABSTAIN.search(answer))
 
@@ -162,6 +176,14 @@ class AgentResult(BaseModel):
     cited_chunks: list[str] = Field(default_factory=list)  # chunk ids of valid citations
     invalid_citations: list[str] = Field(default_factory=list)  # ids of chunks never served
     action_failures: int = 0  # malformed JSON actions (each after its one retry)
+    # support of the final answer (module doc); latency_s does not include its judge call
+    support_score: float | None = None  # in [0, 1]; None when not scored
+    supported: bool | None = None  # support_score >= support_threshold
+    support_detector: str | None = None  # graded_judge | lexical | mean
+    support_threshold: float | None = None
+    support_against: Literal["cited", "served"] | None = None  # the passages scored against
+    support_note: str | None = None  # why the answer was not scored, or scored against served
+    support_error: str | None = None  # the judge's LLMError ("kind: message"), never a score
 
     @property
     def tool_calls(self) -> int:
@@ -291,13 +313,15 @@ class _AgentRun:
         answer = answer.strip()
         cite_map = {citation_id(c): c for s in self.steps if s.tool for c in s.tool.chunk_ids}
         cites = parse_citations(answer)
-        return AgentResult(
+        res = AgentResult(
             question=self.question, answer=answer, stop_reason=stop_reason,  # type: ignore[arg-type]
             policy=self.cfg.policy, mode=self.cfg.mode, steps=self.steps, error=error,
             latency_s=time.perf_counter() - self.t0, citations=cites,
             cited_chunks=[cite_map[c] for c in cites if c in cite_map],
             invalid_citations=[c for c in cites if c not in cite_map],
             action_failures=self.action_failures)
+        return res.model_copy(update=answer_support(res, self.searches, self.chat,
+                                                    self.cfg.support))
 
     def _llm_error(self, exc: LLMError) -> AgentResult:
         return self._result("", "llm_error", f"{exc.kind}: {exc}")
@@ -437,6 +461,56 @@ class _AgentRun:
         self.steps.append(AgentStep(step=n, kind="tool_call", via=via, arguments=args,
                                     tool=output, **usage))
         self.searches.append(output)
+
+
+# ---- support of the final answer ---------------------------------------------------------
+_PASSAGE_HEAD = re.compile(  # a passage's header in each `context.header_style`
+    r'^(?:--- Document \d+ \[(?P<dashes>[0-9a-f]{5})\] ---'
+    r'|<document index="\d+" id="(?P<xml>[0-9a-f]{5})"'
+    r'|### \[\d+\] [^\n]*\n_id: \[(?P<markdown>[0-9a-f]{5})\])', re.M)
+
+
+def passages_by_citation(content: str) -> dict[str, str]:
+    """One search's passages by citation id, each as the model read it: from its header to
+    the next passage's header (a passage served twice: its first text)."""
+    heads = list(_PASSAGE_HEAD.finditer(content))
+    out: dict[str, str] = {}
+    for m, nxt in zip(heads, [*heads[1:], None]):
+        cid = m.group("dashes") or m.group("xml") or m.group("markdown")
+        out.setdefault(cid, content[m.start():nxt.start() if nxt else len(content)].strip())
+    return out
+
+
+def answer_support(res: AgentResult, searches: list[ToolOutput], chat: ChatModel,
+                   cfg: SupportConfig) -> dict[str, Any]:
+    """The `support_*` fields of `res` (module doc): its answer scored by `cfg.detector`
+    against the text of the passages it cites, or of every passage served if it cites none."""
+    if not cfg.enabled:
+        return {"support_note": "not scored: agent.support.enabled is off"}
+    if res.stop_reason in ("llm_error", "invalid_action") or not res.answer:
+        return {"support_note": f"not scored: no answer ({res.stop_reason})"}
+    if res.abstained:
+        return {"support_note": "not scored: an abstention makes no claim"}
+    served = [s.content for s in searches if s.chunk_ids]
+    if not served:
+        return {"support_note": "not scored: no passages were served"}
+    texts: dict[str, str] = {}
+    for s in searches:
+        for cid, text in passages_by_citation(s.content).items():
+            texts.setdefault(cid, text)
+    cited = [texts[c] for c in (citation_id(ch) for ch in res.cited_chunks) if c in texts]
+    out: dict[str, Any] = {"support_detector": cfg.detector, "support_threshold": cfg.threshold,
+                           "support_against": "cited" if cited else "served"}
+    if not cited:
+        out["support_note"] = "the answer cites no served passage: scored against all served"
+    from .evaluation.support import support_score
+
+    try:
+        score = support_score(cfg.detector, chat, "\n\n".join(cited or served),
+                              strip_citations(res.answer))
+    except LLMError as exc:
+        return {**out, "support_error": f"{exc.kind}: {exc}"}
+    return {**out, "support_score": score, "supported": score >= cfg.threshold}
 
 
 def _valid_action(reply: ChatReply, schema: dict) -> dict | None:
