@@ -3,23 +3,31 @@
     with LlamaServer(cfg.llm.server, home=cfg.home) as srv:
         model = make_chat_model(cfg.llm, cfg.home, base_url=srv.base_url)
 
-`start()` launches `python -m llama_cpp.server` as a child process, waits until
+`start()` launches llama-cpp-python's server (`python -m agentic_rag.llama_launch`, which
+loads ggml's best CPU backend for this processor when the build ships them as run-time
+variants, then runs `llama_cpp.server`) as a child process, waits until
 `/v1/models` answers (or the process dies: its log tail is in the error), and sends
 a one-token warm-up request (the first request carries 30–45 s of extra latency on
 2 cores). `stop()` terminates it, then kills it after a grace period. If a server
 already answers on the port with the same model alias it is reused, not restarted.
+
+`llama_build_info()` (the llama.cpp build and CPU variant) and `server_settings(config)` (the
+settings that change outputs) are what a run records about its local LLM.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from .config import ServerConfig
 from .models import resolve_model
@@ -45,12 +53,61 @@ def _port_open(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
+LAUNCHER = "agentic_rag.llama_launch"
+# llama_cpp.server's defaults that change outputs or speed and that `command` does not set
+_SERVER_DEFAULTS = {"n_batch": 512, "n_ubatch": 512, "flash_attn": False, "logits_all": True}
+
+
+def _launcher(python: str | None) -> tuple[list[str], dict[str, str] | None]:
+    """Command prefix and environment that run the launcher under `python` (default: this
+    interpreter); another interpreter gets this checkout on PYTHONPATH."""
+    if python is None or python == sys.executable:
+        return [sys.executable, "-m", LAUNCHER], None
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (root, env.get("PYTHONPATH")) if x)
+    return [python, "-m", LAUNCHER], env
+
+
+@lru_cache(maxsize=4)
+def llama_build_info(python: str | None = None) -> dict[str, Any]:
+    """The local LLM's build as a run's meta records it: llama-cpp-python and ggml versions,
+    ggml commit, whether CPU variants are loaded at run time (`backend_dl`), the variant
+    loaded on this machine (`cpu_variant`, e.g. "zen4"; None for a linked-in backend), its
+    compiled features and llama.cpp's system-info line. Asked of a child interpreter (the one
+    that would run the server; loads no model, ~1 s), once per process."""
+    cmd, env = _launcher(python)
+    try:
+        out = subprocess.run([*cmd, "--info"], capture_output=True, text=True, timeout=120,
+                             env=env, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ServerError(f"{' '.join(cmd)} --info: {exc}") from exc
+    if out.returncode != 0:
+        raise ServerError(f"{' '.join(cmd)} --info exited with {out.returncode}: "
+                          f"{out.stderr.strip()[-500:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def server_settings(config: ServerConfig) -> dict[str, Any]:
+    """The server settings that change outputs or speed: one slot (llama_cpp.server serves one
+    request at a time), context size, threads, chat format, and llama_cpp.server's defaults
+    (overridden by its N_BATCH / N_UBATCH / FLASH_ATTN environment variables when set)."""
+    env = {k: os.environ[k.upper()] for k in _SERVER_DEFAULTS if k.upper() in os.environ}
+    return {"server": "llama_cpp.server", "slots": 1, "n_ctx": config.n_ctx,
+            "n_threads": config.n_threads, "n_threads_batch": config.n_threads,
+            "chat_format": config.chat_format, **_SERVER_DEFAULTS, **env}
+
+
 class LlamaServer:
+    """`python`: the interpreter whose llama-cpp-python serves (default: this one), e.g. a
+    separate venv holding another build."""
+
     def __init__(self, config: ServerConfig, home: str | Path = ".agentic_rag",
-                 alias: str = "local") -> None:
+                 alias: str = "local", python: str | None = None) -> None:
         self.config = config
         self.home = Path(home)
         self.alias = alias
+        self.python = python
         self.proc: subprocess.Popen | None = None
         self.log_path = self.home / "logs" / f"llama-server-{config.port}.log"
 
@@ -81,7 +138,7 @@ class LlamaServer:
 
     def command(self, model_path: Path) -> list[str]:
         c = self.config
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path),
+        cmd = [*_launcher(self.python)[0], "--model", str(model_path),
                "--model_alias", self.alias, "--host", c.host, "--port", str(c.port),
                "--n_ctx", str(c.n_ctx), "--n_threads", str(c.n_threads),
                "--n_threads_batch", str(c.n_threads)]
@@ -94,17 +151,19 @@ class LlamaServer:
         leaves it running)."""
         if self._already_serving():
             return self
-        try:
-            import llama_cpp  # noqa: F401
-        except ImportError:
-            raise ServerError("llama-cpp-python is not installed: run "
-                              "`pip install 'llama-cpp-python[server]==0.3.36'` (builds with gcc)"
-                              ) from None
+        if self.python is None:
+            try:
+                import llama_cpp  # noqa: F401
+            except ImportError:
+                raise ServerError("llama-cpp-python is not installed: run "
+                                  "`pip install 'llama-cpp-python[server]==0.3.36'` (builds with "
+                                  "gcc)") from None
         model_path = resolve_model(self.config.model)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(self.command(model_path), stdout=log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=_launcher(self.python)[1])
         deadline = time.monotonic() + self.config.startup_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
