@@ -73,11 +73,12 @@ def test_select_by_id_or_prefix():
         select(["e"])
 
 
-def test_a_claim_can_measure_the_whole_split():
+def test_a_claim_can_replace_its_deployments_sample():
     ds = DATASETS["document analysis"]
     claim = next(c for c in CLAIMS if c.id == "b-answer-in-context")
     spec = claim_spec(claim, ds, RAGConfig())
-    assert (spec.dataset.split, spec.dataset.n, spec.dataset.corpus_size) == ("test", None, None)
+    assert (spec.dataset.split, spec.dataset.corpus_size) == ("test", None)  # no corpus cut
+    assert spec.dataset.n == claim.dataset["n"] != ds.n
     assert spec.metrics == ["retrieval"] and not claim.needs_llm
     assert claim_spec(claim, ds, RAGConfig(), smoke=True).dataset.n == 5
     fusion = next(c for c in CLAIMS if c.id == "b-fusion")  # the others keep the sample
