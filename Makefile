@@ -49,10 +49,12 @@ claims: install datasets
 	$(BIN)/agentic-rag claims
 
 # benchmarks (not tests): ours vs the bare libraries → benchmarks/RESULTS.md (~40 min on 2 cores),
+# the local LLM's tokens/s and claims questions/hour → its section of RESULTS.md (~25 min),
 # then the reliability suite (pytest -m reliability) → benchmarks/RELIABILITY.md (~14 min);
 # bench-ann: ANN vs exact recall and latency on the cached real indexes
 bench: install datasets
 	$(BIN)/python benchmarks/bench.py
+	$(BIN)/python benchmarks/llm_throughput.py
 	$(BIN)/python benchmarks/reliability_report.py
 
 bench-ann: install datasets

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("llama_cpp")
 
-from agentic_rag.config import LLMConfig  # noqa: E402
+from agentic_rag.config import LLMConfig, ServerConfig  # noqa: E402
 from agentic_rag.llama_launch import (  # noqa: E402
     VARIANT_ENV,
     _ggml,
@@ -21,7 +21,9 @@ from agentic_rag.llama_launch import (  # noqa: E402
     variant_files,
 )
 from agentic_rag.llm import OpenAIChatModel  # noqa: E402
-from agentic_rag.server import LAUNCHER, llama_build_info, server_settings  # noqa: E402
+from agentic_rag.server import LAUNCHER, LlamaServer, llama_build_info  # noqa: E402
+
+from .conftest import free_port  # noqa: E402
 
 
 def test_load_backends_registers_the_cpu_backend_once():
@@ -55,13 +57,23 @@ def test_an_unknown_forced_variant_is_a_clear_error():
 
 @pytest.mark.slow
 @pytest.mark.llm
-def test_the_server_runs_through_the_launcher_and_answers(smol_server):
-    cmd = smol_server.command(smol_server.log_path)  # the model path is not read here
-    assert cmd[1:3] == ["-m", LAUNCHER]
-    log = smol_server.log_path.read_text(errors="replace")
-    assert "agentic_rag.llama_launch: backends ['CPU']" in log
-    reply = OpenAIChatModel(LLMConfig(max_tokens=8, cache=False),
-                            base_url=smol_server.base_url).chat(
-        [{"role": "user", "content": "Say hi"}])
-    assert reply.content and reply.completion_tokens > 0
-    assert server_settings(smol_server.config)["n_ctx"] == smol_server.config.n_ctx
+def test_the_server_runs_through_the_launcher_and_decodes_a_batched_prompt(tmp_path, monkeypatch):
+    """Its own SmolLM2 server, with llama_cpp.server's default micro-batches (the session
+    fixture decodes one token at a time): a prompt of ~150 tokens is decoded in one batch by
+    the CPU backend the launcher loaded (batched decoding is where a -march=native build
+    crashed on our Xeons)."""
+    srv = LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048),
+                      home=tmp_path)
+    monkeypatch.delenv("N_UBATCH", raising=False)
+    monkeypatch.delenv("N_BATCH", raising=False)
+    with srv:
+        assert srv.command(srv.log_path)[1:3] == ["-m", LAUNCHER]
+        log = srv.log_path.read_text(errors="replace")
+        assert "agentic_rag.llama_launch: backends ['CPU']" in log
+        text = " ".join(f"Item {i} costs {i * 3} dollars." for i in range(20))
+        reply = OpenAIChatModel(LLMConfig(max_tokens=8, cache=False),
+                                base_url=srv.base_url).chat(
+            [{"role": "user", "content": f"{text}\nWhat does item 4 cost?"}])
+        assert reply.prompt_tokens > 100 and reply.content and reply.completion_tokens > 0
+        assert srv.proc.poll() is None  # still alive after the batched decode
+    assert srv.proc is None

@@ -1,0 +1,353 @@
+"""`make bench`, LLM section: the local LLM's throughput and the claims protocols' LLM-evaluated
+questions per hour, for one or more llama.cpp builds / server set-ups side by side in one run.
+
+    .venv/bin/python benchmarks/llm_throughput.py [--questions 8]
+        [--arm NAME PYTHON LAUNCH ...]      # default: the installed build, see below
+    .venv/bin/python benchmarks/llm_throughput.py --render-only   # the section again from JSON
+
+An arm is a server: NAME, the PYTHON whose llama-cpp-python serves, and LAUNCH, one of
+`plain` (`python -m llama_cpp.server`, the server as started before the launcher existed),
+`auto` (`python -m agentic_rag.llama_launch`: ggml's best CPU variant for this processor when
+the build ships variants; what `LlamaServer` runs) or a variant name such as `haswell` (the
+launcher with `AGENTIC_RAG_CPU_VARIANT` set: that variant, whatever the processor has).
+Default arms: the installed build (`auto`) and, when it ships CPU variants, the same build held
+to the AVX2 variant (`haswell`, the instruction set of the portable `-DGGML_NATIVE=OFF` build).
+Arms run one after another on ports 8801..., each server stopped before the next starts.
+
+Per arm, with a WARM server (LlamaServer's warm-up request first) and a COLD reply cache (the
+chat model is built with `llm.cache: false`, every call reaches the server):
+- probes: one prompt of the first question's hybrid context (~1k tokens, 1 token generated)
+  and one generation of 128 tokens;
+- the (b) + (c) claims protocol mix on the first `--questions` questions of
+  `load_dataset("halueval-qa").split("test").sample(200, 0, 2000)` (the claims' sample), hybrid
+  static retrieval k = 10, default context: per question three answers
+  (`llm_judge.generate_answer`, temperature 0, 64 tokens) on the dense-only context, the hybrid
+  context and the hybrid context with `context.boundaries: False`, then two graded-judge calls
+  (`support.graded_support` on `evaluate.judge_view(hits, ctx.included)`) for the two hybrid
+  arms, back to back, so the second reuses the first's processed prefix (llama-cpp-python
+  keeps the longest common prefix with the previous prompt). Contexts are retrieved once,
+  before any server starts, and are the same for every arm.
+Figures: prompt and generated tokens/s from the server's own timings (llama.cpp's
+`llama_perf_context_print` lines in the server log: prompt tokens actually evaluated, i.e.
+after the reused prefix, over their eval time; generated tokens over their eval time), summed
+over the protocol's calls; questions per hour = questions / wall-clock time of the protocol
+loop (retrieval excluded: done beforehand). Greedy equality: the first 20 answer prompts'
+replies of each arm against the first arm's, verbatim, with the differing ones shown; the
+judge's P(yes) compared too. The ratio between arms is what carries over between machines.
+
+Figures go to benchmarks/LLM_THROUGHPUT.json and to the "LLM throughput" section at the end of
+benchmarks/RESULTS.md (between markers; `bench.py` renders the rest of that file, so `make
+bench` runs this script after it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from agentic_rag.config import LLMConfig, RAGConfig, ServerConfig  # noqa: E402
+from agentic_rag.experiments.runfolder import git_commit, git_dirty  # noqa: E402
+from agentic_rag.llama_launch import VARIANT_ENV  # noqa: E402
+from agentic_rag.server import LAUNCHER, LlamaServer, llama_build_info, server_settings  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+JSON_OUT = HERE / "LLM_THROUGHPUT.json"
+MD_OUT = HERE / "RESULTS.md"
+BEGIN, END = "<!-- llm-throughput:begin -->", "<!-- llm-throughput:end -->"
+EQUALITY_PROMPTS = 20
+DENSE = {"fusion.retrievers": ["dense"], "gate.mode": "static"}
+HYBRID = {"fusion.retrievers": ["dense", "bm25"], "gate.mode": "static"}
+K = 10
+
+
+# -- the protocol's prompts (retrieval once, outside the timed part) ---------------------
+
+def protocol_items(n: int, cache_dir: str) -> list[dict[str, Any]]:
+    """Per question: the three answer contexts and the judge view, as the (b)/(c) protocols
+    build them."""
+    from agentic_rag.datasets import load_dataset
+    from agentic_rag.experiments.evaluate import judge_view
+    from agentic_rag.experiments.execute import open_index
+    from agentic_rag.pipeline import Pipeline
+
+    ds = load_dataset("halueval-qa").split("test").sample(200, 0, 2000)
+    base = RAGConfig()
+    first, index = open_index(base.with_overrides(HYBRID), ds, cache_dir)
+    home = {"home": first.home}
+    dense = Pipeline(base.with_overrides({**DENSE, **home}), index=index)
+    hybrid = Pipeline(base.with_overrides({**HYBRID, **home}), index=index)
+    flat = Pipeline(base.with_overrides({**HYBRID, **home, "context.boundaries": False}),
+                    index=index)
+    items = []
+    for q in ds.queries[:n]:
+        d_intent, d_res = dense.retrieve(q.text, k=K)
+        d_ctx = dense.format(d_res.hits[:K], d_intent)
+        intent, res = hybrid.retrieve(q.text, k=K)
+        hits = res.hits[:K]
+        on, off = hybrid.format(hits, intent), flat.format(hits, intent)
+        items.append({"id": q.id, "question": q.text,
+                      "contexts": {"dense": d_ctx.text, "hybrid": on.text, "hybrid_flat": off.text},
+                      "judge_views": {"hybrid": judge_view(hits, on.included),
+                                      "hybrid_flat": judge_view(hits, off.included)}})
+    return items
+
+
+# -- server timings ----------------------------------------------------------------------
+
+_PROMPT = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
+_EVAL = re.compile(r"^\S+\s+eval time =\s*([\d.]+) ms /\s*(\d+) runs", re.M)
+_PREFIX = re.compile(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
+
+
+def server_timings(log_text: str) -> dict[str, float]:
+    """Sums over the requests logged in `log_text` (llama-cpp-python's verbose server log)."""
+    p = [(float(ms), int(n)) for ms, n in _PROMPT.findall(log_text)]
+    g = [(float(ms), int(n)) for ms, n in _EVAL.findall(log_text)]
+    reused = [(int(a), int(b)) for a, b in _PREFIX.findall(log_text)]
+    p_ms, p_n = sum(x[0] for x in p), sum(x[1] for x in p)
+    g_ms, g_n = sum(x[0] for x in g), sum(x[1] for x in g)
+    return {"requests": len(p), "prompt_tokens_evaluated": p_n, "prompt_eval_s": p_ms / 1000,
+            "prompt_tokens_per_s": p_n / (p_ms / 1000) if p_ms else float("nan"),
+            "generated_tokens": g_n, "generation_s": g_ms / 1000,
+            "generated_tokens_per_s": g_n / (g_ms / 1000) if g_ms else float("nan"),
+            "prefix_tokens_reused": sum(a for a, _ in reused)}
+
+
+class _LogWindow:
+    """The server log from now on."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.start = path, path.stat().st_size
+
+    def text(self) -> str:
+        time.sleep(0.2)  # the last request's perf lines are printed as it returns
+        with self.path.open("rb") as f:
+            f.seek(self.start)
+            return f.read().decode(errors="replace")
+
+
+# -- one arm -----------------------------------------------------------------------------
+
+class _PlainServer(LlamaServer):
+    """`python -m llama_cpp.server`: the server as LlamaServer started it before the launcher."""
+
+    def command(self, model_path: Path) -> list[str]:
+        cmd = super().command(model_path)
+        cmd[cmd.index(LAUNCHER)] = "llama_cpp.server"
+        return cmd
+
+
+def run_arm(name: str, python: str, launch: str, port: int, items: list[dict],
+            home: Path, model: str = "qwen2.5-coder-1.5b", log=print) -> dict[str, Any]:  # noqa: ANN001
+    from agentic_rag.evaluation.llm_judge import generate_answer
+    from agentic_rag.evaluation.support import graded_support
+    from agentic_rag.llm import OpenAIChatModel
+
+    forced = launch not in ("plain", "auto")
+    old_env = os.environ.get(VARIANT_ENV)
+    if forced:
+        os.environ[VARIANT_ENV] = launch
+    else:
+        os.environ.pop(VARIANT_ENV, None)
+    py = None if python == sys.executable else python
+    try:
+        info = llama_build_info.__wrapped__(py)
+        cfg = ServerConfig(model=model, port=port)
+        cls = _PlainServer if launch == "plain" else LlamaServer
+        srv = cls(cfg, home=home / name, python=py)
+        t0 = time.perf_counter()
+        srv.start()  # includes LlamaServer's one-token warm-up request
+        ready_s = time.perf_counter() - t0
+        try:
+            chat = OpenAIChatModel(LLMConfig(cache=False, temperature=0.0), base_url=srv.base_url)
+            log_text = srv.log_path.read_text(errors="replace")
+            launch_line = next((x for x in log_text.splitlines() if "llama_launch:" in x), None)
+            system_info = next((x.strip() for x in log_text.splitlines()
+                                if x.startswith("CPU :")), None)
+            # probes
+            w = _LogWindow(srv.log_path)
+            first = items[0]
+            generate_answer(chat, "Summarise the context in one word.",
+                            first["contexts"]["hybrid"], max_tokens=1)
+            probe_prompt = server_timings(w.text())
+            w = _LogWindow(srv.log_path)
+            chat.chat([{"role": "user", "content": "Write the numbers from 1 to 300 in words, "
+                        "separated by commas."}], max_tokens=128)
+            probe_gen = server_timings(w.text())
+            # the protocol mix
+            w = _LogWindow(srv.log_path)
+            answers, judges = [], []
+            t0 = time.perf_counter()
+            for i, it in enumerate(items):
+                for arm in ("dense", "hybrid", "hybrid_flat"):
+                    r = generate_answer(chat, it["question"], it["contexts"][arm])
+                    answers.append({"id": it["id"], "context": arm, "answer": r.content,
+                                    "prompt_tokens": r.prompt_tokens,
+                                    "completion_tokens": r.completion_tokens,
+                                    "latency_s": round(r.latency_s, 2)})
+                for arm in ("hybrid", "hybrid_flat"):
+                    answer = next(a["answer"] for a in reversed(answers) if a["context"] == arm)
+                    p, r = graded_support(chat, it["judge_views"][arm], answer.strip())
+                    judges.append({"id": it["id"], "context": arm, "p_yes": p,
+                                   "prompt_tokens": r.prompt_tokens,
+                                   "latency_s": round(r.latency_s, 2)})
+                log(f"  {name}: question {i + 1}/{len(items)} done at "
+                    f"{time.perf_counter() - t0:.0f}s")
+            wall = time.perf_counter() - t0
+            timings = server_timings(w.text())
+        finally:
+            srv.stop()
+    finally:
+        if old_env is None:
+            os.environ.pop(VARIANT_ENV, None)
+        else:
+            os.environ[VARIANT_ENV] = old_env
+    n = len(items)
+    return {"name": name, "python": python, "launch": launch, "model": model, "build": info,
+            "server_log_launch_line": launch_line, "server_system_info": system_info,
+            "settings": server_settings(cfg), "ready_s": round(ready_s, 1),
+            "probe_prompt": probe_prompt, "probe_generation": probe_gen,
+            "protocol": {**timings, "questions": n, "llm_calls": len(answers) + len(judges),
+                         "wall_s": wall, "questions_per_hour": 3600 * n / wall,
+                         "llm_calls_per_hour": 3600 * (len(answers) + len(judges)) / wall},
+            "answers": answers, "judges": judges}
+
+
+# -- comparison and rendering -------------------------------------------------------------
+
+def equality(base: dict, other: dict, n: int = EQUALITY_PROMPTS) -> dict[str, Any]:
+    a, b = base["answers"][:n], other["answers"][:n]
+    diffs = [{"id": x["id"], "context": x["context"], base["name"]: x["answer"],
+              other["name"]: y["answer"]} for x, y in zip(a, b) if x["answer"] != y["answer"]]
+    dp = [abs(x["p_yes"] - y["p_yes"]) for x, y in zip(base["judges"], other["judges"])]
+    return {"prompts": min(len(a), len(b)), "identical": min(len(a), len(b)) - len(diffs),
+            "diffs": diffs, "judge_calls": len(dp), "judge_p_yes_max_abs_diff": max(dp, default=0.0),
+            "judge_verdicts_equal": sum((x["p_yes"] >= 0.5) == (y["p_yes"] >= 0.5)
+                                        for x, y in zip(base["judges"], other["judges"]))}
+
+
+def render(res: dict) -> str:
+    st = res["stamp"]
+    arms = res["arms"]
+    base = arms[0]
+    L = [BEGIN, "## LLM throughput (local server, claims protocol mix)", "",
+         f"Measured {st['date']} at commit {st['commit']}"
+         + (" + uncommitted changes" if st["dirty"] else "")
+         + f" by `{st['command']}` on {st['machine']} (load {st['load']} at start). "
+         "Method in `benchmarks/llm_throughput.py`'s docstring: warm server, cold reply cache, "
+         f"{base['protocol']['questions']} HaluEval test questions × (3 answers + 2 graded-judge "
+         "calls); tokens/s from the server's own timings. Only the ratios carry over between "
+         "machines.", "",
+         "| arm | build, CPU backend loaded | prompt tok/s (probe) | generated tok/s (probe) "
+         "| prompt tok/s (protocol) | generated tok/s (protocol) | prefix tokens reused "
+         "| protocol wall | questions/hour | vs first arm |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
+    for a in arms:
+        b, p = a["build"], a["protocol"]
+        backend = (f"variant `{b['cpu_variant']}`" if b.get("cpu_variant")
+                   else f"linked-in `{b.get('cpu_backend')}`")
+        build = (f"{'GGML_BACKEND_DL, ' + str(len(b['cpu_variants'])) + ' variants' if b['backend_dl'] else 'portable'}"
+                 f" ({'forced' if b.get('cpu_variant_forced') else a['launch']}), {backend}")
+        ratio = p["questions_per_hour"] / base["protocol"]["questions_per_hour"]
+        L.append(f"| {a['name']} | {build} | {a['probe_prompt']['prompt_tokens_per_s']:.0f} | "
+                 f"{a['probe_generation']['generated_tokens_per_s']:.1f} | "
+                 f"{p['prompt_tokens_per_s']:.0f} | {p['generated_tokens_per_s']:.1f} | "
+                 f"{p['prefix_tokens_reused']:,} | {p['wall_s'] / 60:.1f} min | "
+                 f"{p['questions_per_hour']:.0f} | {ratio:.2f}× |")
+    L += ["", f"Probe prompt: {base['probe_prompt']['prompt_tokens_evaluated']} tokens; probe "
+          f"generation: {base['probe_generation']['generated_tokens']} tokens. Protocol: "
+          f"{base['protocol']['llm_calls']} calls, {base['protocol']['prompt_tokens_evaluated']:,} "
+          "prompt tokens evaluated by the first arm.", ""]
+    for a in arms[1:]:
+        e = res["equality"][a["name"]]
+        L.append(f"Greedy equality, {a['name']} vs {base['name']}: {e['identical']}/{e['prompts']} "
+                 f"answer prompts identical (temperature 0, 64 tokens); judge P(yes) max abs "
+                 f"difference {e['judge_p_yes_max_abs_diff']:.4f} over {e['judge_calls']} calls, "
+                 f"{e['judge_verdicts_equal']}/{e['judge_calls']} same verdict at 0.5.")
+        for d in e["diffs"]:
+            L.append(f"- {d['id']} ({d['context']}): {base['name']} {d[base['name']]!r} → "
+                     f"{a['name']} {d[a['name']]!r}")
+        L.append("")
+    L.append("Builds: " + "; ".join(
+        f"{a['name']}: llama-cpp-python {a['build']['llama_cpp_python']}, ggml "
+        f"{a['build']['ggml_version']} ({a['build']['ggml_commit']}), server log "
+        f"`{a['server_system_info']}`" for a in arms) + ".")
+    L += ["", END]
+    return "\n".join(L) + "\n"
+
+
+def write_section(md: Path, section: str) -> None:
+    text = md.read_text() if md.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    md.write_text(text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--questions", type=int, default=8)
+    ap.add_argument("--arm", nargs=3, action="append", metavar=("NAME", "PYTHON", "LAUNCH"))
+    ap.add_argument("--port", type=int, default=8801, help="first arm's port; then +1 per arm")
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b",
+                    help="llm.server.model (smollm2-135m checks the wiring in seconds)")
+    ap.add_argument("--cache-dir", default="experiments/cache", help="the sweep's index cache")
+    ap.add_argument("--json", default=str(JSON_OUT), help="the figures")
+    ap.add_argument("--md", default=str(MD_OUT), help="the Markdown file whose section is rewritten")
+    ap.add_argument("--render-only", action="store_true")
+    args = ap.parse_args()
+    if args.render_only:
+        write_section(Path(args.md), render(json.loads(Path(args.json).read_text())))
+        return
+    arms = args.arm
+    if not arms:
+        arms = [["installed", sys.executable, "auto"]]
+        if llama_build_info()["backend_dl"]:
+            arms.append(["installed-avx2", sys.executable, "haswell"])
+    stamp = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+             "commit": git_commit(short=True), "dirty": git_dirty(),
+             "command": "python benchmarks/llm_throughput.py " + " ".join(sys.argv[1:]),
+             "machine": f"{platform.machine()} {os.cpu_count()} CPUs "
+                        f"({_cpu_model()})", "load": f"{os.getloadavg()[0]:.1f}"}
+    print(f"retrieving the contexts of {args.questions} questions ...", flush=True)
+    items = protocol_items(args.questions, args.cache_dir)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="llm-bench-") as tmp:
+        for i, (name, python, launch) in enumerate(arms):
+            print(f"arm {name}: {python} ({launch}) on port {args.port + i}", flush=True)
+            results.append(run_arm(name, python, launch, args.port + i, items, Path(tmp),
+                                   args.model))
+    res = {"stamp": stamp, "arms": results,
+           "equality": {a["name"]: equality(results[0], a) for a in results[1:]}}
+    Path(args.json).write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+    section = render(res)
+    write_section(Path(args.md), section)
+    print(section)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+if __name__ == "__main__":
+    main()
