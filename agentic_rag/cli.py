@@ -41,6 +41,20 @@ def _fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
+MaxConcurrencyOpt = Annotated[int | None, typer.Option(
+    min=1, help="LLM calls in flight at once (default: llm.max_concurrency; rows come out "
+                "the same at any value)")]
+MaxLLMCallsOpt = Annotated[int | None, typer.Option(
+    min=0, help="stop cleanly after N new (not cached) LLM calls; a rerun continues")]
+
+
+def _stopped_at_cap(stop: Exception, what: str) -> None:
+    from .experiments.llm_cost import cap_message
+
+    typer.echo(cap_message(stop, what, "agentic-rag " + " ".join(sys.argv[1:])))
+    raise typer.Exit(0)
+
+
 def _index(cfg: RAGConfig):  # noqa: ANN202
     from .index import AgenticIndex
 
@@ -179,6 +193,8 @@ def sweep(spec: Path,
                    "the fresh rows replace the stored ones)")] = True,
           row_cache: Annotated[Path | None, typer.Option(
               help="the row cache file; default <cache-dir>/rows.sqlite")] = None,
+          max_concurrency: MaxConcurrencyOpt = None,
+          max_llm_calls: MaxLLMCallsOpt = None,
           ) -> None:
     """Run a sweep spec (YAML); rerunning the same spec resumes an unfinished run, and rows
     finished by any earlier run are read from the row cache, not recomputed."""
@@ -186,6 +202,7 @@ def sweep(spec: Path,
     from .experiments import export_config, run_sweep
     from .experiments.spec import SweepSpec
     from .experiments.summary import print_chosen, print_summary
+    from .llm import CallMeter, LLMCallCap
 
     try:
         spec_obj = SweepSpec.load(spec)
@@ -194,7 +211,10 @@ def sweep(spec: Path,
     t0 = time.perf_counter()
     try:
         res = run_sweep(spec_obj, runs_dir, cache_dir, progress=sys.stderr.isatty(),
-                        log=typer.echo, use_cache=cache, row_cache=row_cache)
+                        log=typer.echo, use_cache=cache, row_cache=row_cache,
+                        max_concurrency=max_concurrency, meter=CallMeter(max_llm_calls))
+    except LLMCallCap as stop:
+        _stopped_at_cap(stop, "the sweep's run folder is unfinished")
     except (RuntimeError, ValueError) as exc:
         _fail(str(exc))
     typer.echo(f"finished in {time.perf_counter() - t0:.0f}s")
@@ -243,13 +263,20 @@ def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks t
            only: Annotated[list[str] | None, typer.Option(
                help="rerun these claims (id or prefix, e.g. 'd'; repeatable) and keep the "
                     "others' rows from the existing claims.json")] = None,
-           config: ConfigOpt = None) -> None:
+           config: ConfigOpt = None,
+           max_concurrency: MaxConcurrencyOpt = None,
+           max_llm_calls: MaxLLMCallsOpt = None) -> None:
     """Run one protocol per design claim on the three deployments; write REPORT.md + claims.json."""
     from .experiments.claims import run_claims
+    from .llm import CallMeter, LLMCallCap
 
     try:
         ledger = run_claims(out, smoke=smoke, base=_config(config, None), log=typer.echo,
-                            only=only or None)
+                            only=only or None, max_concurrency=max_concurrency,
+                            meter=CallMeter(max_llm_calls))
+    except LLMCallCap as stop:
+        _stopped_at_cap(stop, "REPORT.md and claims.json are not rewritten until the claims "
+                              "finish")
     except ValueError as exc:
         _fail(str(exc))
     typer.echo(ledger[["claim", "dataset", "n_queries", "relative_effect", "ci_low", "ci_high",

@@ -323,8 +323,9 @@ def test_agent_protocol_runs_the_agent_evaluation_in_process(tmp_path, monkeypat
     claim = next(c for c in CLAIMS if c.id == "a-agent-tool-calls")
     calls = []
 
-    def fake_main(argv, prog):  # noqa: ANN001
+    def fake_main(argv, prog, meter):  # noqa: ANN001
         calls.append((list(argv), prog))
+        assert meter.calls == 0  # the claims' meter: every LLM call counted (and capped) there
         runs = Path(argv[argv.index("--runs-dir") + 1])
         _agent_rows(runs / argv[argv.index("--run") + 1], gated=[1, 1], static=[2, 2],
                     correct=[1, 0])

@@ -12,6 +12,10 @@ split, cell, question) is appended to `<runs-dir>/<run>/rows.jsonl` (default
 `experiments/agent-runs/`, relative to the working directory); a rerun skips rows already
 there, and every LLM call (agent and judges) is cached on disk (keyed by model and server
 URL: keep `--port`), so a rerun after an interruption costs nothing for what was done.
+Up to `--max-concurrency` questions run at once (default `llm.max_concurrency`; rows are
+written in the same order at any concurrency); `--max-llm-calls N` stops cleanly after N
+new LLM calls (a rerun continues). Before each pass the expected calls, tokens and wall
+time are printed, and while it runs, progress with an ETA (`llm_cost.py`).
 Questions are interleaved (question 1 of each dataset under every cell, then question 2
 ...), so a run cut short still has paired rows. `summary.csv` has one row per (dataset,
 split, cell): means with 95 % bootstrap CIs and, for every metric, the paired difference vs
@@ -50,13 +54,32 @@ from ..config import AgentConfig, RAGConfig, ServerConfig
 from ..evaluation.answers import token_f1
 from ..evaluation.llm_judge import judge_correctness, judge_support
 from ..index import AgenticIndex
-from ..llm import ChatCache, LLMError, OpenAIChatModel
+from ..llm import (
+    CallMeter,
+    ChatCache,
+    ChatModel,
+    LLMCallCap,
+    LLMError,
+    MeteredChatModel,
+    OpenAIChatModel,
+    map_calls,
+    model_identity,
+)
 from ..pipeline import Pipeline
 from ..server import LlamaServer
 from ..tool import AgenticRAGTool
 from .agent_eval_summary import BASELINE, compare, markdown, read_jsonl, summarize
 from .agent_eval_tasks import customer_openings, load
-from .runfolder import git_commit
+from .llm_cost import (
+    Progress,
+    agent_cost,
+    cap_message,
+    estimate_line,
+    judge_cost,
+    local_server_meta,
+    measured_rates,
+)
+from .runfolder import base_meta, git_commit
 
 RUNS_DIR = "experiments/agent-runs"  # relative to the working directory (the repository root)
 HOME = "experiments/cache/agent-eval"
@@ -77,7 +100,7 @@ def parse_cell(cell: str) -> tuple[str, str, str | None]:
     return parts[0], parts[1], parts[2] if len(parts) == 3 else None
 
 
-def build_pipeline(ds, home: Path, overrides: dict, chat: OpenAIChatModel) -> Pipeline:  # noqa: ANN001
+def build_pipeline(ds, home: Path, overrides: dict, chat: ChatModel) -> Pipeline:  # noqa: ANN001
     """One index per corpus (by fingerprint), built once and shared by later runs."""
     cfg = RAGConfig().with_overrides(
         {"home": str(home / f"{ds.name.split(':')[0].split('[')[0]}-{ds.corpus_fingerprint()}"),
@@ -112,7 +135,7 @@ def agent_row(res: AgentResult, item: dict) -> dict:
                                      if s.tool and s.tool.chunk_ids)}
 
 
-def judge(row: dict, item: dict, chat: OpenAIChatModel) -> dict:
+def judge(row: dict, item: dict, chat: ChatModel) -> dict:
     """`correct` against the gold reference, `hallucinated` against the served passages.
     A failed run or an abstention is incorrect without a judge call; an abstention makes no
     claim (not hallucinated); without passages served (closed_book, a run that did not
@@ -146,22 +169,27 @@ def _key(r: dict) -> tuple:
     return r["dataset"], r["split"], r["cell"], r["qid"]
 
 
-def run(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace, meter: CallMeter | None = None) -> None:
     """The agent pass and the judge pass of `args.cells` on `args.datasets`, appended to
-    `args.runs_dir/args.run/` (with the LLM server started for the run)."""
+    `args.runs_dir/args.run/` (with the LLM server started for the run). Every LLM call goes
+    through `meter` (default: one capped at `args.max_llm_calls`); at its cap
+    `llm.LLMCallCap` propagates, with every finished row written."""
     cells = check(args)
+    meter = meter if meter is not None else CallMeter(args.max_llm_calls)
+    conc = args.max_concurrency or RAGConfig().llm.max_concurrency
     run_dir = Path(args.runs_dir) / args.run
     run_dir.mkdir(parents=True, exist_ok=True)
     rows_path, judged_path = run_dir / "rows.jsonl", run_dir / "judgements.jsonl"
     meta_path = run_dir / f"meta-{args.split}.json"
     overrides = {"context.max_tokens": args.context_tokens}
-    srv = LlamaServer(ServerConfig(port=args.port, n_ctx=8192, n_threads=args.threads),
-                      home=args.home)
+    server = ServerConfig(port=args.port, n_ctx=8192, n_threads=args.threads)
+    srv = LlamaServer(server, home=args.home)
     srv.start()
     try:
         cfg = RAGConfig()
-        chat = OpenAIChatModel(cfg.llm, base_url=srv.base_url,
-                               cache=ChatCache(Path(args.home) / "llm.sqlite"))
+        chat = MeteredChatModel(OpenAIChatModel(cfg.llm, base_url=srv.base_url,
+                                                cache=ChatCache(Path(args.home) / "llm.sqlite")),
+                                meter)
         loaded = {d: load(d, args.split, args.n, args.seed, args.corpus_size.get(d))
                   for d in args.datasets}
         items = {d: v[0] for d, v in loaded.items()}
@@ -170,15 +198,18 @@ def run(args: argparse.Namespace) -> None:
             items["tau2-banking"] = customer_openings(
                 items["tau2-banking"], chat, {q.id: q.text for q in ds.queries},
                 run_dir / f"openings-{args.split}.jsonl")
-        _write_meta(meta_path, args, cfg, srv.base_url, overrides, loaded)
+        llm = {"identity": model_identity(cfg.llm.model_copy(update={"server": server})),
+               "reply_cache_key": chat.model_id, "max_concurrency": conc,
+               **local_server_meta(server)}
+        _write_meta(meta_path, args, cfg, srv.base_url, overrides, loaded, llm)
         if not args.judge_only:
             gates = sorted({parse_cell(c)[2] for c in cells} - {None}, key=str)
             pipes = {(d, g): build_pipeline(v[1], Path(args.home), {**overrides, "gate.mode": g},
                                             chat)
                      for d, v in loaded.items() for g in [GATE_DEFAULT, *gates]}
-            _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path)
+            _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path, conc, meter)
         if not args.no_judge:
-            _judge_pass(args, items, chat, rows_path, judged_path)
+            _judge_pass(args, items, chat, rows_path, judged_path, conc, meter)
     finally:
         srv.stop()
 
@@ -200,10 +231,13 @@ def check(args: argparse.Namespace) -> list[str]:
 
 
 def _write_meta(meta_path: Path, args: argparse.Namespace, cfg: RAGConfig, server: str,
-                overrides: dict, loaded: dict) -> None:
-    """`meta-<split>.json`: this invocation's settings and corpora, and the history of every
+                overrides: dict, loaded: dict, llm: dict | None = None) -> None:
+    """`meta-<split>.json`: this invocation's settings and corpora (`runfolder.base_meta`'s
+    Python, platform and packages; `llm`: the model's identity as `llm.model_identity` gives
+    it for this server, the reply cache's key, the calls in flight), and the history of every
     invocation on this run folder (passes, resumptions, the judge pass), in order."""
-    meta = {"command": args.command, "git_commit": git_commit(),
+    meta = {**base_meta(), "command": args.command, "git_commit": git_commit(),
+            "llm": llm,
             "model": cfg.llm.server.model, "server": server, "seed": args.seed,
             "overrides": overrides, "agent_defaults": AgentConfig().model_dump(),
             "banking_question": args.banking_question,
@@ -217,63 +251,97 @@ def _write_meta(meta_path: Path, args: argparse.Namespace, cfg: RAGConfig, serve
     meta_path.write_text(json.dumps(meta, indent=2))
 
 
-def _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path) -> None:  # noqa: ANN001
+def _pending(args, cells, items, done):  # noqa: ANN001, ANN202
+    """The (dataset, i, item, cell) not in `done`, questions interleaved across datasets."""
+    for i in range(max(len(v) for v in items.values())):
+        for d in args.datasets:
+            if i >= len(items[d]):
+                continue
+            for cell in cells:
+                if (d, args.split, cell, items[d][i]["qid"]) not in done:
+                    yield d, i, items[d][i], cell
+
+
+def _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path,  # noqa: ANN001
+                conc: int = 1, meter: CallMeter | None = None) -> None:
     """Questions interleaved across datasets; each row is judged as soon as it is run, so a
-    run cut by its budget leaves complete, paired rows."""
+    run cut by its budget leaves complete, paired rows. Up to `conc` questions (agent and
+    judges) at once; rows are written in the order above at any concurrency."""
     done = {_key(r) for r in read_jsonl(rows_path)}
     judged = {_key(r) for r in read_jsonl(judged_path)}
     deadline = time.time() + args.budget_min * 60 if args.budget_min else None
+    n = sum(1 for _ in _pending(args, cells, items, done))
+    if n:
+        print(f"agent pass: {n} question × cell runs to do. " + estimate_line(
+            agent_cost(n), rates=measured_rates([Path(args.home) / "llm.sqlite"]),
+            concurrency=conc, parallel=False), flush=True)
+    progress = Progress(n, lambda m: print(m, flush=True), "agent pass", meter)
+
+    def tasks():  # noqa: ANN202 - drawn in this thread, so the budget is checked here
+        for d, i, item, cell in _pending(args, cells, items, done):
+            if deadline and time.time() > deadline:
+                print(f"budget of {args.budget_min} min spent: stopping before "
+                      f"{d} #{i} {cell}", flush=True)
+                return
+            yield d, i, item, cell
+
+    def run_one(task: tuple) -> tuple[dict, dict, str, float]:  # a worker: the LLM calls
+        d, i, item, cell = task
+        policy, mode, gate = parse_cell(cell)
+        acfg = AgentConfig(policy=policy, mode=mode, max_steps=args.max_steps)
+        tool = None if policy == "closed_book" else AgenticRAGTool(pipes[d, gate or GATE_DEFAULT])
+        t0 = time.perf_counter()
+        res = run_agent(item["question"], chat, tool, acfg)
+        row = {"dataset": d, "split": args.split, "cell": cell, "qid": item["qid"],
+               "i": i, **agent_row(res, item), "wall_s": time.perf_counter() - t0}
+        j = {}
+        if not args.no_judge and _key(row) not in judged:
+            j = {"dataset": d, "split": args.split, "cell": cell,
+                 "qid": item["qid"], **judge(row, item, chat)}
+        return row, j, res.answer, time.perf_counter() - t0
+
     with rows_path.open("a") as out:
-        for i in range(max(len(v) for v in items.values())):
-            for d in args.datasets:
-                if i >= len(items[d]):
-                    continue
-                item = items[d][i]
-                for cell in cells:
-                    if (d, args.split, cell, item["qid"]) in done:
-                        continue
-                    if deadline and time.time() > deadline:
-                        print(f"budget of {args.budget_min} min spent: stopping before "
-                              f"{d} #{i} {cell}", flush=True)
-                        return
-                    policy, mode, gate = parse_cell(cell)
-                    acfg = AgentConfig(policy=policy, mode=mode, max_steps=args.max_steps)
-                    tool = None if policy == "closed_book" else \
-                        AgenticRAGTool(pipes[d, gate or GATE_DEFAULT])
-                    t0 = time.perf_counter()
-                    res = run_agent(item["question"], chat, tool, acfg)
-                    row = {"dataset": d, "split": args.split, "cell": cell, "qid": item["qid"],
-                           "i": i, **agent_row(res, item), "wall_s": time.perf_counter() - t0}
-                    out.write(json.dumps(row, default=_jsonable) + "\n")
-                    out.flush()
-                    j = {}
-                    if not args.no_judge and _key(row) not in judged:
-                        j = {"dataset": d, "split": args.split, "cell": cell,
-                             "qid": item["qid"], **judge(row, item, chat)}
-                        with judged_path.open("a") as jout:
-                            jout.write(json.dumps(j, default=_jsonable) + "\n")
-                    print(f"[{d} #{i} {cell}] searches={row['searches']} "
-                          f"cites={row['citations']} bad={row['invalid_citations']} "
-                          f"{row['stop_reason']} correct={j.get('correct')} "
-                          f"halluc={j.get('hallucinated')} {time.perf_counter() - t0:.0f}s :: "
-                          f"{res.answer[:100]!r}", flush=True)
+        for _, (row, j, answer, seconds) in map_calls(run_one, tasks(), conc):
+            out.write(json.dumps(row, default=_jsonable) + "\n")
+            out.flush()
+            if j:
+                with judged_path.open("a") as jout:
+                    jout.write(json.dumps(j, default=_jsonable) + "\n")
+            print(f"[{row['dataset']} #{row['i']} {row['cell']}] searches={row['searches']} "
+                  f"cites={row['citations']} bad={row['invalid_citations']} "
+                  f"{row['stop_reason']} correct={j.get('correct')} "
+                  f"halluc={j.get('hallucinated')} {seconds:.0f}s :: "
+                  f"{answer[:100]!r}", flush=True)
+            progress.advance()
 
 
-def _judge_pass(args, items, chat, rows_path, judged_path) -> None:  # noqa: ANN001
+def _judge_pass(args, items, chat, rows_path, judged_path,  # noqa: ANN001
+                conc: int = 1, meter: CallMeter | None = None) -> None:
     by_q = {(d, it["qid"]): it for d, its in items.items() for it in its}
     done = {_key(r) for r in read_jsonl(judged_path)}
+    todo = [(row, by_q[row["dataset"], row["qid"]]) for row in read_jsonl(rows_path)
+            if (row["dataset"], row["qid"]) in by_q and row["split"] == args.split
+            and _key(row) not in done]
+    if todo:
+        print(f"judge pass: {len(todo)} rows to judge. " + estimate_line(
+            judge_cost(len(todo)), rates=measured_rates([Path(args.home) / "llm.sqlite"]),
+            concurrency=conc, parallel=False), flush=True)
+    progress = Progress(len(todo), lambda m: print(m, flush=True), "judge pass", meter)
+
+    def one(task: tuple[dict, dict]) -> tuple[dict, dict, float]:  # a worker: the judges
+        row, item = task
+        t0 = time.perf_counter()
+        j = {"dataset": row["dataset"], "split": row["split"], "cell": row["cell"],
+             "qid": row["qid"], **judge(row, item, chat)}
+        return row, j, time.perf_counter() - t0
+
     with judged_path.open("a") as out:
-        for row in read_jsonl(rows_path):
-            item = by_q.get((row["dataset"], row["qid"]))
-            if item is None or row["split"] != args.split or _key(row) in done:
-                continue
-            t0 = time.perf_counter()
-            j = {"dataset": row["dataset"], "split": row["split"], "cell": row["cell"],
-                 "qid": row["qid"], **judge(row, item, chat)}
+        for _, (row, j, seconds) in map_calls(one, todo, conc):
             out.write(json.dumps(j, default=_jsonable) + "\n")
             out.flush()
             print(f"judged [{row['dataset']} #{row['i']} {row['cell']}] correct={j['correct']} "
-                  f"hallucinated={j['hallucinated']} {time.perf_counter() - t0:.0f}s", flush=True)
+                  f"hallucinated={j['hallucinated']} {seconds:.0f}s", flush=True)
+            progress.advance()
 
 
 def _jsonable(v):  # noqa: ANN001, ANN202
@@ -305,6 +373,12 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
                    help="τ²-banking: the agent reads the framed role-play scenario, or the "
                         "customer's opening message written from it by the LLM (use its own "
                         "--run: the cells keep their names)")
+    p.add_argument("--max-concurrency", type=int, default=None,
+                   help="questions (their LLM calls) in flight at once (default: "
+                        "llm.max_concurrency, 1; the local server has one slot, so more only "
+                        "queue there)")
+    p.add_argument("--max-llm-calls", type=int, default=None, metavar="N",
+                   help="stop cleanly after N new (not cached) LLM calls; a rerun continues")
     p.add_argument("--no-judge", action="store_true", help="agent pass only")
     p.add_argument("--judge-only", action="store_true", help="judge the rows already run")
     p.add_argument("--summarize-only", action="store_true")
@@ -314,10 +388,13 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
+def main(argv: Sequence[str] | None = None, prog: str | None = None,
+         meter: CallMeter | None = None) -> pd.DataFrame | None:
     """Run (unless --summarize-only), judge, summarize; print the summary. `argv`: the options
     (default: the process's); `prog`: the command they follow, recorded with them in the run's
-    meta file (default: the process's `sys.argv[0]`)."""
+    meta file (default: the process's `sys.argv[0]`). `meter`: the caller's (the claims
+    share one across protocols), whose `LLMCallCap` propagates; without it, `--max-llm-calls`
+    stops the run with a message and no summary (None)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = prog or sys.argv[0]
     p = parser(prog)
@@ -329,7 +406,15 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
             check(args)
         except ValueError as exc:
             p.exit(1, f"{exc}\n")
-        run(args)
+        try:
+            run(args, meter)
+        except LLMCallCap as stop:
+            if meter is not None:
+                raise
+            rows = len(read_jsonl(Path(args.runs_dir) / args.run / "rows.jsonl"))
+            print(cap_message(stop, f"{rows} rows in {Path(args.runs_dir) / args.run}",
+                              args.command), flush=True)
+            return None
     run_dir = Path(args.runs_dir) / args.run
     summary = summarize(run_dir)
     (run_dir / "summary.md").write_text(markdown(summary, "` then `".join(

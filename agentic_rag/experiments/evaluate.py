@@ -10,7 +10,10 @@ JSON-able values; the driver (`runner.run_sweep`) writes it to `rows.jsonl`.
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..config import ContextConfig
@@ -24,6 +27,7 @@ from ..pipeline import Pipeline
 from .spec import SweepSpec
 
 JUDGE_VIEW = ContextConfig(max_tokens=200_000)
+_RAGAS = threading.Lock()  # the ragas scorer is not shared by threads (`_answer_metrics`)
 
 
 def evaluation_settings(spec: SweepSpec) -> dict[str, Any]:
@@ -42,6 +46,29 @@ def evaluate_row(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipe
                  llm_ids: frozenset[str] = frozenset()) -> dict:
     """The row of config `i` (`config` = (label, overrides, RAGConfig)) on query `q`,
     repeat `r`. LLM metrics only for queries in `llm_ids`; `scorer` is the ragas scorer."""
+    return start_row(spec, ds, i, config, pipe, q, r, scorer, docs_by_id, llm_ids).finish()
+
+
+@dataclass
+class PendingRow:
+    """A row measured up to its LLM metrics; `finish()` adds them (the LLM-bound part, which
+    a sweep runs in a worker thread, `llm.map_calls`) and returns the row."""
+
+    row: dict[str, Any]
+    llm: Callable[[], None] | None = None
+
+    def finish(self) -> dict[str, Any]:
+        if self.llm is not None:
+            self.llm()
+        return self.row
+
+
+def start_row(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipeline, q: Query,
+              r: int, scorer=None, docs_by_id=None,  # noqa: ANN001
+              llm_ids: frozenset[str] = frozenset()) -> PendingRow:
+    """`evaluate_row` without the LLM calls: retrieval, the decision, cost, IR, span and
+    containment columns, ragas' non-LLM metrics; the agent, answer, judge and ragas LLM
+    metrics are left to `PendingRow.finish` (same columns, same order)."""
     label = config[0]
     row: dict[str, Any] = {"config_id": f"c{i:02d}", "config": label, "query_id": q.id,
                            "repeat": r, "error": None}
@@ -59,18 +86,23 @@ def evaluate_row(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipe
     if "retrieval" in spec.metrics and q.answers:
         row.update(containment_metrics(hits, ctx, q.answers, spec.k))
     if q.id not in (llm_ids or ()):
-        return row
+        return PendingRow(row)
     groups = set(spec.metrics)
     if "ragas_nonllm" in groups:
         from ..evaluation.ragas_metrics import non_llm_scores
 
         gold_texts = [docs_by_id[d].text for d in qrels if d in docs_by_id]
         row.update(non_llm_scores("", "", [h.chunk.text for h in hits], gold_texts))
-    if "agent" in groups:
-        row.update(agent_metrics(pipe, q))
-    if groups & {"answers", "hallucination", "ragas"}:
-        row.update(_answer_metrics(pipe, q, hits, ctx, groups, scorer))
-    return row
+    if not groups & {"agent", "answers", "hallucination", "ragas"}:
+        return PendingRow(row)
+
+    def llm() -> None:
+        if "agent" in groups:
+            row.update(agent_metrics(pipe, q))
+        if groups & {"answers", "hallucination", "ragas"}:
+            row.update(_answer_metrics(pipe, q, hits, ctx, groups, scorer))
+
+    return PendingRow(row, llm)
 
 
 def containment_metrics(hits: list, ctx: FormattedContext, answers: list[str],
@@ -135,8 +167,9 @@ def _answer_metrics(pipe: Pipeline, q: Query, hits: list, ctx: FormattedContext,
         out["error"] = f"llm {exc.kind}: {str(exc)[:200]}"
     else:
         if scorer is not None:
-            out.update(scorer.score(q.text, answer, [h.chunk.text for h in hits],
-                                    q.answers[0] if q.answers else ""))
+            with _RAGAS:  # ragas drives its own async client: one sample at a time
+                out.update(scorer.score(q.text, answer, [h.chunk.text for h in hits],
+                                        q.answers[0] if q.answers else ""))
     return out
 
 

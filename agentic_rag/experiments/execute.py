@@ -23,9 +23,10 @@ from ..config import RAGConfig
 from ..datasets import Dataset, Query, load_dataset, load_local
 from ..embeddings import make_embedder
 from ..index import AgenticIndex
+from ..llm import CallMeter, MeteredChatModel, make_chat_model, map_calls
 from ..pipeline import Pipeline
 from ..retrievers import CandidateMemo
-from .evaluate import evaluate_row
+from .evaluate import PendingRow, start_row
 from .row_cache import RowCache, RowKeys
 from .spec import SweepSpec
 
@@ -129,14 +130,21 @@ def cached_row(row: dict[str, Any], i: int, configs: list) -> dict[str, Any]:
 class LocalExecutor:
     """Runs units in this process. Used as a context manager: on entry, when `compute` (some
     row is to be computed), it starts the local LLM server if the metrics need an LLM and no
-    remote endpoint is configured, and builds the ragas scorer; on exit it stops the server."""
+    remote endpoint is configured, and builds the ragas scorer; on exit it stops the server.
+
+    Concurrency: retrieval runs in this thread, row after row; the LLM part of a row (agent,
+    answer, judge, ragas) runs in a worker, up to `max_concurrency` rows at once
+    (`llm.map_calls`), and rows come out in run order, so `rows.jsonl` is the same at any
+    concurrency. Every LLM call of the pipelines goes through `meter` (counted, capped)."""
 
     def __init__(self, spec: SweepSpec, ds: Dataset, configs: list, cache_dir: str | Path,
                  llm_ids: frozenset[str], *, compute: bool = True, progress: bool = False,
-                 log=print) -> None:  # noqa: ANN001
+                 log=print, max_concurrency: int = 1,  # noqa: ANN001
+                 meter: CallMeter | None = None) -> None:
         self.spec, self.ds, self.configs = spec, ds, configs
         self.cache_dir, self.llm_ids, self.compute = Path(cache_dir), llm_ids, compute
         self.progress, self.log = progress, log
+        self.max_concurrency, self.meter = max_concurrency, meter or CallMeter()
         self.server = self.scorer = None
         self.docs_by_id = {d.id: d for d in ds.corpus}
 
@@ -169,13 +177,21 @@ class LocalExecutor:
                    for i, _, _, key in unit.todo]
             return
         pipes = self._pipelines(unit.members)
-        for i, q, r, key in unit.todo:
-            if key in unit.found:
-                yield [Finished(cached_row(unit.found[key], i, self.configs), key, False)]
-            else:
-                row = evaluate_row(self.spec, self.ds, i, self.configs[i], pipes[i], q, r,
-                                   self.scorer, self.docs_by_id, self.llm_ids)
-                yield [Finished(row, key, True)]
+
+        def started() -> Iterator[tuple[str, PendingRow, bool]]:  # retrieval: this thread
+            for i, q, r, key in unit.todo:
+                if key in unit.found:
+                    yield key, PendingRow(cached_row(unit.found[key], i, self.configs)), False
+                else:
+                    yield key, start_row(self.spec, self.ds, i, self.configs[i], pipes[i], q, r,
+                                         self.scorer, self.docs_by_id, self.llm_ids), True
+
+        def finish(item: tuple[str, PendingRow, bool]) -> Finished:  # LLM calls: a worker
+            key, pending, fresh = item
+            return Finished(pending.finish(), key, fresh)
+
+        for _, done in map_calls(finish, started(), self.max_concurrency):
+            yield [done]
 
     def _pipelines(self, members: list[int]) -> dict[int, Pipeline]:
         """One pipeline per config on the unit's shared index, warmed up. Configs that differ
@@ -186,8 +202,9 @@ class LocalExecutor:
         memo = CandidateMemo() if self.spec.replay else None
         pipes = {}
         for i in members:
-            pipes[i] = Pipeline(self.configs[i][2].with_overrides({"home": first.home}),
-                                index=index)
+            cfg = self.configs[i][2].with_overrides({"home": first.home})
+            chat = MeteredChatModel(lambda c=cfg: make_chat_model(c.llm, c.home), self.meter)
+            pipes[i] = Pipeline(cfg, index=index, chat_model=chat)
             pipes[i].candidates = memo
         for p in pipes.values():  # warm-up (model load, first-query costs), not recorded
             p.retrieve(self.ds.queries[0].text, k=self.spec.k)

@@ -4,7 +4,8 @@ A row (one config × query × repeat) is keyed by a sha256 of everything that ca
 
 - the config's canonical JSON, `home` aside (where the index lives, not a setting: the
   index content is fixed by the corpus, chunking, embedding, lexical and store settings,
-  which are all in the key);
+  which are all in the key) and `llm.max_concurrency` (how many calls are in flight does
+  not change a row: tested in tests/test_concurrency.py);
 - the dataset fingerprint and the query's own text, answers, metadata, qrels and gold spans;
 - the repeat index;
 - the sweep's evaluation settings a row depends on: `k`, the metric groups, the ragas
@@ -162,6 +163,7 @@ class RowKeys:
         for cfg in configs:
             body = cfg.to_dict()
             body.pop("home", None)
+            body["llm"].pop("max_concurrency", None)
             emb, llm = cfg.embedding.model_dump_json(), cfg.llm.model_dump_json()
             if emb not in models:
                 models[emb] = embedding_identity(cfg.embedding, cache)

@@ -15,6 +15,12 @@ Rows are shared across runs too: every finished row is stored in a row cache
 (`row_cache.py`) under a digest of everything that can change it, so a rerun of a finished
 sweep (or of one with a few configs changed) reads those rows instead of recomputing them,
 without opening their indexes, and writes a complete run folder of its own.
+
+LLM calls: the LLM part of up to `llm.max_concurrency` rows runs at once (retrieval stays
+serial; rows are written in the same order at any concurrency), every call is counted by
+one `llm.CallMeter`, whose cap (`--max-llm-calls`) stops the sweep cleanly and resumably;
+the expected calls, tokens and wall time are logged first, progress with an ETA while it
+runs (`llm_cost.py`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import Any
 import pandas as pd
 
 from ..datasets import Dataset
+from ..llm import CallMeter, LLMCallCap
 from .evaluate import evaluation_settings, failed, judge_view
 from .execute import (
     LLM_GROUPS,
@@ -38,6 +45,13 @@ from .execute import (
     load_spec_dataset,
     open_index,
     plan_units,
+)
+from .llm_cost import (
+    Progress,
+    estimate_line,
+    local_server_meta,
+    measured_rates,
+    serves_in_parallel,
 )
 from .row_cache import RowCache, RowKeys, code_version, llm_identity
 from .runfolder import mark_complete, new_run_dir, versions, write_meta
@@ -160,7 +174,8 @@ def _open_run_dir(runs_dir: Path, spec: SweepSpec, configs: list) -> tuple[Path,
 def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/runs",
               cache_dir: str | Path = "experiments/cache", progress: bool = True,
               log=print, *, use_cache: bool = True,  # noqa: ANN001
-              row_cache: str | Path | None = None) -> SweepResult:
+              row_cache: str | Path | None = None, max_concurrency: int | None = None,
+              meter: CallMeter | None = None) -> SweepResult:
     """Run every config × query × repeat of `spec` into a run folder (resuming an unfinished
     run of the same spec).
 
@@ -171,7 +186,14 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     its latency columns are the ones recorded by the run that computed it; an index whose
     rows are all stored is never opened. `use_cache=False` recomputes every row (the fresh
     rows replace the stored ones). A new run folder is written either way; `meta.json`
-    says how many rows came from the cache (`rows_from_cache`)."""
+    says how many rows came from the cache (`rows_from_cache`).
+
+    LLM calls: up to `max_concurrency` rows' LLM parts at once (default
+    `llm.max_concurrency`; rows are written in the same order at any concurrency), every call
+    through `meter` (default: a fresh `llm.CallMeter`); a meter with a cap stops the sweep
+    with `llm.LLMCallCap` once it is reached, leaving an unfinished run that a rerun resumes.
+    Before an LLM-bound sweep the expected calls, tokens and wall time are logged, and while
+    it runs, progress with an ETA."""
     from tqdm.auto import tqdm
 
     spec = spec if isinstance(spec, SweepSpec) else SweepSpec.load(spec)
@@ -188,19 +210,34 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     units = plan_units(spec, ds, configs, rows.done, keys, cache, use_cache)
     from_cache = sum(u.cached for u in units)
     to_compute = sum(u.to_compute for u in units)
+    conc = max_concurrency or spec.base.llm.max_concurrency
+    meter = meter if meter is not None else CallMeter()
+    llm_rows = _llm_rows_to_compute(spec, units, llm_ids)
     meta = _meta(spec, ds, configs, keys, packages, cache, from_cache)
+    meta["llm"]["max_concurrency"] = conc
+    if llm_rows and spec.base.llm.base_url is None:  # the embedded server: its build
+        meta["llm"].update(local_server_meta(spec.base.llm.server))
     write_meta(run_dir, meta)  # + commit, Python, platform
     total = len(configs) * len(ds.queries) * spec.repeats
     _announce(spec, ds, configs, run_dir, len(rows.done) if resumed else None, total,
               from_cache, to_compute, len(units), log)
+    if llm_rows:
+        _announce_llm(spec, ds, configs, cache_dir, llm_rows, conc, log)
+    llm_progress = Progress(llm_rows, log, f"{spec.name} LLM rows", meter)
     bar = tqdm(total=total, initial=len(rows.done), desc=spec.name, disable=not progress)
     try:
         with LocalExecutor(spec, ds, configs, cache_dir, llm_ids, compute=to_compute > 0,
-                           progress=progress, log=log) as executor:
+                           progress=progress, log=log, max_concurrency=conc,
+                           meter=meter) as executor:
             for unit in units:
                 for batch in executor.run(unit):
                     _record(batch, rows, cache)
                     bar.update(len(batch))
+                    llm_progress.advance(sum(f.fresh and f.row["query_id"] in llm_ids
+                                             for f in batch))
+    except LLMCallCap:
+        log(f"{len(rows.done)}/{total} rows in {run_dir} (unfinished: a rerun resumes it)")
+        raise
     finally:
         bar.close()
         rows.close()
@@ -224,6 +261,29 @@ def _record(batch: list[Finished], rows: _Rows, cache: RowCache) -> None:
             cache.put(f.key, line)
 
 
+def _llm_rows_to_compute(spec: SweepSpec, units: list, llm_ids: frozenset[str]) -> int:
+    """The rows still to compute that make LLM calls."""
+    if not (LLM_GROUPS - {"ragas_nonllm"}) & set(spec.metrics):
+        return 0
+    return sum(q.id in llm_ids and key not in u.found for u in units for _, q, _, key in u.todo)
+
+
+def _announce_llm(spec: SweepSpec, ds: Dataset, configs: list, cache_dir: Path, llm_rows: int,
+                  concurrency: int, log=print) -> None:  # noqa: ANN001
+    """The LLM calls, tokens and wall time of the rows still to compute, at the rates
+    measured in this sweep's reply caches (else the registry constants)."""
+    groups = sorted(LLM_GROUPS & set(spec.metrics))
+    full = estimate_llm_cost(spec, len(configs), len(ds.queries))
+    share = llm_rows / max(1, len(configs) * spec.repeats * min(spec.llm_sample, len(ds.queries)))
+    fp = ds.corpus_fingerprint()
+    homes = sorted({index_key(cfg, fp) for _, _, cfg in configs})
+    rates = measured_rates(cache_dir / f"index-{h}" / "cache" / "llm.sqlite" for h in homes)
+    est = {k: round(v * share) for k, v in full.items()}
+    log(f"LLM metrics {groups} on {min(spec.llm_sample, len(ds.queries))} queries per config, "
+        f"{llm_rows} row(s) to compute. "
+        + estimate_line(est, rates, concurrency, serves_in_parallel(spec.base.llm)))
+
+
 def _meta(spec: SweepSpec, ds: Dataset, configs: list, keys: RowKeys,
           packages: dict[str, str], cache: RowCache, from_cache: int) -> dict[str, Any]:
     """The sweep's own `meta.json` fields (runfolder adds commit, Python and platform)."""
@@ -241,16 +301,10 @@ def _meta(spec: SweepSpec, ds: Dataset, configs: list, keys: RowKeys,
 def _announce(spec: SweepSpec, ds: Dataset, configs: list, run_dir: Path, resumed: int | None,
               total: int, from_cache: int, to_compute: int, n_indexes: int,
               log=print) -> None:  # noqa: ANN001
-    """The sweep's opening lines: its size, where it writes, what is resumed or cached, the
-    LLM calls to expect."""
+    """The sweep's opening lines: its size, where it writes, what is resumed or cached (the
+    LLM calls to expect: `_announce_llm`)."""
     log(f"sweep {spec.name}: {len(configs)} configs × {len(ds.queries)} queries × {spec.repeats} "
         f"repeat(s) on {ds.name} ({ds.stats()['documents']} docs) → {run_dir}"
         + (f" [resuming: {resumed}/{total} done]" if resumed is not None else "")
         + (f" [{from_cache} row(s) from the row cache]" if from_cache else ""))
-    llm_groups = LLM_GROUPS & set(spec.metrics)
-    if llm_groups and to_compute:
-        est = estimate_llm_cost(spec, len(configs), len(ds.queries))
-        log(f"LLM metrics {sorted(llm_groups)} on {min(spec.llm_sample, len(ds.queries))} queries "
-            f"per config: about {est['llm_calls']} LLM calls, ~{est['prompt_tokens_est']:,} prompt "
-            f"+ ~{est['completion_tokens_est']:,} completion tokens (cached calls are free)")
     log(f"{n_indexes} distinct index(es) for {len(configs)} configs")

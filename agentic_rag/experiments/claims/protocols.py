@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ...config import RAGConfig
+from ...llm import CallMeter
 from ..runfolder import git_commit, mark_complete, new_run_dir, write_meta
 from ..spec import DatasetSpec
 from .ledger import (
@@ -28,7 +29,6 @@ from .registry import (
     AGENT_CELLS,
     AGENT_EVAL,
     AGENT_RUN,
-    AGENT_TOKENS_PER_TASK,
     CLAIMS,
     COLD_START_REPEATS,
     COMPLETION_TOKENS_PER_S,
@@ -49,14 +49,21 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                runs_dir: str | Path = "experiments/runs", cache_dir: str | Path = "experiments/cache",
                base: RAGConfig | None = None, log=print,  # noqa: ANN001
                only: Sequence[str] | None = None,
-               agent_runs: str | Path = AGENT_RUNS) -> pd.DataFrame:
+               agent_runs: str | Path = AGENT_RUNS, max_concurrency: int | None = None,
+               meter: CallMeter | None = None) -> pd.DataFrame:
     """Run the selected claims' protocols (all by default) on every deployment they apply
     to; keep the other claims' rows from the existing claims.json; write REPORT.md and
-    claims.json. `smoke`: tiny samples, LLM-bound protocols recorded as not run."""
+    claims.json. `smoke`: tiny samples, LLM-bound protocols recorded as not run.
+    LLM protocols run up to `max_concurrency` calls at once (default `llm.max_concurrency`)
+    and share one `meter`: with a cap, `llm.LLMCallCap` stops the claims there (the run
+    folders stay resumable; a rerun continues). The expected LLM cost is logged first."""
     base = base or RAGConfig()
     chosen = {c.id for c in select(only)}
     previous = previous_rows(Path(out_dir) / "claims.json", smoke)
-    session = _Session(base, runs_dir, cache_dir, agent_runs, smoke, log)
+    session = _Session(base, runs_dir, cache_dir, agent_runs, smoke, log,
+                       max_concurrency or base.llm.max_concurrency, meter or CallMeter())
+    if not smoke:
+        _announce_llm(base, chosen, cache_dir, session.max_concurrency, log)
     rows = []
     for claim in CLAIMS:
         for deployment, ds in DATASETS.items():
@@ -86,9 +93,11 @@ class _Session:
     validation runs once."""
 
     def __init__(self, base: RAGConfig, runs_dir: str | Path, cache_dir: str | Path,
-                 agent_runs: str | Path, smoke: bool, log: Callable[[str], Any]) -> None:
+                 agent_runs: str | Path, smoke: bool, log: Callable[[str], Any],
+                 max_concurrency: int = 1, meter: CallMeter | None = None) -> None:
         self.base, self.runs_dir, self.cache_dir = base, runs_dir, cache_dir
         self.agent_runs, self.smoke, self.log = agent_runs, smoke, log
+        self.max_concurrency, self.meter = max_concurrency, meter or CallMeter()
         self.done: dict[str, Path] = {}
         self.judge: dict[str, Any] | None = None
 
@@ -102,7 +111,8 @@ class _Session:
         row = ledger_row(claim, deployment, run_dir)
         if claim.id == "c-boundaries":
             self.judge = self.judge or run_judge_validation(self.base, self.runs_dir,
-                                                            self.cache_dir, self.log)
+                                                            self.cache_dir, self.log,
+                                                            self.meter)
             row.update(self.judge)
         return row
 
@@ -114,7 +124,8 @@ class _Session:
             key = f"agent:{claim.id}"
 
             def run() -> Path:
-                return run_agent_claim(claim, self.runs_dir, self.agent_runs, log=self.log)
+                return run_agent_claim(claim, self.runs_dir, self.agent_runs, log=self.log,
+                                       max_concurrency=self.max_concurrency, meter=self.meter)
         else:
             from ..runner import run_sweep
 
@@ -123,7 +134,8 @@ class _Session:
 
             def run() -> Path:
                 return run_sweep(spec, self.runs_dir, self.cache_dir, progress=False,
-                                 log=self.log).run_dir
+                                 log=self.log, max_concurrency=self.max_concurrency,
+                                 meter=self.meter).run_dir
         if key not in self.done:
             self.done[key] = run()
         return self.done[key]
@@ -142,17 +154,20 @@ class _Session:
 
 
 def run_agent_claim(claim: Claim, runs_dir: str | Path = "experiments/runs",
-                    agent_runs: str | Path = AGENT_RUNS, log=print) -> Path:  # noqa: ANN001
+                    agent_runs: str | Path = AGENT_RUNS, log=print,  # noqa: ANN001
+                    max_concurrency: int = 1, meter: CallMeter | None = None) -> Path:
     """Run (or resume: rows and LLM calls are kept) the agent evaluation of both arms in this
     process (`agent_eval.main`, what `agentic-rag agent-eval` runs), then
-    `agent_run_folder`."""
+    `agent_run_folder`. Its LLM calls go through `meter` (`LLMCallCap` propagates)."""
     from .. import agent_eval
 
     argv = ["--run", AGENT_RUN, "--datasets", "tau2-banking", "--split", "test",
             "--n", str(claim.llm_sample), "--cells", AGENT_CELLS["treatment"],
             AGENT_CELLS["baseline"], "--runs-dir", str(agent_runs)]
+    if max_concurrency > 1:
+        argv += ["--max-concurrency", str(max_concurrency)]
     log(f"agent protocol {claim.id}: {AGENT_EVAL} {' '.join(argv)}")
-    agent_eval.main(argv, prog=AGENT_EVAL)
+    agent_eval.main(argv, prog=AGENT_EVAL, meter=meter or CallMeter())
     return agent_run_folder(Path(agent_runs) / AGENT_RUN, runs_dir, claim,
                             name=f"claim-{claim.id}-tau2-banking")
 
@@ -180,7 +195,8 @@ def agent_run_folder(agent_dir: Path, runs_dir: str | Path, claim: Claim, name: 
         "git_commit": meta.get("git_commit"),  # the agent evaluation's commit, not today's
         "dataset": corpus.get("name", f"{dataset}:{split}"), "agent_run": str(agent_dir),
         "agent_command": meta.get("command"), "embedding_model": RAGConfig().embedding.model,
-        "llm": {"model": meta.get("model"), "server": meta.get("server")},
+        "llm": {"model": meta.get("model"), "server": meta.get("server"),
+                **(meta.get("llm") or {})},  # identity, reply-cache key, calls in flight
         "configs": {"c00": arms["c00"], "c01": arms["c01"]}})
     mark_complete(run_dir)
     return run_dir
@@ -238,12 +254,12 @@ def _agent_summary(results: pd.DataFrame, arms: dict[str, str],
 
 
 def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str | Path,
-                         log=print) -> dict[str, Any]:  # noqa: ANN001
+                         log=print, meter: CallMeter | None = None) -> dict[str, Any]:  # noqa: ANN001
     """The support judge on HaluEval dev (right vs hallucinated answers, `validate_judge`),
     in a run folder `<stamp>-judge-validation`; an earlier run with the same model and
     sample is reused. Returns the ledger's judge_* fields."""
     from ...evaluation.llm_judge import validate_judge
-    from ...llm import make_chat_model
+    from ...llm import MeteredChatModel, make_chat_model
     from ...server import LlamaServer
 
     model = base.llm.server.model if base.llm.base_url is None else base.llm.model
@@ -263,16 +279,38 @@ def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str |
         log(f"starting the local LLM server ({base.llm.server.model}) for the judge validation")
         server.start()
     try:
-        res = validate_judge(make_chat_model(base.llm, Path(cache_dir) / "judge-validation"),
-                             items)
+        chat = make_chat_model(base.llm, Path(cache_dir) / "judge-validation")
+        res = validate_judge(MeteredChatModel(chat, meter or CallMeter()), items)
     finally:
         if started:
             server.stop()
     res.update({**want, "split": "dev", "git_commit": git_commit()})
     run_dir = new_run_dir(runs_dir, "judge-validation")
     (run_dir / "validation.json").write_text(json.dumps(res, indent=2))
-    write_meta(run_dir, {"dataset": "halueval-qa:dev", **want})
+    write_meta(run_dir, {"dataset": "halueval-qa:dev", **want,
+                         "llm": {"identity": chat.model_id, "max_concurrency": 1}})  # serial
     return judge_fields(res, run_dir.name)
+
+
+def _announce_llm(base: RAGConfig, chosen: set[str], cache_dir: str | Path, concurrency: int,
+                  log: Callable[[str], Any]) -> None:
+    """The chosen LLM protocols' ceiling (`llm_budget`: calls, tokens), and its wall time at
+    the rates measured in the protocols' reply caches, else the registry constants."""
+    from ..agent_eval import HOME
+    from ..llm_cost import estimate_line, measured_rates, serves_in_parallel
+
+    budget = llm_budget(base)
+    ids = {c.id for c in CLAIMS if c.id in chosen and c.needs_llm}
+    mine = budget[budget["protocol"].isin(ids | ({"judge validation"} if "c-boundaries" in ids
+                                                  else set()))]
+    if mine.empty:
+        return
+    est = {k: int(mine[k].sum()) for k in ("llm_calls", "prompt_tokens_est",
+                                           "completion_tokens_est")}
+    caches = [*sorted(Path(cache_dir).glob("index-*/cache/llm.sqlite")), Path(HOME) / "llm.sqlite",
+              Path(cache_dir) / "judge-validation" / "cache" / "llm.sqlite"]
+    log(f"LLM protocols {sorted(ids)}: " + estimate_line(
+        est, measured_rates(caches), concurrency, serves_in_parallel(base.llm)))
 
 
 def llm_budget(base: RAGConfig | None = None) -> pd.DataFrame:
@@ -280,6 +318,7 @@ def llm_budget(base: RAGConfig | None = None) -> pd.DataFrame:
     context at its token budget, no cache hits), converted to minutes at this machine's
     rates; one row per LLM protocol run, plus the judge validation."""
     from ..execute import estimate_llm_cost
+    from ..llm_cost import agent_cost
 
     base = base or RAGConfig()
     rows = []
@@ -290,9 +329,7 @@ def llm_budget(base: RAGConfig | None = None) -> pd.DataFrame:
             if claim.kind == "agent":
                 tasks = 2 * claim.llm_sample  # two arms
                 rows.append({"protocol": claim.id, "deployment": deployment,
-                             "llm_calls": tasks * 4,  # ≤ 3 agent turns + judges
-                             "prompt_tokens_est": tasks * AGENT_TOKENS_PER_TASK,
-                             "completion_tokens_est": tasks * 80})
+                             **agent_cost(tasks)})  # ≤ 3 agent turns + judges
                 continue
             spec = claim_spec(claim, ds, base)
             est = estimate_llm_cost(spec, len(spec.configs()), ds.n or 10**6)

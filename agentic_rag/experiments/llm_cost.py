@@ -1,0 +1,178 @@
+"""The LLM cost of a run: estimated before it starts, metered while it runs.
+
+- `measured_rates`: prompt and generated tokens per second of this endpoint, fitted on the
+  reply cache's most recent replies (their latency against their token counts), else the
+  registry's constants (measured on this machine, `claims/registry.py`); `Rates.source`
+  says which.
+- `estimate_line`: the calls, tokens and wall time a run is about to spend. The time is
+  divided by the calls in flight only when the endpoint serves calls in parallel (assumed
+  for a configured `llm.base_url`, a hosted API); the embedded llama.cpp server has one
+  slot, so concurrency there only queues calls.
+- `Progress`: every few rows, done/total, elapsed, ETA from the pace so far, new LLM calls.
+- `cap_message`: what a run stopped by `--max-llm-calls` (`llm.LLMCallCap`) says.
+The calls themselves are counted in one place, `llm.CallMeter` behind `llm.MeteredChatModel`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import LLMConfig, ServerConfig
+from ..llm import CallMeter, ChatCache
+from .claims.registry import AGENT_TOKENS_PER_TASK, COMPLETION_TOKENS_PER_S, PROMPT_TOKENS_PER_S
+
+JUDGE_TOKENS_PER_ROW = 1200  # claims/registry.py, beside AGENT_TOKENS_PER_TASK
+RECENT = 200  # replies per cache file the rates are fitted on
+MIN_REPLIES = 20
+
+
+@dataclass(frozen=True)
+class Rates:
+    prompt_per_s: float
+    completion_per_s: float
+    source: str
+
+    def seconds(self, prompt_tokens: float, completion_tokens: float) -> float:
+        return prompt_tokens / self.prompt_per_s + completion_tokens / self.completion_per_s
+
+
+CONSTANTS = Rates(PROMPT_TOKENS_PER_S, COMPLETION_TOKENS_PER_S,
+                  "the registry constants (claims/registry.py: local Qwen 1.5B, 2 threads, "
+                  "this machine idle), no usable measurement in the reply cache")
+
+
+def fit_rates(samples: list[tuple[int, int, float]]) -> tuple[float, float] | None:
+    """(prompt tokens/s, generated tokens/s) from (prompt tokens, completion tokens, seconds)
+    per reply: least squares of seconds = prompt/P + completion/C; None when the fit is not
+    usable (too few replies, a rate that is not positive)."""
+    if len(samples) < MIN_REPLIES:
+        return None
+    x = np.array([[p, c] for p, c, _ in samples], dtype=float)
+    y = np.array([s for _, _, s in samples], dtype=float)
+    (a, b), *_ = np.linalg.lstsq(x, y, rcond=None)
+    if not (a > 0 and b > 0):
+        return None
+    return 1.0 / a, 1.0 / b
+
+
+def measured_rates(caches: Iterable[Path], recent: int = RECENT) -> Rates:
+    """The rates fitted on the last `recent` replies of each existing reply-cache file (the
+    replies the model computed: a cache hit is never stored again), else `CONSTANTS`."""
+    samples, used = [], []
+    for path in caches:
+        path = Path(path)
+        if not path.is_file():
+            continue
+        replies = ChatCache(path).recent(recent)
+        got = [(r.prompt_tokens, r.completion_tokens, r.latency_s) for r in replies
+               if r.latency_s > 0 and (r.prompt_tokens or r.completion_tokens)]
+        if got:
+            samples += got
+            used.append(str(path))
+    fit = fit_rates(samples)
+    if fit is None:
+        return CONSTANTS
+    return Rates(fit[0], fit[1], f"measured on this endpoint: fitted on {len(samples)} recent "
+                                 f"replies in {', '.join(used)}")
+
+
+def serves_in_parallel(llm: LLMConfig) -> bool:
+    """Whether calls in flight are served at once: a configured endpoint (a hosted API) is
+    assumed to; the embedded llama.cpp server (`llm.base_url` unset) has one slot."""
+    return llm.base_url is not None
+
+
+def estimate_line(est: dict[str, int], rates: Rates, concurrency: int, parallel: bool) -> str:
+    """One line: the calls, tokens and wall time to expect (`est`: `llm_calls`,
+    `prompt_tokens_est`, `completion_tokens_est`, as `execute.estimate_llm_cost` and
+    `agent_cost` give them), and what the time rests on."""
+    calls, prompt_tokens = est["llm_calls"], est["prompt_tokens_est"]
+    completion_tokens = est["completion_tokens_est"]
+    seconds = rates.seconds(prompt_tokens, completion_tokens)
+    if concurrency > 1 and parallel:
+        seconds /= concurrency
+        how = f"÷ {concurrency} calls in flight (the endpoint is assumed to serve them in parallel)"
+    elif concurrency > 1:
+        how = (f"not ÷ {concurrency}: the local llama.cpp server serves one call at a time, so "
+               "calls in flight queue there")
+    else:
+        how = "one call at a time"
+    return (f"LLM estimate: about {calls:,} calls, ~{prompt_tokens:,} prompt + "
+            f"~{completion_tokens:,} completion tokens, ~{_duration(seconds)} at "
+            f"{rates.prompt_per_s:.0f} prompt / {rates.completion_per_s:.1f} generated tokens/s "
+            f"({rates.source}); {how}; a ceiling: cached calls are free")
+
+
+def agent_cost(tasks: int) -> dict[str, int]:
+    """The agent evaluation's ceiling per (task, cell): ≤ 3 agent turns + the judges, the
+    prompt tokens measured on agent-v4 (`AGENT_TOKENS_PER_TASK`)."""
+    return {"llm_calls": tasks * 4, "prompt_tokens_est": tasks * AGENT_TOKENS_PER_TASK,
+            "completion_tokens_est": tasks * 80}
+
+
+def judge_cost(rows: int) -> dict[str, int]:
+    """The agent evaluation's judge pass: correctness + support per row, ~1,200 prompt tokens
+    together (the note on `AGENT_TOKENS_PER_TASK`)."""
+    return {"llm_calls": rows * 2, "prompt_tokens_est": rows * JUDGE_TOKENS_PER_ROW,
+            "completion_tokens_est": rows * 20}
+
+
+def local_server_meta(config: ServerConfig) -> dict[str, Any]:
+    """What a run's meta records of the embedded llama.cpp server: its build and CPU variant
+    (`server.llama_build_info`) and the settings that change outputs (`server_settings`); a
+    build that cannot be inspected is recorded as the error, not left out silently."""
+    from ..server import ServerError, llama_build_info, server_settings
+
+    try:
+        build: dict[str, Any] = llama_build_info()
+    except ServerError as exc:
+        build = {"error": str(exc)}
+    return {"llama_build": build, "server_settings": server_settings(config)}
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class Progress:
+    """Logs `label: done/total, elapsed, ETA` every `every` items (default: ~10 lines per
+    run) and at the last one; the ETA is the pace so far applied to what is left. With a
+    `meter`, the new LLM calls made so far too."""
+
+    def __init__(self, total: int, log: Callable[[str], Any], label: str,
+                 meter: CallMeter | None = None, every: int | None = None) -> None:
+        self.total, self.log, self.label, self.meter = total, log, label, meter
+        self.every = every or max(1, total // 10)
+        self.done = 0
+        self.t0 = time.perf_counter()
+
+    def advance(self, n: int = 1) -> None:
+        if self.total <= 0 or n <= 0:
+            return
+        before, self.done = self.done, self.done + n
+        if self.done // self.every == before // self.every and self.done < self.total:
+            return
+        elapsed = time.perf_counter() - self.t0
+        eta = elapsed / self.done * (self.total - self.done)
+        calls = ""
+        if self.meter is not None:
+            calls = f", {self.meter.calls} new LLM calls ({self.meter.cached} cached)"
+        self.log(f"{self.label}: {self.done}/{self.total}, {_duration(elapsed)} elapsed, "
+                 f"ETA {_duration(eta)}{calls}")
+
+
+def cap_message(stop: Exception, what: str, rerun: str) -> str:
+    """What a run stopped at its cap says: where it stands and how to continue."""
+    return (f"{stop}. {what}; nothing is lost: rerun `{rerun}` (raise or drop "
+            "--max-llm-calls) to continue — finished rows are kept and every call already made "
+            "is read from the reply cache")
