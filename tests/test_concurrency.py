@@ -23,7 +23,7 @@ import pytest
 from agentic_rag.config import LLMConfig
 from agentic_rag.experiments import execute, run_sweep
 from agentic_rag.experiments.agent_eval import _agent_pass
-from agentic_rag.experiments.llm_cost import CONSTANTS, Progress, fit_rates, measured_rates
+from agentic_rag.experiments.llm_cost import CONSTANTS, Progress, measured_rates, speed_factor
 from agentic_rag.experiments.spec import SweepSpec
 from agentic_rag.llm import (
     CallMeter,
@@ -227,18 +227,19 @@ def test_metered_model_is_made_on_first_use_only():
 
 
 # ---- rates, estimate, progress ------------------------------------------------------------
-def test_rates_are_fitted_on_the_reply_cache_else_the_constants(tmp_path):
+def test_rates_are_measured_in_the_reply_cache_else_the_constants(tmp_path):
     cache = ChatCache(tmp_path / "llm.sqlite")
     assert measured_rates([tmp_path / "llm.sqlite", tmp_path / "absent.sqlite"]) is CONSTANTS
     rng = random.Random(1)
-    for n in range(40):  # 50 prompt and 10 generated tokens per second, exactly
-        p, c = rng.randint(100, 900), rng.randint(5, 60)
+    for n in range(40):  # every reply took 2.5 times the constants' time
+        p, c = rng.randint(100, 900), rng.choice([1, 1, 30])
         cache.put(f"k{n}", ChatReply(content="x", prompt_tokens=p, completion_tokens=c,
-                                     latency_s=p / 50 + c / 10))
+                                     latency_s=2.5 * CONSTANTS.seconds(p, c)))
     rates = measured_rates([tmp_path / "llm.sqlite"])
-    assert rates.prompt_per_s == pytest.approx(50) and rates.completion_per_s == pytest.approx(10)
-    assert "fitted on 40 recent replies" in rates.source
-    assert fit_rates([(100, 10, 1.0)] * 5) is None  # too few replies to say
+    assert rates.prompt_per_s == pytest.approx(CONSTANTS.prompt_per_s / 2.5)
+    assert rates.completion_per_s == pytest.approx(CONSTANTS.completion_per_s / 2.5)
+    assert "40 latest replies" in rates.source and "2.50×" in rates.source
+    assert speed_factor([(100, 10, 1.0)] * 5) is None  # too few replies to say
 
 
 def test_progress_reports_done_total_and_eta():

@@ -1,9 +1,8 @@
 """The LLM cost of a run: estimated before it starts, metered while it runs.
 
-- `measured_rates`: prompt and generated tokens per second of this endpoint, fitted on the
-  reply cache's most recent replies (their latency against their token counts), else the
-  registry's constants (measured on this machine, `claims/registry.py`); `Rates.source`
-  says which.
+- `measured_rates`: prompt and generated tokens per second of this endpoint: the registry's
+  constants (measured on this machine, `claims/registry.py`) scaled by how long the reply
+  cache's latest replies took against them, else the constants; `Rates.source` says which.
 - `estimate_line`: the calls, tokens and wall time a run is about to spend. The time is
   divided by the calls in flight only when the endpoint serves calls in parallel (assumed
   for a configured `llm.base_url`, a hosted API); the embedded llama.cpp server has one
@@ -21,14 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..config import LLMConfig, ServerConfig
 from ..llm import CallMeter, ChatCache
 from .claims.registry import AGENT_TOKENS_PER_TASK, COMPLETION_TOKENS_PER_S, PROMPT_TOKENS_PER_S
 
 JUDGE_TOKENS_PER_ROW = 1200  # claims/registry.py, beside AGENT_TOKENS_PER_TASK
-RECENT = 200  # replies per cache file the rates are fitted on
+RECENT = 200  # replies per cache file the speed is measured on
 MIN_REPLIES = 20
 
 
@@ -47,23 +44,23 @@ CONSTANTS = Rates(PROMPT_TOKENS_PER_S, COMPLETION_TOKENS_PER_S,
                   "this machine idle), no usable measurement in the reply cache")
 
 
-def fit_rates(samples: list[tuple[int, int, float]]) -> tuple[float, float] | None:
-    """(prompt tokens/s, generated tokens/s) from (prompt tokens, completion tokens, seconds)
-    per reply: least squares of seconds = prompt/P + completion/C; None when the fit is not
-    usable (too few replies, a rate that is not positive)."""
+def speed_factor(samples: list[tuple[int, int, float]]) -> float | None:
+    """How many times the registry constants' time the replies took: Σ seconds over Σ
+    (prompt/P + completion/C) at the constants' rates, from (prompt tokens, completion
+    tokens, seconds) per reply; None with fewer than `MIN_REPLIES`. One factor, not two
+    fitted rates: replies whose completions are all about as long (a judge's one token)
+    cannot separate the two rates, and a two-rate fit then charges each call's fixed cost
+    to its few generated tokens."""
     if len(samples) < MIN_REPLIES:
         return None
-    x = np.array([[p, c] for p, c, _ in samples], dtype=float)
-    y = np.array([s for _, _, s in samples], dtype=float)
-    (a, b), *_ = np.linalg.lstsq(x, y, rcond=None)
-    if not (a > 0 and b > 0):
-        return None
-    return 1.0 / a, 1.0 / b
+    expected = sum(CONSTANTS.seconds(p, c) for p, c, _ in samples)
+    return sum(s for _, _, s in samples) / expected if expected > 0 else None
 
 
 def measured_rates(caches: Iterable[Path], recent: int = RECENT) -> Rates:
-    """The rates fitted on the last `recent` replies of each existing reply-cache file (the
-    replies the model computed: a cache hit is never stored again), else `CONSTANTS`."""
+    """The registry constants scaled by this endpoint's measured speed (`speed_factor` over
+    the last `recent` replies of each existing reply-cache file: replies the model computed,
+    a cache hit is never stored again), else `CONSTANTS`."""
     samples, used = [], []
     for path in caches:
         path = Path(path)
@@ -75,11 +72,13 @@ def measured_rates(caches: Iterable[Path], recent: int = RECENT) -> Rates:
         if got:
             samples += got
             used.append(str(path))
-    fit = fit_rates(samples)
-    if fit is None:
+    factor = speed_factor(samples)
+    if factor is None:
         return CONSTANTS
-    return Rates(fit[0], fit[1], f"measured on this endpoint: fitted on {len(samples)} recent "
-                                 f"replies in {', '.join(used)}")
+    return Rates(CONSTANTS.prompt_per_s / factor, CONSTANTS.completion_per_s / factor,
+                 f"measured on this endpoint: its {len(samples)} latest replies in "
+                 f"{', '.join(used)} took {factor:.2f}× the time at the registry constants' "
+                 f"{CONSTANTS.prompt_per_s:.0f} / {CONSTANTS.completion_per_s:.0f} tokens/s")
 
 
 def serves_in_parallel(llm: LLMConfig) -> bool:

@@ -308,7 +308,8 @@ def _announce_llm(base: RAGConfig, chosen: set[str], cache_dir: str | Path, conc
     est = {k: int(mine[k].sum()) for k in ("llm_calls", "prompt_tokens_est",
                                            "completion_tokens_est")}
     caches = [*sorted(Path(cache_dir).glob("index-*/cache/llm.sqlite")), Path(HOME) / "llm.sqlite",
-              Path(cache_dir) / "judge-validation" / "cache" / "llm.sqlite"]
+              Path(cache_dir) / "judge-validation" / "cache" / "llm.sqlite",
+              Path(cache_dir) / "cache" / "llm.sqlite"]  # validate-detectors' replies
     log(f"LLM protocols {sorted(ids)}: " + estimate_line(
         est, measured_rates(caches), concurrency, serves_in_parallel(base.llm)))
 
