@@ -393,15 +393,36 @@ def test_agent_pass_is_identical_at_concurrency_1_and_4_and_stops_at_the_cap(stu
 
 
 # ---- the real llama.cpp server (SmolLM2) ------------------------------------------------------
+@pytest.fixture(scope="module")
+def smol_one_thread(tmp_path_factory):
+    """The real llama.cpp server with SmolLM2-135M on a free port, one thread: with two, each
+    token waits on thread barriers, which cost seconds per token when other jobs share the
+    CPU (a 16-token reply took 12 min that way while this test was written)."""
+    from agentic_rag.config import ServerConfig
+    from agentic_rag.server import LlamaServer
+
+    from .conftest import free_port
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("N_UBATCH", "1")  # as conftest.smol_server: this build's batched decoding
+        srv = LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048,
+                                       n_threads=1), home=tmp_path_factory.mktemp("smol1"))
+        srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
 @pytest.mark.llm
 def test_real_server_rows_identical_at_any_concurrency_resumable_and_cached(
-        corpus, smol_server, tmp_path, monkeypatch, record_property):
+        corpus, smol_one_thread, tmp_path, monkeypatch, record_property):
     """(a) concurrency 1 and 4, each with its own reply cache (every call reaches the server):
     identical rows; (b) a run interrupted from inside an LLM call resumes from the calls it
     made, no row lost or duplicated, no call made twice; (c) a rerun is identical through
     the reply cache, with no call to the server. Small: one config, 3 questions, 6 calls
     per run (a generous client timeout: the server may share the CPU with other jobs)."""
-    spec = make_spec(corpus, smol_server.base_url, grid={}, n=3, context_tokens=60,
+    spec = make_spec(corpus, smol_one_thread.base_url, grid={}, n=3, context_tokens=60,
                      timeout_s=900.0)
     calls = 2 * 3
     m1, m4 = CallMeter(), CallMeter()
