@@ -267,8 +267,10 @@ SupportDetector = Literal["graded_judge", "lexical", "mean"]
 
 
 class SupportConfig(_Section):
-    """How well the agent's final answer is supported by the passages it cites
-    (`evaluation/support.py`; validation figures in docs/experiments.md)."""
+    """How well an answer is supported by its passages (`evaluation/support.py`; validation
+    figures in docs/experiments.md): the agent's final answer against the passages it cites,
+    and a sweep's `hallucinated` metric (support below `threshold` under `detector`, the
+    answer against the served chunks; `enabled` is about the agent only)."""
 
     enabled: bool = Field(
         False, description="score run_agent's final answer against the passages it cites (the "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import threading
 import time
@@ -87,9 +88,17 @@ class EchoStub(StubChatServer):
             content = json.dumps(value)
         else:
             content = f"It is {h % 1000} ({h % 7} days)."
+        choice = {"index": 0, "finish_reason": "stop",
+                  "message": {"role": "assistant", "content": content}}
+        if req.get("logprobs"):  # the graded judge: yes/no with P(yes) from the digest
+            p_yes = (h % 97 + 1) / 99
+            top = [{"token": "yes", "logprob": math.log(p_yes), "bytes": None},
+                   {"token": "no", "logprob": math.log(1 - p_yes), "bytes": None}]
+            content = "yes" if p_yes >= 0.5 else "no"
+            choice["message"]["content"] = content
+            choice["logprobs"] = {"content": [{**top[content == "no"], "top_logprobs": top}]}
         return 200, {"id": "stub", "object": "chat.completion", "created": 0, "model": "local",
-                     "choices": [{"index": 0, "finish_reason": "stop",
-                                  "message": {"role": "assistant", "content": content}}],
+                     "choices": [choice],
                      "usage": {"prompt_tokens": len(text) // 4, "completion_tokens": 8,
                                "total_tokens": len(text) // 4 + 8}}
 
@@ -116,7 +125,9 @@ def make_spec(corpus, base_url: str, grid: dict | None = None, n: int | None = N
         "dataset": {"name": "local", "docs": str(docs), "questions": str(qs), "split": "all",
                     "n": n},
         "base": {"llm": {"base_url": base_url, "max_retries": 1, "timeout_s": 120.0,
-                         "max_tokens": 24, **llm}, "context": {"max_tokens": context_tokens}}})
+                         "max_tokens": 24, **llm}, "context": {"max_tokens": context_tokens},
+                 # the stub's answers share no words with the documents: judge alone
+                 "agent": {"support": {"detector": "graded_judge"}}}})
 
 
 def sweep(spec: SweepSpec, where: Path, conc: int, meter: CallMeter | None = None,

@@ -21,7 +21,8 @@ from ..context import AgenticContextFormatter, FormattedContext
 from ..datasets import Dataset, Query
 from ..evaluation import doc_run, exact_match, ir_metrics, per_type_hits, span_metrics, token_f1
 from ..evaluation.containment import answer_at_k, answer_in_context
-from ..evaluation.llm_judge import generate_answer, judge_support
+from ..evaluation.llm_judge import generate_answer
+from ..evaluation.support import support_score
 from ..llm import LLMError
 from ..pipeline import Pipeline
 from .spec import SweepSpec
@@ -159,10 +160,13 @@ def _answer_metrics(pipe: Pipeline, q: Query, hits: list, ctx: FormattedContext,
         if "hallucination" in groups:
             # the instrument does not change with the treatment: the judge reads one
             # canonical rendering of the hits the answer was given, whatever the format
-            supported, jr = judge_support(pipe.chat_model, judge_view(hits, ctx.included), answer)
-            out["hallucinated"] = 0.0 if supported else 1.0
-            out["judge_prompt_tokens"] = jr.prompt_tokens
-            out["judge_completion_tokens"] = jr.completion_tokens
+            # hallucinated = support below the threshold, under the configured detector
+            # (`agent.support`: the best on the model's own labelled answers by default)
+            sup = pipe.config.agent.support
+            score = support_score(sup.detector, pipe.chat_model,
+                                  judge_view(hits, ctx.included), answer)
+            out.update({"support": score, "hallucinated": float(score < sup.threshold),
+                        "support_detector": sup.detector})
     except LLMError as exc:
         out["error"] = f"llm {exc.kind}: {str(exc)[:200]}"
     else:
