@@ -395,3 +395,29 @@ def test_committed_ledger_matches_the_committed_files_it_cites(tmp_path):
     from agentic_rag.experiments.claims.report import table
 
     assert "\n".join(table(data["ledger"])) in report
+
+
+def test_c_boundaries_validation_fields_follow_the_runs_detector(tmp_path):
+    """A run whose hallucinated came from a graded detector gets that detector's committed
+    validation (set (ii)'s AUROC decides); a run of the binary judge is recognised as such."""
+    from agentic_rag.experiments.claims.ledger import DETECTOR_SETS, detector_fields
+    from agentic_rag.experiments.claims.protocols import run_detector
+
+    for i, rel in enumerate(DETECTOR_SETS.values()):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True)
+        pd.DataFrame([{"detector": "mean", "n": 400 - 250 * i, "failures": 0, "auroc": 0.9 - i / 5,
+                       "auroc_ci_low": 0.8 - i / 5, "auroc_ci_high": 0.95 - i / 5,
+                       "accuracy": 0.7, "threshold": 0.5}]).to_csv(path, index=False)
+    f = detector_fields("mean", root=tmp_path)
+    assert f["judge_auroc"] == pytest.approx(0.7)  # set (ii), the own answers
+    assert "AUROC 0.90 [0.80, 0.95] on 400" in f["judge_validation"]
+    assert "AUROC 0.70 [0.60, 0.75] on 150" in f["judge_validation"]
+    assert "not validated" in detector_fields("lexical", root=tmp_path)["judge_validation"]
+    run = tmp_path / "run"
+    run.mkdir()
+    pd.DataFrame({"hallucinated": [1.0, 0.0]}).to_parquet(run / "results.parquet")
+    assert run_detector(run) is None  # the binary judge's run
+    pd.DataFrame({"hallucinated": [1.0, 0.0, None],
+                  "support_detector": ["mean", "mean", None]}).to_parquet(run / "results.parquet")
+    assert run_detector(run) == "mean"

@@ -101,6 +101,38 @@ def judge_fields(res: dict[str, Any], run: str) -> dict[str, Any]:
             "judge_auroc": res["auroc"], "judge_accuracy": res["accuracy"], "judge_run": run}
 
 
+DETECTOR_SETS = {"set (i), HaluEval dev right vs hallucinated answers":
+                 "experiments/detectors/halueval-dev/detectors.csv",
+                 "set (ii), the model's own answers, hand-labelled":
+                 "experiments/detectors/halueval-own/detectors.csv"}
+
+
+def detector_fields(detector: str, root: str | Path = ".") -> dict[str, Any]:
+    """The ledger's judge_* fields for a run whose `hallucinated` came from the support
+    `detector`: its AUROC (bootstrap CI) on each committed validation set
+    (`agentic-rag validate-detectors`); judge_auroc is set (ii)'s, the one that decides."""
+    parts, auroc, files = [], float("nan"), []
+    for name, rel in DETECTOR_SETS.items():
+        path = Path(root) / rel
+        if not path.exists():
+            continue
+        table = pd.read_csv(path).set_index("detector")
+        if detector not in table.index:
+            continue
+        r = table.loc[detector]
+        parts.append(f"AUROC {r['auroc']:.2f} [{r['auroc_ci_low']:.2f}, {r['auroc_ci_high']:.2f}]"
+                     f" on {int(r['n'])} answers of {name}")
+        files.append(rel)
+        auroc = float(r["auroc"]) if "own" in rel else auroc
+    if not parts:
+        return {"judge_validation": f"detector {detector!r}: not validated (no table in "
+                                    f"{', '.join(DETECTOR_SETS.values())})",
+                "judge_auroc": float("nan"), "judge_accuracy": float("nan"), "judge_run": None}
+    return {"judge_validation": f"detector {detector}: " + "; ".join(parts),
+            "judge_auroc": auroc, "judge_accuracy": float("nan"), "judge_run": None,
+            "judge_tables": files}
+
+
 def previous_rows(path: Path, smoke: bool) -> dict[tuple[str, str], dict[str, Any]]:
     """Measured rows of the existing claims.json, when it is of the same kind (smoke or not)."""
     if not path.exists():

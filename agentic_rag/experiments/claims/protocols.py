@@ -18,6 +18,7 @@ from ...llm import CallMeter
 from ..runfolder import git_commit, mark_complete, new_run_dir, write_meta
 from ..spec import DatasetSpec
 from .ledger import (
+    detector_fields,
     judge_fields,
     ledger_row,
     not_run_row,
@@ -110,10 +111,14 @@ class _Session:
             return not_run_row(claim, deployment, "not run", str(exc))
         row = ledger_row(claim, deployment, run_dir)
         if claim.id == "c-boundaries":
-            self.judge = self.judge or run_judge_validation(self.base, self.runs_dir,
-                                                            self.cache_dir, self.log,
-                                                            self.meter)
-            row.update(self.judge)
+            detector = run_detector(run_dir)
+            if detector is not None:  # hallucinated = support below threshold (graded)
+                row.update(detector_fields(detector))
+            else:  # a run judged by the binary JSON judge (before the graded detectors)
+                self.judge = self.judge or run_judge_validation(self.base, self.runs_dir,
+                                                                self.cache_dir, self.log,
+                                                                self.meter)
+                row.update(self.judge)
         return row
 
     def run(self, claim: Claim, ds: DatasetSpec) -> Path:
@@ -251,6 +256,19 @@ def _agent_summary(results: pd.DataFrame, arms: dict[str, str],
                                        per["c00"].loc[shared, m].tolist(), m))
         out.append(s)
     return out
+
+
+def run_detector(run_dir: Path) -> str | None:
+    """The support detector a sweep's `hallucinated` came from (rows' `support_detector`),
+    None for a run judged by the binary JSON judge."""
+    path = Path(run_dir) / "results.parquet"
+    if not path.exists():
+        return None
+    df = pd.read_parquet(path)
+    if "support_detector" not in df.columns:
+        return None
+    found = df["support_detector"].dropna().unique().tolist()
+    return str(found[0]) if len(found) == 1 else None
 
 
 def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str | Path,
