@@ -263,7 +263,7 @@ class TiersConfig(_Section):
     cold_file: str = Field("cold.jsonl.gz", description="relative to home")
 
 
-SupportDetector = Literal["graded_judge", "lexical", "mean"]
+SupportDetector = Literal["graded_judge", "lexical", "mean", "lexical_numbers", "mean_numbers"]
 
 
 class SupportConfig(_Section):
@@ -280,7 +280,9 @@ class SupportConfig(_Section):
     detector: SupportDetector = Field(
         "mean", description="graded_judge: the LLM judge's P(yes) from its log-probabilities; "
         "lexical: the share of the answer's content words found in the passages (no LLM); "
-        "mean: the average of the two (the best AUROC on the model's own answers so far)")
+        "mean: the average of the two (the best AUROC on the model's own answers so far); "
+        "lexical_numbers: lexical, but 0 when a number of the answer is not in the passages; "
+        "mean_numbers: the average of graded_judge and lexical_numbers")
     threshold: float = Field(0.5, ge=0.0, le=1.0,
                              description="an answer whose support is below this is unsupported")
 

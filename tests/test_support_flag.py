@@ -105,14 +105,16 @@ def test_the_served_passages_are_the_real_ones(chunks):
 
 def test_wire_fee_case_the_lexical_baseline_cannot_flag(chunks):
     """The lexical baseline scores $15 and $10 alike against the passage without an amount
-    (3 content words of 4: domestic, wire, fee; not the number), and against the passage
-    stating $10 ("$10.00" normalises to "1000", not "10"): it does not flag this case at 0.5.
-    Catching it is the judge's part of `mean`."""
+    (3 content words of 4: domestic, wire, fee; not the number): it does not flag this case
+    at 0.5. Against the passage stating "$10.00" it finds the 10 ("$10.00" = "10") and not the
+    15. `lexical_numbers` flags the case: the answer's number is not in the passage."""
     no_amount = passages_by_citation(served_output(chunks).content)[citation_id(NO_AMOUNT)]
     states_10 = served_output(chunks, [(STATES_10, 0.99)]).content
     assert lexical_support(no_amount, WRONG) == lexical_support(no_amount, RIGHT) == 0.75
-    assert lexical_support(states_10, RIGHT) == lexical_support(states_10, WRONG) == 0.5
+    assert lexical_support(states_10, RIGHT) == 0.75 and lexical_support(states_10, WRONG) == 0.5
     assert support_score("lexical", None, no_amount, WRONG) == 0.75  # not below 0.5
+    assert support_score("lexical_numbers", None, no_amount, WRONG) == 0.0  # flagged
+    assert support_score("lexical_numbers", None, states_10, RIGHT) == 0.75  # supported
 
 
 @pytest.mark.parametrize("p_yes, score, supported", [(0.1, (0.1 + 0.75) / 2, False),
@@ -135,10 +137,10 @@ def test_the_right_answer_citing_the_passage_that_states_it(chunks):
     output = served_output(chunks, [(STATES_10, 0.99), *SERVED])
     chat = ScriptedChat(f"{RIGHT} [{citation_id(STATES_10)}]", p_yes=0.9)
     res = run_agent(QUESTION, chat, ServedTool(output), on("lexical"))
-    assert res.support_against == "cited" and res.support_score == 0.5 and res.supported
+    assert res.support_against == "cited" and res.support_score == 0.75 and res.supported
     assert chat.judged == []  # lexical asks no LLM
     mean = run_agent(QUESTION, chat, ServedTool(output), on("mean"))
-    assert mean.support_score == pytest.approx((0.9 + 0.5) / 2) and mean.supported
+    assert mean.support_score == pytest.approx((0.9 + 0.75) / 2) and mean.supported
     assert "Domestic outgoing wire: $10.00" in chat.judged[0] and "Navy" not in chat.judged[0]
 
 
@@ -146,7 +148,7 @@ def test_no_citation_is_scored_against_everything_served(chunks):
     chat = ScriptedChat(WRONG, p_yes=0.9)
     res = run_agent(QUESTION, chat, ServedTool(served_output(chunks)), on("lexical"))
     assert res.cited_chunks == [] and res.support_against == "served"
-    assert res.support_score == 0.75 and res.supported  # "$15.00" is "1500" to it, too
+    assert res.support_score == 1.0 and res.supported  # the served Navy Blue "$15.00" is 15
     assert "cites no served passage" in res.support_note
 
 

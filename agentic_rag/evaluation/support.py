@@ -9,12 +9,17 @@ score is `1 - support`, and AUROC is computed on those scores, never on 0/1 verd
   "yes" nor "no" among them, raises `LLMError` naming the model: never a silent 0.5.
 - `lexical_support`: the share of the answer's content words (SQuAD-normalised, English
   stopwords of bm25s removed) that occur in the context. Five lines, no LLM: the baseline
-  an LLM judge has to beat to be worth its cost.
+  an LLM judge has to beat to be worth its cost. Numbers are canonicalised first, in answer
+  and context alike (`canonical_number`: "$10.00" = "$10" = "10", "1,000" = "1000", "10.50"
+  = "10.5"), where SQuAD's normalisation alone makes "$10.00" the word "1000".
 - `mean` (detector name): the average of the two (fixed equal weights, not fitted).
+- `lexical_numbers`: the lexical support, but 0 when a number of the answer (an amount, a
+  year, a count) is not in the context: numbers are the claims most often wrong and the
+  easiest to check without an LLM. `mean_numbers`: the average of the judge and it.
 
 `support_score(detector, chat, context, answer)` is the one entry point for a selectable
 detector (`agent.support.detector` in `run_agent`); `combine_support` is the one definition
-of how a detector's score is made from the two primitive scores (floats or pandas columns).
+of how a detector's score is made from its primitive scores (floats or pandas columns).
 
 The judge's messages start with the context, so an answer call and a judge call on the same
 context can share a processed prefix on servers that cache it.
@@ -24,6 +29,8 @@ from __future__ import annotations
 
 import functools
 import math
+import re
+from collections.abc import Callable, Mapping
 from typing import Any, get_args
 
 from ..config import SupportDetector
@@ -35,7 +42,7 @@ GRADED_JUDGE_PROMPT = (
     "answer stated in or directly implied by the context? Reply with one word: yes or no.")
 GRADED_JUDGE_VERSION = "graded-yes-no-v1"
 TOP_LOGPROBS = 20
-SUPPORT_DETECTORS: tuple[str, ...] = get_args(SupportDetector)  # graded_judge, lexical, mean
+SUPPORT_DETECTORS: tuple[str, ...] = get_args(SupportDetector)  # graded_judge, lexical, ...
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,10 +52,37 @@ def _stopwords() -> frozenset[str]:
     return frozenset(STOPWORDS_EN)
 
 
+# A number standing alone (not inside a word such as "10th", "B2B" or "1990s"): digits with
+# optional thousands commas ("1,000") and an optional decimal part ("10.50").
+_NUMBER = re.compile(r"(?<![^\W_])((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?![^\W_])")
+
+
+def canonical_number(number: str) -> str:
+    """"1,000" → "1000", "10.00" → "10", "10.50" → "10.5", "007" → "7"."""
+    whole, _, frac = number.replace(",", "").partition(".")
+    whole, frac = whole.lstrip("0") or "0", frac.rstrip("0")
+    return f"{whole}.{frac}" if frac else whole
+
+
+def numbers(text: str) -> list[str]:
+    """The canonical numbers of `text`, in order ("$10.00 and 1,000" → ["10", "1000"])."""
+    return [canonical_number(m) for m in _NUMBER.findall(text)]
+
+
+def support_tokens(text: str) -> list[str]:
+    """`text`'s tokens for the lexical detectors: SQuAD-normalised words, with each number
+    one canonical token (`canonical_number`) rather than SQuAD's digits without punctuation
+    ("$10.00" → "10", not "1000"). EM/F1 keep SQuAD's `normalize_answer` unchanged."""
+    out: list[str] = []
+    for i, piece in enumerate(_NUMBER.split(text)):  # text, number, text, ...
+        out.extend(normalize_answer(piece).split() if i % 2 == 0 else [canonical_number(piece)])
+    return out
+
+
 def content_words(text: str) -> list[str]:
-    """Normalised tokens of `text` without English stopwords."""
+    """`support_tokens` of `text` without English stopwords."""
     stop = _stopwords()
-    return [w for w in normalize_answer(text).split() if w not in stop]
+    return [w for w in support_tokens(text) if w not in stop]
 
 
 def lexical_support(context: str, answer: str) -> float:
@@ -57,8 +91,15 @@ def lexical_support(context: str, answer: str) -> float:
     words = content_words(answer)
     if not words:
         return 1.0
-    vocab = set(normalize_answer(context).split())
+    vocab = set(support_tokens(context))
     return sum(w in vocab for w in words) / len(words)
+
+
+def lexical_numbers_support(context: str, answer: str) -> float:
+    """`lexical_support`, but 0.0 when a number of the answer is not among the context's."""
+    if not set(numbers(answer)) <= set(numbers(context)):
+        return 0.0
+    return lexical_support(context, answer)
 
 
 def judge_messages(context: str, answer: str) -> list[dict[str, str]]:
@@ -96,31 +137,50 @@ def graded_support(chat: ChatModel, context: str, answer: str) -> tuple[float, C
                        reply.attempts) from exc
 
 
-def combine_support(detector: str, graded_judge: Any, lexical: Any) -> Any:
-    """`detector`'s support score from the judge's and the lexical score (floats, or pandas
-    columns: the same arithmetic); a detector that does not use a score ignores it."""
-    if detector == "graded_judge":
-        return graded_judge
-    if detector == "lexical":
-        return lexical
-    if detector == "mean":
-        return (graded_judge + lexical) / 2
-    raise ValueError(f"unknown support detector {detector!r} (one of {list(SUPPORT_DETECTORS)})")
+# The no-LLM primitive scores, by name: cheap and pure, so a table recomputes them from
+# (context, answer) rather than trusting a score written by an older version of them.
+LEXICAL_SCORES: dict[str, Callable[[str, str], float]] = {
+    "lexical": lexical_support, "lexical_numbers": lexical_numbers_support}
+# Each detector from its primitive scores: the judge's P(yes) and the no-LLM ones.
+_COMBINE: dict[str, tuple[tuple[str, ...], Callable[..., Any]]] = {
+    "graded_judge": (("graded_judge",), lambda j: j),
+    "lexical": (("lexical",), lambda lex: lex),
+    "mean": (("graded_judge", "lexical"), lambda j, lex: (j + lex) / 2),
+    "lexical_numbers": (("lexical_numbers",), lambda ln: ln),
+    "mean_numbers": (("graded_judge", "lexical_numbers"), lambda j, ln: (j + ln) / 2),
+}
 
 
-def support_score(detector: str, chat: ChatModel | None, context: str, answer: str) -> float:
-    """The support in [0, 1] of `answer` by `context` under `detector` (graded_judge | lexical
-    | mean). The judge's detectors ask `chat` once and raise its `LLMError` (a reply without
-    usable log-probabilities included): a failure is never turned into a score."""
+def _known(detector: str) -> None:
     if detector not in SUPPORT_DETECTORS:
         raise ValueError(f"unknown support detector {detector!r} (one of "
                          f"{list(SUPPORT_DETECTORS)})")
-    judge = lexical = None
-    if detector != "graded_judge":
-        lexical = lexical_support(context, answer)
-    if detector != "lexical":
-        if chat is None:
+
+
+def detector_inputs(detector: str) -> tuple[str, ...]:
+    """The primitive scores `detector` is made of ("graded_judge" and/or `LEXICAL_SCORES`)."""
+    _known(detector)
+    return _COMBINE[detector][0]
+
+
+def combine_support(detector: str, scores: Mapping[str, Any]) -> Any:
+    """`detector`'s support score from its primitive scores (`scores[name]`, floats or pandas
+    columns: the same arithmetic; fixed equal weights, nothing fitted)."""
+    names = detector_inputs(detector)
+    return _COMBINE[detector][1](*(scores[n] for n in names))
+
+
+def support_score(detector: str, chat: ChatModel | None, context: str, answer: str) -> float:
+    """The support in [0, 1] of `answer` by `context` under `detector` (one of
+    `SUPPORT_DETECTORS`). The judge's detectors ask `chat` once and raise its `LLMError` (a
+    reply without usable log-probabilities included): a failure is never turned into a score."""
+    scores: dict[str, float] = {}
+    for name in detector_inputs(detector):
+        if name in LEXICAL_SCORES:
+            scores[name] = LEXICAL_SCORES[name](context, answer)
+        elif chat is None:
             raise ValueError(f"support detector {detector!r} needs a chat model (the LLM "
-                             "judge); 'lexical' needs none")
-        judge, _ = graded_support(chat, context, answer)
-    return float(combine_support(detector, judge, lexical))
+                             f"judge); {sorted(LEXICAL_SCORES)} need none")
+        else:
+            scores[name], _ = graded_support(chat, context, answer)
+    return float(combine_support(detector, scores))

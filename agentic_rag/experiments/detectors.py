@@ -5,7 +5,10 @@ answer (label 1), each checked against the question's knowledge paragraph. Every
 scores every answer (`support.py`: the graded LLM judge, the lexical baseline); the rows go
 to a JSONL file one by one (fsync'd), so a killed run resumes where it stopped and a
 finished one is re-read, not re-run. Failures (an LLM call that failed after its retries)
-are rows with an `error`, counted and never scored.
+are rows with an `error`, counted and never scored. The no-LLM scores (`LEXICAL_SCORES`) are
+cheap and pure: every pass recomputes them on the rows already written and rewrites the file
+when they changed, so a change to them reaches the tables without re-asking the judge
+(`--no-llm` on a finished folder does exactly that).
 
     agentic-rag validate-detectors --n 200 --out experiments/detectors/halueval-dev
 
@@ -27,14 +30,16 @@ import pandas as pd
 from ..evaluation.detection import auroc
 from ..evaluation.support import (
     GRADED_JUDGE_VERSION,
+    LEXICAL_SCORES,
+    SUPPORT_DETECTORS,
     combine_support,
+    detector_inputs,
     graded_support,
-    support_score,
 )
 from ..llm import ChatModel, LLMError, map_calls
 from .stats import resample_index
 
-DETECTORS = ("graded_judge", "lexical")
+DETECTORS = SUPPORT_DETECTORS  # the table's rows, where their scores are present
 
 
 def halueval_pairs(n: int, seed: int = 0, split: str = "dev") -> list[dict[str, str]]:
@@ -72,10 +77,50 @@ def _read_rows(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     return {(r["qid"], r["label"]): r for r in _read_jsonl(path)}
 
 
+def lexical_scores(context: str, answer: str) -> dict[str, float]:
+    """Every no-LLM primitive score of one answer (`LEXICAL_SCORES`)."""
+    return {name: f(context, answer) for name, f in LEXICAL_SCORES.items()}
+
+
+def refresh_lexical(path: Path, rows: Sequence[dict[str, Any]],
+                    context_answer: Callable[[dict[str, Any]], tuple[str, str] | None]) -> int:
+    """Recompute the no-LLM scores of `rows` (those `context_answer` gives a (context,
+    answer) for), in place; when any changed, rewrite `path` with every row of it (written
+    to a temporary file, then renamed). Returns how many rows changed."""
+    changed = 0
+    for r in rows:
+        ca = context_answer(r)
+        if ca is None:
+            continue
+        new = lexical_scores(*ca)
+        if any(r.get(k) != v for k, v in new.items()):
+            r.update(new)
+            changed += 1
+    if changed:
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    return changed
+
+
+def with_combined(rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` plus a column per combined detector (`mean`, ...) whose scores are all there
+    (`combine_support`; a failed judge call gives NaN, counted as a failure)."""
+    rows = rows.copy()
+    for det in SUPPORT_DETECTORS:
+        inputs = detector_inputs(det)
+        if det not in rows and all(i in rows for i in inputs):
+            rows[det] = combine_support(det, {i: rows[i].astype(float) for i in inputs})
+    return rows
+
+
 def score_answer(chat: ChatModel | None, context: str, answer: str) -> dict[str, Any]:
     """Every detector's support score for one answer (the judge's only when `chat`); the
     judge is asked directly, as its reply's token counts go in the row too."""
-    out: dict[str, Any] = {"lexical": support_score("lexical", None, context, answer)}
+    out: dict[str, Any] = lexical_scores(context, answer)
     if chat is not None:
         t0 = time.perf_counter()
         try:
@@ -98,6 +143,11 @@ def run_validation(chat: ChatModel | None, items: Sequence[dict[str, str]], out:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "rows.jsonl"
     done = _read_rows(path)
+    contexts = {it["qid"]: it["context"] for it in items}
+    if n := refresh_lexical(path, _read_jsonl(path), lambda r: (
+            (contexts[r["qid"]], r["answer"]) if r["qid"] in contexts else None)):
+        log(f"detectors: no-LLM scores recomputed on {n} answers → {path}")
+        done = _read_rows(path)
     if chat is not None:  # rows of a lexical-only pass get the judge now
         done = {k: r for k, r in done.items() if "graded_judge" in r}
     todo = [(it, label) for it in items for label in (0, 1) if (it["qid"], label) not in done]
@@ -216,6 +266,11 @@ def score_own(chat: ChatModel | None, out: str | Path, log: Callable[..., Any] =
     out = Path(out)
     answers = [r for r in _read_jsonl(out / "answers.jsonl") if r.get("answer") is not None]
     path = out / "scored.jsonl"
+    by_qid = {r["qid"]: r for r in answers}
+    if n := refresh_lexical(path, _read_jsonl(path), lambda r: (
+            (by_qid[r["qid"]]["context"], by_qid[r["qid"]]["answer"]) if r["qid"] in by_qid
+            else None)):
+        log(f"own answers: no-LLM scores recomputed on {n} answers → {path}")
     done = {r["qid"]: r for r in _read_jsonl(path) if chat is None or "graded_judge" in r}
     todo = [r for r in answers if r["qid"] not in done]
     log(f"own answers: {len(done)} scored, {len(todo)} to score → {path}")
@@ -260,10 +315,8 @@ def own_table(out: str | Path, threshold: float = 0.5) -> tuple[pd.DataFrame, di
     out = Path(out)
     scored = pd.DataFrame(_read_jsonl(out / "scored.jsonl"))
     first = read_labels(out, 1)
-    rows = scored.merge(first[["qid", "label"]], on="qid", how="inner")
-    if "graded_judge" in rows and "lexical" in rows:
-        rows["mean"] = combine_support("mean", rows["graded_judge"], rows["lexical"])
-    table = detector_table(rows, threshold, detectors=(*DETECTORS, "mean"))
+    rows = with_combined(scored.merge(first[["qid", "label"]], on="qid", how="inner"))
+    table = detector_table(rows, threshold)
     info: dict[str, Any] = {"labelled": len(first), "scored_and_labelled": len(rows),
                             "unsupported": int(first["label"].sum())}
     if (out / "labels-pass2.jsonl").exists():
@@ -313,7 +366,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
             chat = make_chat_model(cfg.llm, args.home, base_url=srv.base_url)
             rows = run_validation(chat, items, args.out, max_calls=args.max_llm_calls,
                                   max_concurrency=conc)
-    table = detector_table(rows)
+    table = detector_table(with_combined(rows))
     table.to_csv(Path(args.out) / "detectors.csv", index=False)
     print(table.to_string(index=False))
 
