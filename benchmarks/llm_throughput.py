@@ -12,7 +12,9 @@ the build ships variants; what `LlamaServer` runs) or a variant name such as `ha
 launcher with `AGENTIC_RAG_CPU_VARIANT` set: that variant, whatever the processor has).
 Default arms: the installed build (`auto`) and, when it ships CPU variants, the same build held
 to the AVX2 variant (`haswell`, the instruction set of the portable `-DGGML_NATIVE=OFF` build).
-Arms run one after another on ports 8801..., each server stopped before the next starts.
+All arms' servers run at once on ports 8801... (an idle server uses no CPU); the questions go
+question by question to each arm in turn, the order rotated per question, so background load
+falls on every arm alike (as bench.py interleaves its repetitions).
 
 Per arm, with a WARM server (LlamaServer's warm-up request first) and a COLD reply cache (the
 chat model is built with `llm.cache: false`, every call reaches the server):
@@ -30,8 +32,8 @@ chat model is built with `llm.cache: false`, every call reaches the server):
 Figures: prompt and generated tokens/s from the server's own timings (llama.cpp's
 `llama_perf_context_print` lines in the server log: prompt tokens actually evaluated, i.e.
 after the reused prefix, over their eval time; generated tokens over their eval time), summed
-over the protocol's calls; questions per hour = questions / wall-clock time of the protocol
-loop (retrieval excluded: done beforehand). Greedy equality: the first 20 answer prompts'
+over the protocol's calls; questions per hour = questions / the summed wall-clock time of the
+arm's protocol calls (client side; retrieval excluded: done beforehand). Greedy equality: the first 20 answer prompts'
 replies of each arm against the first arm's, verbatim, with the differing ones shown; the
 judge's P(yes) compared too. The ratio between arms is what carries over between machines.
 
@@ -149,80 +151,114 @@ class _PlainServer(LlamaServer):
         return cmd
 
 
-def run_arm(name: str, python: str, launch: str, port: int, items: list[dict],
-            home: Path, model: str = "qwen2.5-coder-1.5b", log=print) -> dict[str, Any]:  # noqa: ANN001
-    from agentic_rag.evaluation.llm_judge import generate_answer
-    from agentic_rag.evaluation.support import graded_support
-    from agentic_rag.llm import OpenAIChatModel
+class Arm:
+    """One server set-up: started (warm) and stopped by the caller; `question` runs one
+    question's protocol calls on it and returns their wall-clock time."""
 
-    forced = launch not in ("plain", "auto")
-    old_env = os.environ.get(VARIANT_ENV)
-    if forced:
-        os.environ[VARIANT_ENV] = launch
-    else:
-        os.environ.pop(VARIANT_ENV, None)
-    py = None if python == sys.executable else python
-    try:
-        info = llama_build_info.__wrapped__(py)
-        cfg = ServerConfig(model=model, port=port)
+    def __init__(self, name: str, python: str, launch: str, port: int, home: Path,
+                 model: str = "qwen2.5-coder-1.5b") -> None:
+        self.name, self.python, self.launch, self.model = name, python, launch, model
+        self.py = None if python == sys.executable else python
+        self.cfg = ServerConfig(model=model, port=port)
         cls = _PlainServer if launch == "plain" else LlamaServer
-        srv = cls(cfg, home=home / name, python=py)
-        t0 = time.perf_counter()
-        srv.start()  # includes LlamaServer's one-token warm-up request
-        ready_s = time.perf_counter() - t0
-        try:
-            chat = OpenAIChatModel(LLMConfig(cache=False, temperature=0.0), base_url=srv.base_url)
-            log_text = srv.log_path.read_text(errors="replace")
-            launch_line = next((x for x in log_text.splitlines() if "llama_launch:" in x), None)
-            system_info = next((x.strip() for x in log_text.splitlines()
-                                if x.startswith("CPU :")), None)
-            # probes
-            w = _LogWindow(srv.log_path)
-            first = items[0]
-            generate_answer(chat, "Summarise the context in one word.",
-                            first["contexts"]["hybrid"], max_tokens=1)
-            probe_prompt = server_timings(w.text())
-            w = _LogWindow(srv.log_path)
-            chat.chat([{"role": "user", "content": "Write the numbers from 1 to 300 in words, "
-                        "separated by commas."}], max_tokens=128)
-            probe_gen = server_timings(w.text())
-            # the protocol mix
-            w = _LogWindow(srv.log_path)
-            answers, judges = [], []
+        self.srv = cls(self.cfg, home=home / name, python=self.py)
+        self.answers: list[dict] = []
+        self.judges: list[dict] = []
+        self.protocol_s = 0.0
+
+    def start(self) -> None:
+        from agentic_rag.llm import OpenAIChatModel
+
+        old = os.environ.pop(VARIANT_ENV, None)
+        if self.launch not in ("plain", "auto"):
+            os.environ[VARIANT_ENV] = self.launch
+        try:  # the server and the build info see the same variant setting
+            self.info = llama_build_info.__wrapped__(self.py)
             t0 = time.perf_counter()
-            for i, it in enumerate(items):
-                for arm in ("dense", "hybrid", "hybrid_flat"):
-                    r = generate_answer(chat, it["question"], it["contexts"][arm])
-                    answers.append({"id": it["id"], "context": arm, "answer": r.content,
-                                    "prompt_tokens": r.prompt_tokens,
-                                    "completion_tokens": r.completion_tokens,
-                                    "latency_s": round(r.latency_s, 2)})
-                for arm in ("hybrid", "hybrid_flat"):
-                    answer = next(a["answer"] for a in reversed(answers) if a["context"] == arm)
-                    p, r = graded_support(chat, it["judge_views"][arm], answer.strip())
-                    judges.append({"id": it["id"], "context": arm, "p_yes": p,
-                                   "prompt_tokens": r.prompt_tokens,
-                                   "latency_s": round(r.latency_s, 2)})
-                log(f"  {name}: question {i + 1}/{len(items)} done at "
-                    f"{time.perf_counter() - t0:.0f}s")
-            wall = time.perf_counter() - t0
-            timings = server_timings(w.text())
+            self.srv.start()  # includes LlamaServer's one-token warm-up request
+            self.ready_s = time.perf_counter() - t0
         finally:
-            srv.stop()
-    finally:
-        if old_env is None:
             os.environ.pop(VARIANT_ENV, None)
-        else:
-            os.environ[VARIANT_ENV] = old_env
-    n = len(items)
-    return {"name": name, "python": python, "launch": launch, "model": model, "build": info,
-            "server_log_launch_line": launch_line, "server_system_info": system_info,
-            "settings": server_settings(cfg), "ready_s": round(ready_s, 1),
-            "probe_prompt": probe_prompt, "probe_generation": probe_gen,
-            "protocol": {**timings, "questions": n, "llm_calls": len(answers) + len(judges),
-                         "wall_s": wall, "questions_per_hour": 3600 * n / wall,
-                         "llm_calls_per_hour": 3600 * (len(answers) + len(judges)) / wall},
-            "answers": answers, "judges": judges}
+            if old is not None:
+                os.environ[VARIANT_ENV] = old
+        self.chat = OpenAIChatModel(LLMConfig(cache=False, temperature=0.0),
+                                    base_url=self.srv.base_url)
+        lines = self.srv.log_path.read_text(errors="replace").splitlines()
+        self.launch_line = next((x for x in lines if "llama_launch:" in x), None)
+        self.system_info = next((x.strip() for x in lines if x.startswith("CPU :")), None)
+
+    def probes(self, context: str) -> None:
+        from agentic_rag.evaluation.llm_judge import generate_answer
+
+        w = _LogWindow(self.srv.log_path)
+        generate_answer(self.chat, "Summarise the context in one word.", context, max_tokens=1)
+        self.probe_prompt = server_timings(w.text())
+        w = _LogWindow(self.srv.log_path)
+        self.chat.chat([{"role": "user", "content": "Write the numbers from 1 to 300 in words, "
+                         "separated by commas."}], max_tokens=128)
+        self.probe_gen = server_timings(w.text())
+        self.window = _LogWindow(self.srv.log_path)  # the protocol's requests from here on
+
+    def question(self, it: dict) -> float:
+        from agentic_rag.evaluation.llm_judge import generate_answer
+        from agentic_rag.evaluation.support import graded_support
+
+        t0 = time.perf_counter()
+        given = {}
+        for arm in ("dense", "hybrid", "hybrid_flat"):
+            r = generate_answer(self.chat, it["question"], it["contexts"][arm])
+            given[arm] = r.content
+            self.answers.append({"id": it["id"], "context": arm, "answer": r.content,
+                                 "prompt_tokens": r.prompt_tokens,
+                                 "completion_tokens": r.completion_tokens,
+                                 "latency_s": round(r.latency_s, 2)})
+        for arm in ("hybrid", "hybrid_flat"):  # back to back: the same judge view
+            p, r = graded_support(self.chat, it["judge_views"][arm], given[arm].strip())
+            self.judges.append({"id": it["id"], "context": arm, "p_yes": p,
+                                "prompt_tokens": r.prompt_tokens,
+                                "latency_s": round(r.latency_s, 2)})
+        dt = time.perf_counter() - t0
+        self.protocol_s += dt
+        return dt
+
+    def result(self, n: int) -> dict[str, Any]:
+        timings = server_timings(self.window.text())
+        calls = len(self.answers) + len(self.judges)
+        return {"name": self.name, "python": self.python, "launch": self.launch,
+                "model": self.model, "build": self.info,
+                "server_log_launch_line": self.launch_line,
+                "server_system_info": self.system_info, "settings": server_settings(self.cfg),
+                "ready_s": round(self.ready_s, 1), "probe_prompt": self.probe_prompt,
+                "probe_generation": self.probe_gen,
+                "protocol": {**timings, "questions": n, "llm_calls": calls,
+                             "wall_s": self.protocol_s,
+                             "questions_per_hour": 3600 * n / self.protocol_s,
+                             "llm_calls_per_hour": 3600 * calls / self.protocol_s},
+                "answers": self.answers, "judges": self.judges}
+
+
+def run_arms(specs: list[list[str]], items: list[dict], home: Path, port: int,
+             model: str, log=print) -> list[dict]:  # noqa: ANN001
+    """All arms' servers up at once (idle ones use no CPU), then question by question each
+    arm in turn, the order rotated per question, so that background load falls on every arm
+    alike (as bench.py interleaves repetitions)."""
+    arms = [Arm(name, python, launch, port + i, home, model)
+            for i, (name, python, launch) in enumerate(specs)]
+    try:
+        for a in arms:
+            log(f"arm {a.name}: {a.python} ({a.launch}) on port {a.cfg.port}")
+            a.start()
+        for a in arms:
+            a.probes(items[0]["contexts"]["hybrid"])
+        for i, it in enumerate(items):
+            order = arms[i % len(arms):] + arms[:i % len(arms)]
+            took = {a.name: a.question(it) for a in order}
+            log(f"  question {i + 1}/{len(items)}: " + ", ".join(
+                f"{k} {v:.0f}s" for k, v in took.items()))
+        return [a.result(len(items)) for a in arms]
+    finally:
+        for a in arms:
+            a.srv.stop()
 
 
 # -- comparison and rendering -------------------------------------------------------------
@@ -325,12 +361,9 @@ def main() -> None:
                         f"({_cpu_model()})", "load": f"{os.getloadavg()[0]:.1f}"}
     print(f"retrieving the contexts of {args.questions} questions ...", flush=True)
     items = protocol_items(args.questions, args.cache_dir)
-    results = []
     with tempfile.TemporaryDirectory(prefix="llm-bench-") as tmp:
-        for i, (name, python, launch) in enumerate(arms):
-            print(f"arm {name}: {python} ({launch}) on port {args.port + i}", flush=True)
-            results.append(run_arm(name, python, launch, args.port + i, items, Path(tmp),
-                                   args.model))
+        results = run_arms(arms, items, Path(tmp), args.port, args.model,
+                           log=lambda m: print(m, flush=True))
     res = {"stamp": stamp, "arms": results,
            "equality": {a["name"]: equality(results[0], a) for a in results[1:]}}
     Path(args.json).write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
