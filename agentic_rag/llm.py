@@ -78,14 +78,17 @@ class ChatModel(Protocol):
 
 
 def model_identity(config: LLMConfig, base_url: str | None = None,
-                   digest: Callable[[Path], str] | None = None) -> str:
+                   digest: Callable[[Path], str] | None = None,
+                   build: Callable[[], str] | None = None) -> str:
     """What the reply cache, the row cache and `meta.json` key LLM replies on: the model, not
     the URL.
 
     - the embedded local server (`llm.base_url` unset, called at its configured address):
       the GGUF weights' sha256 (a named model's is the one its server verifies at start; a
-      .gguf path is hashed, by `digest` when given) and the server settings that can change
-      a reply (context size, chat format, threads);
+      .gguf path is hashed, by `digest` when given), the llama.cpp build and the CPU variant
+      it runs (`llama_build`, or `build` when given: a variant's kernels round differently,
+      so its greedy answers can differ) and the server settings that can change a reply
+      (context size, chat format, threads);
     - a hosted endpoint (`llm.base_url` set, called there): `llm.model`, the model name the
       endpoint serves (put the version in it, e.g. `gpt-4o-2024-08-06`);
     - any other address (a server started elsewhere, on another port): the alias and URL,
@@ -101,10 +104,29 @@ def model_identity(config: LLMConfig, base_url: str | None = None,
         else:
             p = Path(s.model)
             weights = f"gguf:{(digest or _file_sha256)(p)}" if p.is_file() else f"missing:{p}"
-        return f"{weights}|n_ctx={s.n_ctx}|chat_format={s.chat_format}|n_threads={s.n_threads}"
+        return (f"{weights}|build={(build or llama_build)()}|n_ctx={s.n_ctx}"
+                f"|chat_format={s.chat_format}|n_threads={s.n_threads}")
     if config.base_url is not None and base_url in (None, config.base_url):
         return f"remote:{config.model}"
     return f"{config.model}@{base_url}"
+
+
+@functools.lru_cache(maxsize=1)
+def llama_build() -> str:
+    """This interpreter's llama.cpp build as the reply cache keys it: llama-cpp-python's and
+    ggml's versions and the CPU backend that runs (the runtime-chosen variant, e.g. `zen4`, or
+    the features of a linked-in build). Asked once per process (`server.llama_build_info`);
+    `unknown` when llama-cpp-python is not installed or cannot say."""
+    from .server import ServerError, llama_build_info
+
+    try:
+        info = llama_build_info()
+    except (ServerError, ValueError, KeyError, IndexError):
+        return "unknown"
+    cpu = info.get("cpu_variant") or "linked:" + ",".join(
+        sorted(k for k, v in (info.get("cpu_features") or {}).items() if str(v) == "1"))
+    return (f"llama-cpp-python {info.get('llama_cpp_python')}/ggml {info.get('ggml_version')} "
+            f"{info.get('ggml_commit')}/{cpu}")
 
 
 def _file_sha256(path: Path) -> str:

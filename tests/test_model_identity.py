@@ -29,6 +29,9 @@ def test_embedded_server_identity_is_the_weights_and_output_settings():
     assert model_identity(smol) != ident
     ctx = cfg.model_copy(update={"server": cfg.server.model_copy(update={"n_ctx": 4096})})
     assert model_identity(ctx) != ident
+    # the llama.cpp build and CPU variant that run the weights are part of it
+    assert "|build=llama-cpp-python " in ident
+    assert model_identity(cfg, build=lambda: "llama-cpp-python 0.3.36/ggml x/zen4") != ident
     # an address that is not the configured server: what it serves is unknown → its URL
     other = model_identity(cfg, "http://127.0.0.1:9999/v1")
     assert other == "local@http://127.0.0.1:9999/v1"
