@@ -165,19 +165,23 @@ class ChatCache:
         self._pack_lock = threading.Lock()
 
     def _pack(self) -> dict[str, str]:
-        if self._packed is None:
-            self._packed = {}
-            if self.pack is not None and self.pack.exists():
-                for n, line in enumerate(self.pack.read_text(encoding="utf-8").splitlines(), 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        entry = json.loads(line)
-                        self._packed[entry["key"]] = json.dumps(entry["reply"])
-                    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                        raise ValueError(f"{self.pack}: line {n} is not a reply-pack entry "
-                                         f"({{\"key\", \"reply\"}}): {exc}") from exc
-        return self._packed
+        """The pack's replies by key, read once (under the lock: threads share the cache)."""
+        with self._pack_lock:
+            if self._packed is None:
+                packed = {}
+                if self.pack is not None and self.pack.exists():
+                    text = self.pack.read_text(encoding="utf-8")
+                    for n, line in enumerate(text.splitlines(), 1):
+                        if not line.strip():
+                            continue
+                        try:
+                            entry = json.loads(line)
+                            packed[entry["key"]] = json.dumps(entry["reply"])
+                        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                            raise ValueError(f"{self.pack}: line {n} is not a reply-pack entry "
+                                             f"({{\"key\", \"reply\"}}): {exc}") from exc
+                self._packed = packed
+            return self._packed
 
     def get(self, key: str) -> ChatReply | None:
         with self._file.connect() as db:
@@ -190,13 +194,14 @@ class ChatCache:
         with self._file.connect() as db, db:
             db.execute("INSERT OR REPLACE INTO chat VALUES (?, ?)", (key, reply.model_dump_json()))
         if self.pack is not None:
+            packed = self._pack()
             with self._pack_lock:
-                if key not in self._pack():
+                if key not in packed:
                     self.pack.parent.mkdir(parents=True, exist_ok=True)
                     with self.pack.open("a", encoding="utf-8") as f:
                         f.write(json.dumps({"key": key, "reply": reply.model_dump(
                             mode="json", exclude={"cached"})}, ensure_ascii=False) + "\n")
-                    self._pack()[key] = reply.model_dump_json()
+                    packed[key] = reply.model_dump_json()
 
     def recent(self, n: int) -> list[ChatReply]:
         """The `n` replies stored last (newest first), as the model returned them: their
@@ -504,6 +509,8 @@ class MeteredChatModel:
         return reply
 
 
-def make_chat_model(config: LLMConfig, home: str | Path, base_url: str | None = None) -> ChatModel:
-    cache = ChatCache(Path(home) / "cache" / "llm.sqlite") if config.cache else None
+def make_chat_model(config: LLMConfig, home: str | Path, base_url: str | None = None,
+                    pack: str | Path | None = None) -> ChatModel:
+    """`pack`: the reply pack (`ChatCache`) a long run commits, read when the cache misses."""
+    cache = ChatCache(Path(home) / "cache" / "llm.sqlite", pack=pack) if config.cache else None
     return OpenAIChatModel(config, base_url=base_url, cache=cache)

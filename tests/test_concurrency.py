@@ -329,6 +329,32 @@ def test_cap_stops_cleanly_and_a_rerun_continues_without_repeating_a_call(corpus
     assert rows_without_latency(res.run_dir) == rows_without_latency(whole.run_dir)
 
 
+def test_a_fresh_machine_resumes_from_the_committed_reply_pack(corpus, stub, tmp_path):
+    """A run cut at its cap leaves its replies in the pack; another machine (empty reply and
+    row caches, another run folder) finishes the sweep asking only for the calls not made."""
+    spec = make_spec(corpus, stub.base_url)
+    whole = sweep(spec, tmp_path / "whole", 4, CallMeter())
+    packed = spec.model_copy(update={"reply_pack": str(tmp_path / "repo" / "replies.jsonl")})
+    with pytest.raises(LLMCallCap):
+        sweep(packed, tmp_path / "machine-a", 4, CallMeter(cap=5))
+    assert len((tmp_path / "repo" / "replies.jsonl").read_text().splitlines()) == 5
+    rest = CallMeter()
+    res = sweep(packed, tmp_path / "machine-b", 4, rest)
+    assert rest.calls == 2 * 2 * len(QUESTIONS) - 5  # the 5 packed replies are not asked again
+    assert rows_without_latency(res.run_dir) == rows_without_latency(whole.run_dir)
+
+
+def test_claims_llm_protocols_commit_their_replies():
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.experiments.claims.registry import DATASETS, REPLY_PACK, claim_spec, select
+
+    ds = DATASETS["document analysis"]
+    for claim in select(["b-answers", "c-boundaries", "b-fusion"]):
+        spec = claim_spec(claim, ds, RAGConfig())
+        assert spec.reply_pack == (REPLY_PACK if claim.needs_llm else None)
+        assert claim_spec(claim, ds, RAGConfig(), smoke=True).reply_pack is None
+
+
 def test_cli_flags_cap_and_concurrency(corpus, stub, tmp_path):
     from typer.testing import CliRunner
 

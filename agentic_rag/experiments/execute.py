@@ -203,7 +203,9 @@ class LocalExecutor:
         pipes = {}
         for i in members:
             cfg = self.configs[i][2].with_overrides({"home": first.home})
-            chat = MeteredChatModel(lambda c=cfg: make_chat_model(c.llm, c.home), self.meter)
+            chat = MeteredChatModel(lambda c=cfg: make_chat_model(c.llm, c.home,
+                                                                  pack=self.spec.reply_pack),
+                                    self.meter)
             pipes[i] = Pipeline(cfg, index=index, chat_model=chat)
             pipes[i].candidates = memo
         for p in pipes.values():  # warm-up (model load, first-query costs), not recorded

@@ -54,6 +54,10 @@ class SweepSpec(_Strict):
                          "candidate lists (fusion / gate / filter settings cost no new search; "
                          "latency is charged the first search's time)")
     llm_sample: int = Field(20, ge=0, description="queries per config that get LLM metrics")
+    reply_pack: str | None = Field(
+        None, description="a JSON-lines file of LLM replies kept with the repository "
+        "(`llm.ChatCache`): read when the reply cache misses, appended with every new reply, "
+        "so a long LLM run resumes on a fresh machine; changes no result")
     ragas_metrics: list[Literal["faithfulness", "factual_correctness", "context_precision",
                                 "context_recall"]] = Field(
         default_factory=lambda: ["faithfulness", "factual_correctness", "context_precision",

@@ -56,6 +56,10 @@ AGENT_TOKENS_PER_TASK = 3300
 # with the 2 cores shared, after 21 min embedding the 16,885 paragraphs (then cached)
 CONTEXT_SAMPLE = 1000
 
+# Every LLM reply of the claims' sweep protocols (b-answers, c-boundaries), committed: a
+# rerun, on this machine or a fresh one with the same model and build, reads them instead of
+# asking the model again (`llm.ChatCache` pack; path relative to the repository root).
+REPLY_PACK = "experiments/claims/llm-replies.jsonl"
 HYBRID_STATIC = {"fusion.retrievers": ["dense", "bm25"], "gate.mode": "static"}
 _HALUEVAL_ONLY = ("document analysis",)
 _JUDGE_ONLY_HALUEVAL = ("not run: the support judge is validated on HaluEval only, and the "
@@ -259,5 +263,7 @@ def claim_spec(claim: Claim, dataset: DatasetSpec, base: RAGConfig,
     keys = sorted(set(claim.baseline) | set(claim.treatment))
     grid = {k: [claim.baseline.get(k), claim.treatment.get(k)] for k in keys}
     name = f"claim-{claim.id}-{ds.name}" + ("-smoke" if smoke else "")
+    pack = REPLY_PACK if claim.needs_llm and not smoke else None
     return SweepSpec(name=name, dataset=ds, base=base, grid=grid, metrics=list(claim.metrics),
-                     k=10, baseline=claim.baseline, llm_sample=claim.llm_sample)
+                     k=10, baseline=claim.baseline, llm_sample=claim.llm_sample,
+                     reply_pack=pack)
