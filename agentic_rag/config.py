@@ -278,11 +278,13 @@ class SupportConfig(_Section):
         "answer, so it is off in the library (the agent evaluation keeps its cost); "
         "`agentic-rag ask` turns it on unless --no-support")
     detector: SupportDetector = Field(
-        "mean", description="graded_judge: the LLM judge's P(yes) from its log-probabilities; "
+        "mean_numbers", description="graded_judge: the LLM judge's P(yes) from its log-probabilities; "
         "lexical: the share of the answer's content words found in the passages (no LLM); "
-        "mean: the average of the two (the best AUROC on the model's own answers so far); "
+        "mean: the average of the two; "
         "lexical_numbers: lexical, but 0 when a number of the answer is not in the passages; "
-        "mean_numbers: the average of graded_judge and lexical_numbers")
+        "mean_numbers (default): the average of graded_judge and lexical_numbers — ties mean "
+        "for the best AUROC on the model's own labelled answers (0.726), beats it on HaluEval "
+        "pairs (0.893 vs 0.889) and flags an amount the passages do not state")
     threshold: float = Field(0.5, ge=0.0, le=1.0,
                              description="an answer whose support is below this is unsupported")
 
