@@ -85,7 +85,7 @@ def test_a_claim_can_replace_its_deployments_sample():
     assert claim_spec(fusion, ds, RAGConfig()).dataset == ds
 
 
-def test_llm_budget_is_estimate_llm_cost_and_leaves_room_in_two_hours():
+def test_llm_budget_is_estimate_llm_cost_and_fits_three_hours():
     budget = llm_budget()
     llm = [c for c in CLAIMS if c.needs_llm]
     assert {c.id for c in llm} == {"b-answers", "c-boundaries", "a-agent-tool-calls"}
@@ -94,8 +94,8 @@ def test_llm_budget_is_estimate_llm_cost_and_leaves_room_in_two_hours():
     assert row["llm_calls"] == 2 * claims_mod.LLM_SAMPLE
     assert row["prompt_tokens_est"] == row["llm_calls"] * (RAGConfig().context.max_tokens + 150)
     assert budget.set_index("protocol").loc["c-boundaries", "llm_calls"] == 4 * claims_mod.LLM_SAMPLE
-    # with the protocols that need no LLM, a full `make claims` fits in 2 h even at the ceiling
-    assert budget["minutes_est"].sum() + claims_mod.NON_LLM_MINUTES <= 120
+    # with the protocols that need no LLM, a full `make claims` fits in 3 h even at the ceiling
+    assert budget["minutes_est"].sum() + claims_mod.NON_LLM_MINUTES <= 180
 
 
 def _fake_run(runs: Path, name: str, summary: pd.DataFrame, dataset: str) -> Path:

@@ -31,9 +31,13 @@ PROMPT_TOKENS_PER_S = 55.0
 COMPLETION_TOKENS_PER_S = 13.0
 # The protocols without an LLM took ~45 min: retrieval (a, b-fusion) ~25 min in the run of
 # 2026-11-30 12:24-12:49, the LLM protocols' own retrieval (2 × 200 queries × 2 arms) ~5 min,
-# the tiers benchmark ~13 min the first time (5 min building both homes). LLM_SAMPLE is the
-# largest sample whose `llm_budget` ceiling fits in the remaining 75 min.
-NON_LLM_MINUTES = 45
+# the tiers benchmark ~13 min the first time (5 min building both homes); b-answer-in-context
+# 49 min on 1,000 questions (run 20261201-155504, cores shared) plus 21 min the first time to
+# embed the full corpus. LLM_SAMPLE was the largest sample whose `llm_budget` ceiling fitted
+# a 2-h run before b-answer-in-context; a full `make claims` now takes ~2.5 h (3 h the first
+# time), and an LLM sample of ≥ 200 per arm (issue 20) takes hours more: run it capped and
+# resumable (`--max-llm-calls`, the committed reply pack).
+NON_LLM_MINUTES = 45 + 50
 LLM_SAMPLE = 14  # queries per arm that get LLM metrics
 JUDGE_VALIDATION = {"n": 30, "seed": 0}  # HaluEval dev questions × (right, hallucinated)
 # judge prompt + HaluEval knowledge paragraph + answer: at most 246 tokens (tiktoken) over the
