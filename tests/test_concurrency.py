@@ -469,11 +469,12 @@ def test_real_server_rows_identical_at_any_concurrency_resumable_and_cached(
     assert rows_without_latency(one.run_dir) == rows_without_latency(four.run_dir)
     assert one.results["answer"].notna().all()
 
-    # (b) KeyboardInterrupt from inside the first judge call (its row's answer is made)
+    # (b) KeyboardInterrupt from inside the first judge call (its row's answer is made); the
+    # judge is the graded one (it asks for log-probabilities)
     real_chat = OpenAIChatModel.chat
 
     def interrupted(self, messages, **kw):  # noqa: ANN001, ANN003
-        if kw.get("json_schema") is not None:
+        if kw.get("top_logprobs") or kw.get("json_schema") is not None:
             raise KeyboardInterrupt
         return real_chat(self, messages, **kw)
 
