@@ -540,3 +540,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+from . import cli_serve  # noqa: E402,F401  registers `serve`

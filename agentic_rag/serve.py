@@ -1,0 +1,545 @@
+"""Serve an exported pipeline to agents: `search_documents` over MCP, and `POST /search`.
+
+    agentic-rag serve --config best-config.yaml                 # MCP over stdio
+    agentic-rag serve --config best-config.yaml --http --port 8800
+        # MCP (streamable HTTP) at http://127.0.0.1:8800/mcp, plain JSON at POST /search
+
+The served pipeline is the one `Pipeline.from_config` rebuilds from the exported file; its
+index is opened, never built or written (`ServedPipeline.open` refuses a home without an index and
+names the `agentic-rag index` command that builds it). Every answer is `AgenticRAGTool`'s
+own output — the same formatted, cited context an in-process agent reads.
+
+- Tools and resources (official MCP SDK, low-level `Server`): `search_documents`, whose input
+  schema is `AgenticRAGTool.openai_schema()`'s and whose structured result is a `ToolOutput`;
+  the resource `agentic-rag://index` describes the index (documents, chunks by type, config
+  hash, the export's provenance). Plain HTTP: `POST /search`, `GET /index`.
+- Bad input (an unknown argument, an empty or over-long query, `max_results` out of range)
+  is a tool error (MCP `isError`) or HTTP 400 whose message names the field and the value;
+  the server keeps serving.
+- Search sessions (the queries made and the chunks served, which drive the history penalty
+  and the "already searched" note) never mix clients. A session is chosen per call:
+  the handle the client passes (MCP: `_meta["agentic-rag/session"]`; HTTP: `session_id` in
+  the body) — `MCPSearchTool` sends a fresh random one per agent question; else the stdio
+  connection (one client per server process); else the streamable-HTTP `Mcp-Session-Id` of
+  a handshake-era (2025) client; else none: the call is stateless. The 2026-07-28 protocol
+  has no sessions, so a modern HTTP client that wants one passes a handle.
+- Concurrency: calls run in worker threads, but the retrieval itself is serialised by one
+  lock — the pipeline's lazy parts, its candidate memo and the embedding model are not
+  known to be thread-safe, and on a CPU box parallel encoding gains little. Concurrent calls
+  therefore return exactly what the same calls return one after the other.
+- Binding: 127.0.0.1 by default. Any other address needs a bearer token
+  (`Authorization: Bearer ...`), checked on every HTTP request. A loopback server also
+  refuses requests whose Host header is not a loopback name (DNS rebinding).
+- Logging: one line per call (session kind, arguments' sizes, chunks, milliseconds); the
+  query text only with `log_queries=True` (`--log-queries`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import threading
+import time
+import uuid
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .config import RAGConfig
+from .pipeline import Pipeline
+from .tool import QUERY_MAX_CHARS, TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
+
+log = logging.getLogger(__name__)
+
+SESSION_META_KEY = "agentic-rag/session"  # MCP `_meta` key of a client-chosen session handle
+SESSION_MAX_CHARS = 128
+INDEX_URI = "agentic-rag://index"
+MAX_SESSIONS = 1024  # search sessions kept (least recently used dropped first)
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+TOKEN_ENV = "AGENTIC_RAG_SERVE_TOKEN"
+
+
+class IndexMissing(RuntimeError):
+    """The config's home holds no index; the message names the command that builds it."""
+
+
+class SearchError(ValueError):
+    """Arguments the tool refuses; the message names the field and the value."""
+
+
+# ---- input ------------------------------------------------------------------------------
+def _shown(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def parse_search(arguments: Any) -> SearchInput:
+    """`SearchInput` from a call's arguments, or a `SearchError` that says what is wrong.
+    Beyond the model: a query of blanks is empty, and the schema's `maxLength` is enforced."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError as exc:
+            raise SearchError(f"arguments are not JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise SearchError(f"arguments must be an object, got {type(arguments).__name__}")
+    try:
+        args = SearchInput.model_validate(arguments)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = ".".join(str(p) for p in err["loc"]) or "arguments"
+            if err["type"] == "extra_forbidden":
+                allowed = ", ".join(SearchInput.model_fields)
+                problems.append(f"unknown argument {name!r} (allowed: {allowed})")
+            elif err["type"] == "missing":
+                problems.append(f"{name}: required")
+            else:
+                problems.append(f"{name}: {err['msg']} (got {_shown(err.get('input'))})")
+        raise SearchError("invalid arguments: " + "; ".join(problems)) from None
+    if not args.query.strip():
+        raise SearchError(f"invalid arguments: query: empty (got {_shown(args.query)})")
+    if len(args.query) > QUERY_MAX_CHARS:
+        raise SearchError(f"invalid arguments: query: {len(args.query)} characters, the limit "
+                          f"is {QUERY_MAX_CHARS} (a few words: {_shown(args.query)})")
+    return args
+
+
+def session_handle(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not 1 <= len(value) <= SESSION_MAX_CHARS:
+        raise SearchError(f"{where}: a session handle is a string of 1-{SESSION_MAX_CHARS} "
+                          f"characters (got {_shown(value)})")
+    return value
+
+
+# ---- the served pipeline ----------------------------------------------------------------
+def _provenance(path: Path) -> dict[str, Any] | None:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))  # JSON is YAML too
+    except (OSError, yaml.YAMLError):
+        return None
+    prov = data.get("provenance") if isinstance(data, dict) else None
+    return prov if isinstance(prov, dict) else None
+
+
+def _index_command(config_path: Path | None, home: str | Path | None) -> str:
+    cmd = "agentic-rag index PATH... (or --corpus NAME)"
+    if config_path is not None:
+        cmd += f" --config {config_path}"
+    if home is not None:
+        cmd += f" --home {home}"
+    return f"`{cmd}`"
+
+
+def check_index(cfg: RAGConfig, config_path: Path | None = None,
+                home: str | Path | None = None) -> None:
+    """Raise `IndexMissing` unless `cfg`'s store folder exists (nothing is created here)."""
+    if cfg.store.kind == "qdrant" and cfg.store.url:
+        return  # a server store: its emptiness is checked once opened
+    store = Path(cfg.store.path) if cfg.store.path else Path(cfg.home) / f"store-{cfg.store.kind}"
+    if not store.exists():
+        raise IndexMissing(f"no index at {cfg.home} (no {store}): build it first with "
+                           f"{_index_command(config_path, home)}; serve opens an index, "
+                           "it never builds one")
+
+
+class ServedPipeline:
+    """One opened `Pipeline` shared by many search sessions (an `AgenticRAGTool` each)."""
+
+    def __init__(self, pipeline: Pipeline, *, provenance: dict[str, Any] | None = None,
+                 config_path: str | Path | None = None, log_queries: bool = False,
+                 max_sessions: int = MAX_SESSIONS) -> None:
+        self.pipeline = pipeline
+        self.provenance = provenance
+        self.config_path = Path(config_path) if config_path else None
+        self.log_queries = log_queries
+        self.max_sessions = max_sessions
+        self._sessions: OrderedDict[str, AgenticRAGTool] = OrderedDict()
+        self._sessions_lock = threading.Lock()
+        self._search_lock = threading.Lock()  # retrieval runs one call at a time (module doc)
+        self._described: tuple[int, dict[str, Any]] | None = None
+
+    @classmethod
+    def open(cls, config: str | Path, home: str | Path | None = None,
+             **kw: Any) -> ServedPipeline:
+        """Load the exported config, open its index (refusing a missing or empty one) and
+        warm it: BM25 and the embedding model are loaded before the first call."""
+        path = Path(config)
+        cfg = RAGConfig.load(path)  # ConfigError names the file, the field and the value
+        if home is not None:
+            cfg = cfg.with_overrides({"home": str(home)})
+        check_index(cfg, path, home)
+        pipeline = Pipeline.from_config(cfg)
+        if pipeline.index.count() == 0:
+            raise IndexMissing(f"the index at {cfg.home} is empty: add documents with "
+                               f"{_index_command(path, home)}")
+        served = cls(pipeline, provenance=_provenance(path), config_path=path, **kw)
+        served.warm()
+        return served
+
+    def warm(self) -> ServedPipeline:
+        if self.pipeline.config.lexical.enabled:
+            len(self.pipeline.index.lexical)
+        self.pipeline.index.embed_query("warm up")
+        return self
+
+    # -- sessions --------------------------------------------------------------------
+    def session(self, key: str | None) -> AgenticRAGTool:
+        """The search session `key` (created on first use), or a fresh one for None."""
+        if key is None:
+            return AgenticRAGTool(self.pipeline)
+        with self._sessions_lock:
+            tool = self._sessions.get(key)
+            if tool is None:
+                tool = self._sessions[key] = AgenticRAGTool(self.pipeline)
+                while len(self._sessions) > self.max_sessions:
+                    self._sessions.popitem(last=False)
+            self._sessions.move_to_end(key)
+            return tool
+
+    # -- calls -----------------------------------------------------------------------
+    def search(self, arguments: Any, session: str | None = None, via: str = "") -> ToolOutput:
+        """Validate, then run `AgenticRAGTool.search` in the session; `SearchError` on bad
+        arguments. Blocking: the MCP and HTTP handlers call it in a worker thread."""
+        args = parse_search(arguments)
+        tool = self.session(session)
+        t0 = time.perf_counter()
+        with self._search_lock:
+            out = tool.search(args.query, args.max_results, args.focus_area)
+        ms = (time.perf_counter() - t0) * 1000
+        what = f"query={args.query!r}" if self.log_queries else f"query_chars={len(args.query)}"
+        log.info("search via=%s session=%s %s max_results=%d focus_area=%s chunks=%d "
+                 "confidence=%.3f ms=%.1f", via or "-", "yes" if session else "none", what,
+                 args.max_results, args.focus_area, len(out.chunk_ids), out.confidence, ms)
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """What is served: the index's documents and chunks, the config and its provenance."""
+        index = self.pipeline.index
+        version = index.version()
+        if self._described is None or self._described[0] != version:
+            with self._search_lock:
+                chunks = index.store.get()
+            by_type = Counter(c.chunk_type for c in chunks)
+            cfg = self.pipeline.config
+            self._described = (version, {
+                "config": str(self.config_path) if self.config_path else None,
+                "config_hash": cfg.config_hash(), "home": cfg.home, "index_version": version,
+                "documents": len({c.doc_id for c in chunks}), "chunks": len(chunks),
+                "chunks_by_type": dict(sorted(by_type.items())),
+                "embedding": cfg.embedding.model, "store": cfg.store.kind,
+                "retrievers": list(cfg.fusion.retrievers), "gate": cfg.gate.mode,
+                "context_max_tokens": cfg.context.max_tokens, "provenance": self.provenance,
+                "tool": TOOL_NAME})
+        return self._described[1]
+
+
+# ---- MCP --------------------------------------------------------------------------------
+def tool_definition() -> dict[str, Any]:
+    """`search_documents` as MCP lists it: `AgenticRAGTool`'s own schema and description."""
+    fn = AgenticRAGTool.openai_schema()["function"]
+    output = ToolOutput.model_json_schema()
+    output.pop("title", None)
+    return {"name": TOOL_NAME, "description": fn["description"], "input_schema": fn["parameters"],
+            "output_schema": output}
+
+
+def mcp_server(served: ServedPipeline, transport: str = "stdio"):  # noqa: ANN201
+    """The MCP `Server` (SDK low-level API) exposing `served`. `transport` ("stdio" or
+    "http") decides what a call without a session handle belongs to (module doc)."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
+
+    tool = types.Tool(**tool_definition())
+    stdio_key = f"stdio:{uuid.uuid4().hex}"
+
+    def session_key(ctx: Any, params: types.CallToolRequestParams) -> str | None:
+        meta = params.meta or {}
+        if SESSION_META_KEY in meta:
+            return "mcp:" + session_handle(meta[SESSION_META_KEY], f"_meta[{SESSION_META_KEY!r}]")
+        if transport == "stdio":
+            return stdio_key
+        request = getattr(ctx, "request", None)
+        sid = request.headers.get("mcp-session-id") if request is not None else None
+        return f"mcp-http:{sid}" if sid else None
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name != TOOL_NAME:
+            raise MCPError(code=types.INVALID_PARAMS,
+                           message=f"unknown tool {params.name!r}; this server has {TOOL_NAME!r}")
+        try:
+            key = session_key(ctx, params)
+            out = await anyio.to_thread.run_sync(served.search, params.arguments or {}, key,
+                                                 f"mcp-{transport}")
+        except SearchError as exc:
+            return types.CallToolResult(content=[types.TextContent(text=str(exc))], is_error=True)
+        except Exception as exc:  # noqa: BLE001 - reported to the caller, the server stays up
+            log.exception("search_documents failed")
+            return types.CallToolResult(
+                content=[types.TextContent(text=f"search failed: {type(exc).__name__}: {exc}")],
+                is_error=True)
+        return types.CallToolResult(content=[types.TextContent(text=out.content)],
+                                    structured_content=out.model_dump(mode="json"))
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(
+            uri=INDEX_URI, name="index", mime_type="application/json",
+            description="the served index: documents, chunks by type, config hash, provenance")])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams
+                            ) -> types.ReadResourceResult:
+        if str(params.uri) != INDEX_URI:
+            raise MCPError(code=types.INVALID_PARAMS,
+                           message=f"unknown resource {str(params.uri)!r}; have {INDEX_URI!r}")
+        info = await anyio.to_thread.run_sync(served.describe)
+        return types.ReadResourceResult(contents=[types.TextResourceContents(
+            uri=INDEX_URI, mime_type="application/json", text=json.dumps(info, indent=1))])
+
+    from . import __version__
+
+    return Server("agentic-rag", version=__version__,
+                  instructions="search_documents searches the documentation and returns cited "
+                               "passages; cite a passage by the id in its header.",
+                  on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_read_resource=read_resource)
+
+
+async def serve_stdio(served: ServedPipeline) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = mcp_server(served, "stdio")
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+# ---- HTTP: MCP (streamable HTTP) + POST /search -----------------------------------------
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK
+
+
+class _Guard:
+    """ASGI wrapper: a bearer token on every HTTP request when one is set; on a loopback bind,
+    only loopback Host headers (a web page cannot reach the server through DNS rebinding)."""
+
+    def __init__(self, app: Any, token: str | None, loopback: bool) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+        self.loopback = loopback
+
+    async def _refuse(self, send: Any, status: int, message: str) -> None:
+        body = json.dumps({"error": message}).encode()
+        headers = [(b"content-type", b"application/json")]
+        if status == 401:
+            headers.append((b"www-authenticate", b"Bearer"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if self.token is not None:
+                given = headers.get(b"authorization", b"")
+                if not hmac.compare_digest(given, b"Bearer " + self.token):
+                    return await self._refuse(send, 401, "missing or wrong bearer token "
+                                              "(send Authorization: Bearer <token>)")
+            if self.loopback:
+                host = headers.get(b"host", b"").decode("latin-1")
+                name = host.rsplit(":", 1)[0] if not host.startswith("[") else host[1:].split("]")[0]
+                if name not in LOOPBACK:
+                    return await self._refuse(send, 403, f"Host {host!r} refused: this server "
+                                              "serves loopback names only")
+        await self.app(scope, receive, send)
+
+
+def http_app(served: ServedPipeline, *, host: str = "127.0.0.1", token: str | None = None,
+             mcp_path: str = "/mcp") -> Any:
+    """The ASGI app: MCP streamable HTTP at `mcp_path`, `POST /search`, `GET /index`.
+    Refuses a non-loopback `host` without a token."""
+    import anyio
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    if not is_loopback(host) and not token:
+        raise ValueError(f"binding {host} (not loopback) needs a token: set {TOKEN_ENV} "
+                         "(clients send Authorization: Bearer <token>)")
+
+    async def search(request: Request) -> JSONResponse:
+        try:
+            body = json.loads(await request.body() or b"null")
+        except ValueError as exc:
+            return JSONResponse({"error": f"body is not JSON: {exc}"}, status_code=400)
+        try:
+            if not isinstance(body, dict):
+                raise SearchError(f"body must be a JSON object, got {type(body).__name__}")
+            key = None
+            if "session_id" in body:
+                key = "http:" + session_handle(body.pop("session_id"), "session_id")
+            out = await anyio.to_thread.run_sync(served.search, body, key, "http")
+        except SearchError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except Exception as exc:  # noqa: BLE001 - reported to the caller, the server stays up
+            log.exception("POST /search failed")
+            return JSONResponse({"error": f"search failed: {type(exc).__name__}: {exc}"},
+                                status_code=500)
+        return JSONResponse(out.model_dump(mode="json"))
+
+    async def index(request: Request) -> JSONResponse:
+        return JSONResponse(await anyio.to_thread.run_sync(served.describe))
+
+    server = mcp_server(served, "http")
+    app = server.streamable_http_app(
+        streamable_http_path=mcp_path, host=host,
+        custom_starlette_routes=[Route("/search", search, methods=["POST"]),
+                                 Route("/index", index, methods=["GET"])])
+    return _Guard(app, token, is_loopback(host))
+
+
+@dataclass
+class HttpServer:
+    """`http_app` under uvicorn in a background thread (tests, notebooks, benchmarks):
+    `with HttpServer(served, port=p) as srv: srv.url`."""
+
+    served: ServedPipeline
+    host: str = "127.0.0.1"
+    port: int = 0
+    token: str | None = None
+    _server: Any = field(default=None, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout_s: float = 30.0) -> HttpServer:
+        import uvicorn
+
+        if self.port == 0:
+            import socket
+
+            with socket.socket() as s:
+                s.bind((self.host, 0))
+                self.port = s.getsockname()[1]
+        app = http_app(self.served, host=self.host, token=self.token)
+        self._server = uvicorn.Server(uvicorn.Config(app, host=self.host, port=self.port,
+                                                     log_level="warning", lifespan="on"))
+        self._thread = threading.Thread(target=self._server.run, daemon=True,
+                                        name=f"agentic-rag-serve-{self.port}")
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the HTTP server on {self.url} did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> HttpServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# ---- the client side: the MCP tool as an in-process tool --------------------------------
+class MCPSearchTool:
+    """`AgenticRAGTool`'s call interface (`search`, `__call__`, `reset`, `openai_schema`) over an
+    MCP connection, so `run_agent(question, chat, MCPSearchTool(url))` runs unchanged.
+    `server`: a streamable-HTTP URL (…/mcp) or `mcp.StdioServerParameters`. Each `reset()`
+    (run_agent calls it per question) starts a new server-side search session."""
+
+    name = TOOL_NAME
+
+    def __init__(self, server: Any, token: str | None = None) -> None:
+        self.server = server
+        self.token = token
+        self.session_id = uuid.uuid4().hex
+        self._stack: contextlib.ExitStack | None = None
+        self._portal: Any = None
+        self._client: Any = None
+        self._tool: Any = None
+
+    def open(self) -> MCPSearchTool:
+        from anyio.from_thread import start_blocking_portal
+        from mcp import Client
+
+        target = self.server
+        if isinstance(target, str) and self.token:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {self.token}"})
+            target = streamable_http_client(target, http_client=http)
+        stack = contextlib.ExitStack()
+        try:
+            self._portal = stack.enter_context(start_blocking_portal())
+            self._client = stack.enter_context(self._portal.wrap_async_context_manager(
+                Client(target)))
+            tools = self._portal.call(self._client.list_tools).tools
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+        found = [t for t in tools if t.name == TOOL_NAME]
+        if not found:
+            self.close()
+            raise RuntimeError(f"{self.server}: the server lists no {TOOL_NAME!r} tool "
+                               f"(has {[t.name for t in tools]})")
+        self._tool = found[0]
+        return self
+
+    def close(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+        self._stack = self._portal = self._client = None
+
+    def __enter__(self) -> MCPSearchTool:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def reset(self) -> None:
+        self.session_id = uuid.uuid4().hex
+
+    def openai_schema(self) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": TOOL_NAME,
+                                                 "description": self._tool.description,
+                                                 "parameters": self._tool.input_schema}}
+
+    def _call(self, arguments: dict[str, Any]) -> ToolOutput:
+        if self._client is None:
+            raise RuntimeError("MCPSearchTool is not open: use `with MCPSearchTool(...) as tool`")
+        from functools import partial
+
+        res = self._portal.call(partial(self._client.call_tool, TOOL_NAME, arguments,
+                                        meta={SESSION_META_KEY: self.session_id}))
+        if res.is_error:
+            raise SearchError(" ".join(getattr(c, "text", "") for c in res.content))
+        return ToolOutput.model_validate(res.structured_content)
+
+    def search(self, query: str, max_results: int = 5, focus_area: str = "any") -> ToolOutput:
+        return self._call({"query": query, "max_results": max_results, "focus_area": focus_area})
+
+    def __call__(self, arguments: dict[str, Any] | str) -> ToolOutput:
+        return self._call(json.loads(arguments) if isinstance(arguments, str) else arguments)
+
+    def describe(self) -> dict[str, Any]:
+        res = self._portal.call(self._client.read_resource, INDEX_URI)
+        return json.loads(res.contents[0].text)
