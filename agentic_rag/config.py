@@ -173,15 +173,24 @@ class FusionConfig(_Section):
     rule: the best worst-case nDCG@10 margin over the pipeline's own components (dense,
     BM25) across the three (docs/design.md, "Defaults and why")."""
 
-    retrievers: tuple[Literal["dense", "bm25"], ...] = ("dense", "bm25")
+    retrievers: tuple[Literal["dense", "bm25", "title"], ...] = Field(
+        ("dense", "bm25"), description="dense: embeddings; bm25: the chunk text (heading path "
+        "prefixed); title: field matching, BM25 over each chunk's document title, heading path "
+        "and API names only (lexical.field_text)")
     method: Literal["rrf", "score"] = "rrf"
     rrf_k: float = Field(20.0, ge=0.0, le=1000.0)
-    weights: dict[Literal["dense", "bm25", "filtered"], float] | None = Field(
+    weights: dict[Literal["dense", "bm25", "title", "filtered"], float] | None = Field(
         default_factory=lambda: {"dense": 1.0, "bm25": 0.3},
         description="weight per retriever name (missing = 1.0); a list is read in the order "
         "of `retrievers`; None = equal")
     candidates: int = Field(50, ge=1, le=5000, description="depth fetched from each retriever")
     normalise: Literal["minmax", "max", "none"] = "minmax"
+    small_to_big: Literal["off", "section"] = Field(
+        "off", description="section: serve each fused hit as its parent, the matched chunk "
+        "grown with its neighbours in the same section (document + heading path) up to "
+        "parent_tokens; the parent's spans are recorded (small_to_big.py)")
+    parent_tokens: int = Field(256, ge=16, le=8192, description="small_to_big: the most "
+                               "tokens one parent holds (its chunks' token counts summed)")
 
     @model_validator(mode="before")
     @classmethod

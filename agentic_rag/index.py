@@ -48,6 +48,7 @@ from .config import RAGConfig
 from .documents import Chunk, Document, DocumentError, Hit
 from .embeddings import Embedder, make_embedder
 from .lexical import LexicalIndex
+from .small_to_big import SectionMap
 from .stores import VectorStore, Where, make_store
 
 log = logging.getLogger(__name__)
@@ -441,6 +442,32 @@ class AgenticIndex:
 
     def search_lexical(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
         return self.lexical.search(query, k, where)
+
+    def _derived(self, name: str, build):  # noqa: ANN001, ANN202
+        """A structure derived from the BM25 index's chunk list (the field index, the section
+        map), built once per index version, in memory."""
+        lex = self.lexical
+        cache = self.__dict__.setdefault("_derived_cache", {})
+        got = cache.get(name)
+        if got is None or got[0] is not lex:
+            with self._mutex:
+                got = cache.get(name)
+                if got is None or got[0] is not lex:
+                    got = cache[name] = (lex, build(lex))
+        return got[1]
+
+    @property
+    def fields(self) -> LexicalIndex:
+        """BM25 over each chunk's title field (document title, heading path, API names):
+        the `title` retriever (`lexical.field_text`)."""
+        return self._derived("fields", lambda lex: lex.fields())
+
+    def search_fields(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
+        return self.fields.search(query, k, where)
+
+    def sections(self) -> SectionMap:
+        """Every chunk by document and section, in text order (small-to-big's parents)."""
+        return self._derived("sections", lambda lex: SectionMap(lex.chunks))
 
     def count(self) -> int:
         return self._fresh_store().count()

@@ -6,10 +6,17 @@ is rebuilt from the chunk list after a change (~0.5 s for 10k chunks).
 
 `Hit.score` for BM25 is the raw score divided by the best raw score of that query
 (so the top hit is 1.0); `Hit.raw_score` keeps the BM25 value.
+
+Field matching (the `title` retriever): `field_text(chunk)` is a chunk's title field — its
+document's title, its heading path and, in reStructuredText, the API objects it describes
+(`.. function:: reduce(function, iterable[, initializer])`). A `LexicalIndex` built over
+those texts (`name="title"`) ranks chunks by product, page and API names alone, so a
+query naming "Blue Account" is not drowned by the body text of "World Blue Account".
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +26,27 @@ from .config import LexicalConfig
 from .documents import Chunk, Hit
 from .stores import matches_meta, top_k_stable
 
+_API_LINE = re.compile(r"^\s*\.\. (?:py:)?(?:function|method|class|exception|data|attribute|"
+                       r"decorator|decoratormethod|classmethod|staticmethod|module|"
+                       r"describe|option|envvar)::\s*(.+)$", re.M)
+
+
+def field_text(chunk: Chunk) -> str:
+    """The title field of a chunk: document title, heading path and the API objects it
+    describes (reStructuredText description directives), one per line. Empty when the chunk
+    has none of them: the field retriever then never ranks it. (HaluEval paragraphs have no
+    headings; their loader's title is the paragraph's first 60 characters.)"""
+    title = str(chunk.metadata.get("title", "") or "")
+    parts = [title] if title and not chunk.heading_path.startswith(title) else []
+    parts.append(chunk.heading_path)
+    parts += [m.group(1).strip() for m in _API_LINE.finditer(chunk.text)]
+    return "\n".join(p for p in parts if p)
+
 
 class LexicalIndex:
-    def __init__(self, config: LexicalConfig | None = None) -> None:
+    def __init__(self, config: LexicalConfig | None = None, name: str = "bm25") -> None:
         self.config = config or LexicalConfig()
+        self.name = name  # `Hit.retriever` of its hits: "bm25", or "title" for the field index
         self._bm25 = None
         self._chunks: list[Chunk] = []
         self._stemmer = None  # built on first use, then reused by every query
@@ -47,8 +71,12 @@ class LexicalIndex:
         self._bm25 = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
         if self._chunks:
             tokens = self._tokenize(texts if texts is not None else [c.text for c in chunks])
-            # bm25s cannot index an all-empty corpus; an empty token list is fine otherwise
-            self._bm25.index(tokens, show_progress=False)
+            # bm25s cannot index an all-empty corpus (an empty token list is fine otherwise):
+            # an index with no indexable word matches nothing
+            if any(tokens):
+                self._bm25.index(tokens, show_progress=False)
+            else:
+                self._bm25 = None
         return self
 
     def __len__(self) -> int:
@@ -81,7 +109,7 @@ class LexicalIndex:
         order = [i for i in top_k_stable(raw, k) if raw[i] > 0]
         best = float(raw[order[0]]) if order else 1.0
         return [Hit(chunk=self._chunks[i], score=float(raw[i]) / best, raw_score=float(raw[i]),
-                    rank=r, retriever="bm25") for r, i in enumerate(order, 1)]
+                    rank=r, retriever=self.name) for r, i in enumerate(order, 1)]
 
     # -- persistence ------------------------------------------------------------------
     def save(self, folder: str | Path) -> None:
@@ -105,13 +133,24 @@ class LexicalIndex:
         idx = cls(cfg)
         with (folder / "chunks.jsonl").open(encoding="utf-8") as f:
             idx._chunks = [Chunk.model_validate_json(line) for line in f if line.strip()]
-        if idx._chunks:
+        if idx._chunks and (folder / "bm25").exists():  # absent: nothing indexable was saved
             idx._bm25 = bm25s.BM25.load(str(folder / "bm25"))
         return idx
 
     @property
     def chunk_ids(self) -> list[str]:
         return [c.id for c in self._chunks]
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        """The indexed chunks, in matrix order (the whole index's chunk list)."""
+        return self._chunks
+
+    def fields(self) -> LexicalIndex:
+        """A BM25 index of the same chunks over their title fields (`field_text`), with this
+        index's settings; built in memory (no file), a second or two for 20k chunks."""
+        return LexicalIndex(self.config, name="title").build(
+            self._chunks, [field_text(c) for c in self._chunks])
 
 
 def matches_where(chunk: Chunk, where: dict[str, Any]) -> bool:

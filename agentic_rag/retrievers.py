@@ -5,6 +5,14 @@ RRF or score fusion (`fusion.py`), with intent filters applied hard, soft or not
 list *and* every retriever's own candidate list (the confidence gate reads both);
 `search(query, k, where)` is the plain `SearchFn` (hard filters, configured retrievers).
 
+Retrievers: `dense` (the vector store), `bm25` (BM25 over the chunk text, heading path
+prefixed) and `title` (field matching: BM25 over each chunk's title field only — document
+title, heading path, API names; `lexical.field_text`), each with its fusion weight.
+
+Small-to-big (`fusion.small_to_big = "section"`): the fused list is served as parents, each
+hit grown with its section's neighbouring chunks up to `fusion.parent_tokens`
+(`small_to_big.py`); the retrievers' own lists (`Evidence.runs`) stay the matched chunks.
+
 Filters (`filter_mode`):
 - `hard`: every retriever searches only chunks matching `where`;
 - `soft`: retrievers search everything, and a dense list restricted by `where`
@@ -33,6 +41,7 @@ from .documents import Hit
 from .evidence import Evidence
 from .fusion import rrf, score_fusion
 from .index import AgenticIndex
+from .small_to_big import expand_hits
 
 
 class CandidateMemo:
@@ -82,6 +91,8 @@ class FusionRetriever:
             hits = self.index.search(query, depth, where, vector=vec)
         elif name == "bm25":
             hits = self.index.search_lexical(query, depth, where)
+        elif name == "title":
+            hits = self.index.search_fields(query, depth, where)
         else:
             raise ValueError(f"fusion.retrievers: unknown retriever {name!r}")
         if memo is not None:
@@ -101,8 +112,10 @@ class FusionRetriever:
         if where and filter_mode == "soft":
             runs["filtered"] = self.run("dense", query, where)
         weights = [self.config.weight(name) for name in runs]
-        return Evidence(hits=self.fuse(runs, weights), runs=runs, filtered=bool(where)
-                        and filter_mode != "off", k=k)
+        hits = self.fuse(runs, weights)
+        if self.config.small_to_big == "section":
+            hits = expand_hits(hits, self.index.sections(), self.config.parent_tokens)
+        return Evidence(hits=hits, runs=runs, filtered=bool(where) and filter_mode != "off", k=k)
 
     def fuse(self, runs: dict[str, list[Hit]], weights: list[float]) -> list[Hit]:
         cfg = self.config

@@ -5,7 +5,9 @@ best chunk ranks) and scored with `ir-measures` (pytrec_eval underneath): recall
 precision@k, nDCG@10, MRR@10 — not hand-rolled.
 
 Span level: the gold spans (doc id + character offsets) against the character spans of
-the top-k chunks, so chunkings of different sizes are compared on the same ground truth:
+the top-k chunks, so chunkings of different sizes are compared on the same ground truth
+(a small-to-big parent counts the spans it serves, `metadata["spans"]`, not the gaps
+between them):
 `span_recall` = covered gold chars / gold chars, `span_precision` = retrieved chars that
 are gold / retrieved chars, `span_iou` = intersection / union.
 """
@@ -19,6 +21,7 @@ from ir_measures import MRR, P, R, nDCG
 
 from ..datasets.base import GoldSpan
 from ..documents import Hit
+from ..small_to_big import served_spans
 
 RETRIEVAL_MEASURES = {"recall@5": R @ 5, "recall@10": R @ 10, "precision@5": P @ 5,
                       "ndcg@10": nDCG @ 10, "mrr@10": MRR @ 10}
@@ -86,7 +89,7 @@ def span_metrics(hits: Sequence[Hit], gold: Sequence[GoldSpan], k: int) -> dict[
     inter = gold_len = ret_len = 0
     for d in docs:
         g = _merge([(s.start, s.end) for s in gold if s.doc_id == d])
-        r = _merge([(h.chunk.start_char, h.chunk.end_char) for h in top if h.chunk.doc_id == d])
+        r = _merge([sp for h in top if h.chunk.doc_id == d for sp in served_spans(h.chunk)])
         inter += _overlap(g, r)
         gold_len += _length(g)
         ret_len += _length(r)

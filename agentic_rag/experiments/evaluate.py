@@ -139,6 +139,7 @@ def _retrieve(spec: SweepSpec, pipe: Pipeline, q: Query) -> tuple[list, Formatte
         "filter_applied": bool(intent.filters) and pipe.config.query.filter_mode != "off",
         "dropped_filters": len(intent.dropped_filters), "widened_to": result.widened_to,
         "n_hits": len(hits), "context_tokens": ctx.tokens,
+        "expanded_hits": sum("child_id" in h.chunk.metadata for h in hits),  # small-to-big
         "latency_retrieval_ms": 1000 * retrieval_s, "latency_context_ms": 1000 * (t3 - t2),
         "latency_ms": 1000 * (retrieval_s + (t3 - t2))}
 

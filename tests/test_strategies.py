@@ -1,0 +1,175 @@
+"""Retrieval strategies beyond the seed: field matching on titles and headings (`title`
+retriever) and small-to-big (`fusion.small_to_big`), each a config switch."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_rag.config import ConfigError, RAGConfig
+from agentic_rag.datasets.base import GoldSpan
+from agentic_rag.documents import Chunk, Document, Hit
+from agentic_rag.evaluation import span_metrics
+from agentic_rag.evaluation.containment import answer_at_k
+from agentic_rag.index import AgenticIndex
+from agentic_rag.lexical import LexicalIndex, field_text
+from agentic_rag.pipeline import Pipeline
+from agentic_rag.small_to_big import SectionMap, expand_hits, served_spans, stitch
+
+from .fakes import HashingEmbedder
+
+DOC = "0123456789" * 10  # offsets are easy to read: DOC[s:e]
+
+
+def _chunk(s: int, e: int, path: str = "A", ctype: str = "prose", doc: str = "d") -> Chunk:
+    return Chunk(id=f"{doc}#{ctype}@{s}-{e}", doc_id=doc, text=DOC[s:e], chunk_type=ctype,
+                 heading_path=path, start_char=s, end_char=e, token_count=e - s)
+
+
+def _hit(c: Chunk, rank: int, score: float = 1.0) -> Hit:
+    return Hit(chunk=c, score=score, rank=rank, retriever="dense+bm25")
+
+
+# ---- field matching --------------------------------------------------------------------
+def test_field_text_is_title_heading_and_api_names():
+    c = Chunk(id="x", doc_id="pydocs/library/functools.rst", chunk_type="prose",
+              text="Some prose.\n\n.. function:: reduce(function, iterable[, initializer])\n\n"
+                   "   Apply function of two arguments cumulatively.",
+              heading_path=":mod:`functools` --- Higher-order functions",
+              start_char=0, end_char=10, token_count=5,
+              metadata={"title": "Blue Account"})
+    assert field_text(c).split("\n") == [
+        "Blue Account", ":mod:`functools` --- Higher-order functions",
+        "reduce(function, iterable[, initializer])"]
+    # the title is not repeated when the heading path starts with it; body words never count
+    c2 = c.model_copy(update={"metadata": {"title": ":mod:`functools`"}, "text": "cumulatively"})
+    assert field_text(c2) == ":mod:`functools` --- Higher-order functions"
+
+
+def test_field_index_ranks_by_title_not_body():
+    # the body of "World Blue" mentions the Blue Account's fee words many times; the title
+    # field of the Blue Account names it: field matching ranks it first, body BM25 does not
+    blue = Chunk(id="blue", doc_id="blue", chunk_type="prose", heading_path="Fees",
+                 text="The monthly fee is $12.", start_char=0, end_char=23, token_count=8,
+                 metadata={"title": "Blue Account"})
+    world = Chunk(id="world", doc_id="world", chunk_type="prose", heading_path="Fees",
+                  text="Unlike the Blue Account, the World Blue monthly maintenance fee of the "
+                       "account is $25; account fee, monthly fee.",
+                  start_char=0, end_char=80, token_count=25,
+                  metadata={"title": "World Blue Premium"})
+    other = Chunk(id="o", doc_id="o", chunk_type="prose", heading_path="Rates", text="x",
+                  start_char=0, end_char=1, token_count=1, metadata={"title": "Savings"})
+    chunks = [blue, world, other]
+    body = LexicalIndex().build(chunks, [c.index_text() for c in chunks])
+    assert body.search("Blue Account monthly maintenance fee", 3)[0].chunk.id == "world"
+    fields = body.fields()
+    hits = fields.search("Blue Account monthly maintenance fee", 3)
+    assert [h.chunk.id for h in hits][:1] == ["blue"] and hits[0].retriever == "title"
+    assert "o" not in [h.chunk.id for h in hits]  # no title word matches: not ranked
+
+
+def test_field_index_with_no_indexable_title_matches_nothing():
+    c = Chunk(id="p", doc_id="p", chunk_type="prose", text="Arthur's Magazine was ...",
+              start_char=0, end_char=5, token_count=5)
+    idx = LexicalIndex().build([c], [c.index_text()]).fields()
+    assert field_text(c) == "" and idx.search("Arthur's Magazine", 5) == []
+
+
+def test_title_retriever_in_the_pipeline_fuses_with_its_own_weight(tmp_path):
+    docs = [Document(id="blue.md", title="Blue Account",
+                     text="# Fees\n\nThe monthly fee is $12.\n"),
+            Document(id="world.md", title="World Blue Premium",
+                     text="# Fees\n\nUnlike the Blue Account, the World Blue monthly fee of the "
+                          "account is $25; account fee, monthly fee, Blue Account fee.\n")]
+    cfg = RAGConfig(home=str(tmp_path)).with_overrides(
+        {"gate.mode": "static", "fusion.retrievers": ["bm25", "title"],
+         "fusion.weights": {"bm25": 1.0, "title": 0.0}})
+    idx = AgenticIndex(cfg, embedder=HashingEmbedder())
+    idx.add_documents(docs)
+    q = "Blue Account monthly fee"
+    _, off = Pipeline(cfg, index=idx).retrieve(q, k=2)
+    assert off.hits[0].chunk.doc_id == "world.md"  # title weight 0: body BM25 decides
+    on = cfg.with_overrides({"fusion.weights": {"bm25": 1.0, "title": 2.0}})
+    _, res = Pipeline(on, index=idx).retrieve(q, k=2)
+    assert res.hits[0].chunk.doc_id == "blue.md" and res.hits[0].retriever == "bm25+title"
+
+
+def test_unknown_retriever_and_bad_parent_tokens_are_config_errors():
+    with pytest.raises(ConfigError, match="fusion.retrievers"):
+        RAGConfig().with_overrides({"fusion.retrievers": ["dense", "titles"]})
+    with pytest.raises(ConfigError, match="fusion.parent_tokens"):
+        RAGConfig().with_overrides({"fusion.parent_tokens": 4})
+    with pytest.raises(ConfigError, match="fusion.small_to_big"):
+        RAGConfig().with_overrides({"fusion.small_to_big": "doc"})
+
+
+# ---- small-to-big ----------------------------------------------------------------------
+def test_stitch_keeps_overlaps_once_and_records_spans():
+    a, b, c = _chunk(0, 20), _chunk(15, 30), _chunk(40, 50)
+    text, spans = stitch([a, b, c])
+    assert text == DOC[0:30] + "\n\n" + DOC[40:50]
+    assert spans == [(0, 30), (40, 50)]
+
+
+def test_expand_grows_within_the_section_and_the_budget():
+    sec = [_chunk(0, 10), _chunk(10, 20), _chunk(20, 30), _chunk(30, 40)]
+    other = _chunk(40, 50, path="B")  # another section: never a neighbour
+    smap = SectionMap(sec + [other])
+    out = expand_hits([_hit(sec[1], 1)], smap, max_tokens=30)
+    # next chunk first (20-30), then the one before (0-10): 30 tokens, the budget
+    assert len(out) == 1
+    p = out[0].chunk
+    assert (p.start_char, p.end_char, p.text) == (0, 30, DOC[0:30])
+    assert p.metadata["child_id"] == sec[1].id and served_spans(p) == [(0, 30)]
+    assert p.heading_path == "A" and out[0].score == 1.0 and out[0].rank == 1
+    # a budget below two chunks leaves the hit as it is (same chunk id)
+    assert expand_hits([_hit(sec[1], 1)], smap, max_tokens=15)[0].chunk == sec[1]
+    # the last chunk of a section grows backwards only, never into section B
+    last = expand_hits([_hit(sec[3], 1)], smap, max_tokens=100)[0].chunk
+    assert (last.start_char, last.end_char) == (0, 40)
+
+
+def test_expand_serves_each_chunk_once_and_keeps_order():
+    sec = [_chunk(0, 10), _chunk(10, 20), _chunk(20, 30), _chunk(30, 40), _chunk(40, 50)]
+    row = _chunk(60, 70, ctype="table_row")
+    smap = SectionMap(sec + [row])
+    hits = [_hit(sec[0], 1, 0.9), _hit(sec[1], 2, 0.8), _hit(row, 3, 0.7), _hit(sec[3], 4, 0.6)]
+    out = expand_hits(hits, smap, max_tokens=20)
+    # sec[0] takes sec[1]; sec[1]'s hit is absorbed; the row is served alone; sec[3] takes
+    # sec[4] (the next chunk first), which fills its 20-token budget
+    assert [h.chunk.id for h in out] == ["d#section@0-20", row.id, "d#section@30-50"]
+    assert [h.rank for h in out] == [1, 2, 3] and [h.score for h in out] == [0.9, 0.7, 0.6]
+
+
+def test_span_metrics_count_the_parent_spans_not_the_gaps():
+    a, b = _chunk(0, 10), _chunk(30, 40)
+    smap = SectionMap([a, b])
+    parent = expand_hits([_hit(a, 1)], smap, max_tokens=50)[0]
+    assert (parent.chunk.start_char, parent.chunk.end_char) == (0, 40)
+    gold = [GoldSpan(doc_id="d", start=10, end=30)]  # exactly the gap
+    m = span_metrics([parent], gold, 5)
+    assert m["span_recall@5"] == 0.0 and m["span_precision@5"] == 0.0
+    gold = [GoldSpan(doc_id="d", start=0, end=40)]
+    m = span_metrics([parent], gold, 5)
+    assert m["span_recall@5"] == pytest.approx(20 / 40) and m["span_precision@5"] == 1.0
+
+
+def test_small_to_big_in_the_pipeline_serves_the_section(tmp_path):
+    paras = [f"Paragraph {i} talks about topic{i} in some detail here." for i in range(6)]
+    doc = Document(id="guide.md", title="Guide",
+                   text="# Setup\n\n" + "\n\n".join(paras) + "\n\n# Other\n\nUnrelated text.\n")
+    cfg = RAGConfig(home=str(tmp_path)).with_overrides(
+        {"gate.mode": "static", "chunking.max_tokens": 16, "chunking.overlap_tokens": 0,
+         "chunking.merge_small_lists": False})
+    idx = AgenticIndex(cfg, embedder=HashingEmbedder())
+    idx.add_documents([doc])
+    _, small = Pipeline(cfg, index=idx).retrieve("topic3", k=3)
+    assert "topic3" in small.hits[0].chunk.text and "topic2" not in small.hits[0].chunk.text
+    big = cfg.with_overrides({"fusion.small_to_big": "section", "fusion.parent_tokens": 40})
+    _, res = Pipeline(big, index=idx).retrieve("topic3", k=3)
+    top = res.hits[0].chunk
+    assert "topic3" in top.text and "topic4" in top.text and "Unrelated" not in top.text
+    assert top.metadata["child_id"] == small.hits[0].chunk.id
+    assert top.token_count <= 40
+    assert doc.text[top.start_char:top.end_char].count("Paragraph") >= 2
+    assert answer_at_k(res.hits, ["topic4 in some detail"], 1) == 1.0
+    assert answer_at_k(small.hits, ["topic4 in some detail"], 1) == 0.0
