@@ -129,12 +129,12 @@ def _provenance(path: Path) -> dict[str, Any] | None:
 
 
 def _index_command(config_path: Path | None, home: str | Path | None) -> str:
-    cmd = "agentic-rag index PATH... (or --corpus NAME)"
+    cmd = "agentic-rag index PATH..."
     if config_path is not None:
         cmd += f" --config {config_path}"
     if home is not None:
         cmd += f" --home {home}"
-    return f"`{cmd}`"
+    return f"`{cmd}` (or --corpus NAME instead of PATH...)"
 
 
 def check_index(cfg: RAGConfig, config_path: Path | None = None,
