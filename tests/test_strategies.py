@@ -3,6 +3,8 @@ retriever) and small-to-big (`fusion.small_to_big`), each a config switch."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agentic_rag.config import ConfigError, RAGConfig
@@ -173,3 +175,34 @@ def test_small_to_big_in_the_pipeline_serves_the_section(tmp_path):
     assert doc.text[top.start_char:top.end_char].count("Paragraph") >= 2
     assert answer_at_k(res.hits, ["topic4 in some detail"], 1) == 1.0
     assert answer_at_k(small.hits, ["topic4 in some detail"], 1) == 0.0
+
+
+# ---- the python-library-qa set ---------------------------------------------------------
+def test_find_answer_ignores_line_wrapping_only():
+    from agentic_rag.datasets.qa import find_answer
+
+    text = "It is\n   created with level :const:`WARNING`. Done"
+    assert find_answer(text, "created with level :const:`WARNING`") == (9, 44)
+    assert find_answer(text, "is created") is not None
+    assert find_answer(text, "created with level WARNING") is None  # markup is verbatim
+    assert find_answer(text, "   ") is None
+
+
+def test_library_qa_loads_with_its_split_and_rejects_a_wrong_answer(tmp_path):
+    from agentic_rag.datasets import DatasetError, DatasetMissing, python_library_qa
+    from agentic_rag.datasets.qa import LIBRARY_QA
+
+    try:
+        ds = python_library_qa()
+    except DatasetMissing as exc:
+        pytest.skip(str(exc))
+    assert len(ds.queries) >= 60 and len(ds.split("dev").queries) == len(ds.split("test").queries)
+    q = ds.queries[0]
+    span = ds.spans[q.id][0]
+    doc = next(d for d in ds.corpus if d.id == span.doc_id)
+    assert " ".join(doc.text[span.start:span.end].split()) == q.answers[0]
+    bad = tmp_path / "q.jsonl"
+    row = json.loads(LIBRARY_QA.read_text().splitlines()[0])
+    bad.write_text(json.dumps({**row, "answer": "maxsize=129"}) + "\n")
+    with pytest.raises(DatasetError, match="maxsize=129.*not found in pydocs/library/functools"):
+        python_library_qa(bad)

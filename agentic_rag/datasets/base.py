@@ -6,7 +6,8 @@ reference answers. Gold spans survive any chunking, so different chunk sizes are
 compared on the same ground truth.
 
 - `split("dev" | "test" | "all")`: a fixed split by a hash of the query id (20 % dev),
-  the same on every machine and for every sample size.
+  the same on every machine and for every sample size; a set committed with its own
+  seeded split (`fixed_split`, e.g. python-library-qa's halves) keeps that one.
 - `sample(n, seed, corpus_size)`: `n` queries drawn with `seed`; with `corpus_size`, the
   corpus is cut to the sampled queries' gold documents plus seeded distractors up to
   that size (smaller and easier than the full corpus: the run records it).
@@ -62,6 +63,9 @@ class Dataset(BaseModel):
     qrels: dict[str, dict[str, int]]
     spans: dict[str, list[GoldSpan]] = Field(default_factory=dict)
     description: str = ""
+    fixed_split: dict[str, Literal["dev", "test"]] = Field(
+        default_factory=dict, description="query id → its split, for a set committed with its "
+        "own seeded split (python-library-qa); other queries are split by hash")
 
     def fingerprint(self) -> str:
         h = hashlib.sha256()
@@ -81,7 +85,9 @@ class Dataset(BaseModel):
     def split(self, which: Literal["dev", "test", "all"]) -> Dataset:
         if which == "all":
             return self
-        keep = [q for q in self.queries if (_bucket(q.id) < 20) == (which == "dev")]
+        keep = [q for q in self.queries
+                if (self.fixed_split[q.id] == "dev" if q.id in self.fixed_split
+                    else _bucket(q.id) < 20) == (which == "dev")]
         return self._with_queries(keep, f"{self.name}:{which}")
 
     def sample(self, n: int | None = None, seed: int = 0,

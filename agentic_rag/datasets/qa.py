@@ -14,6 +14,11 @@
   the answer section's span. The FAQ files stay in the corpus (the answers live
   there); questions match their own heading, which `contextual_headers` makes easy:
   compare configs on it, do not read its absolute level as a hard benchmark.
+- `python_library_qa`: 66 questions over the Python 3.11 *library reference* (not the FAQ),
+  written by hand as users ask them, each with its gold document and an exact answer found
+  in it (`datasets/python-library-qa/`: questions, RUBRIC.md, `verify.py`), and a committed
+  seeded dev/test split (half each). Same corpus as `python_faq`, so the two share an
+  index. Gold span = the answer's place in the document.
 - `load_local`: the user's folder of documents + a JSONL/CSV of questions.
 """
 
@@ -147,6 +152,56 @@ def python_faq() -> Dataset:
                    description="Python 3.11 FAQ questions over tutorial+howto+faq+library")
 
 
+LIBRARY_QA = Path(__file__).resolve().parents[2] / "datasets" / "python-library-qa" / "questions.jsonl"
+
+
+def find_answer(text: str, answer: str) -> tuple[int, int] | None:
+    """Where `answer` occurs verbatim in `text`, line wrapping aside (any run of whitespace
+    matches any other): its [start, end) offsets, or None."""
+    words = answer.split()
+    if not words:
+        return None
+    m = re.search(r"\s+".join(map(re.escape, words)), text)
+    return (m.start(), m.end()) if m else None
+
+
+def python_library_qa(path: str | Path | None = None) -> Dataset:
+    path = Path(path) if path is not None else LIBRARY_QA
+    if not path.exists():
+        raise DatasetMissing(f"python-library-qa: {path} not found (it is committed with the "
+                             "repository, under datasets/python-library-qa/)")
+    corpus = python_docs(("tutorial", "howto", "faq", "library"))
+    by_id = {d.id: d for d in corpus}
+    queries, qrels, spans, fixed = [], {}, {}, {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            qid, text, answer, doc_id, split = (r["id"], r["question"], r["answer"],
+                                                r["doc_id"], r["split"])
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise DatasetError(f"{path}: row {n}: needs JSON with id, question, answer, doc_id "
+                               f"and split ({exc!r})") from None
+        doc = by_id.get(doc_id)
+        if doc is None:
+            raise DatasetError(f"{path}: row {n} ({qid}): doc_id {doc_id!r} is not in the corpus")
+        at = find_answer(doc.text, answer)
+        if at is None:
+            raise DatasetError(f"{path}: row {n} ({qid}): answer {answer!r} not found in {doc_id}")
+        if split not in ("dev", "test") or qid in qrels:
+            raise DatasetError(f"{path}: row {n}: split {split!r} must be dev or test and id "
+                               f"{qid!r} unique")
+        queries.append(Query(id=qid, text=text, answers=[answer]))
+        qrels[qid] = {doc_id: 1}
+        spans[qid] = [GoldSpan(doc_id=doc_id, start=at[0], end=at[1])]
+        fixed[qid] = split
+    return Dataset(name="python-library-qa", corpus=corpus, queries=queries, qrels=qrels,
+                   spans=spans, fixed_split=fixed,
+                   description="hand-written Python 3.11 library-reference questions with exact "
+                   "answers over tutorial+howto+faq+library")
+
+
 def load_local(docs: str | Path, questions: str | Path, name: str = "local") -> Dataset:
     """A folder (or file) of .md/.rst/.txt documents and a JSONL or CSV of questions with
     `question` (or `query`/`text`), optional `id`, `answer`/`answers`, `doc_ids` (ids are the
@@ -206,7 +261,8 @@ def load_local(docs: str | Path, questions: str | Path, name: str = "local") -> 
     return Dataset(name=name, corpus=corpus, queries=queries, qrels=qrels)
 
 
-DATASETS = {"halueval-qa": halueval_qa, "tau2-banking": banking_tasks, "python-faq": python_faq}
+DATASETS = {"halueval-qa": halueval_qa, "tau2-banking": banking_tasks, "python-faq": python_faq,
+            "python-library-qa": python_library_qa}
 
 
 def load_dataset(name: str) -> Dataset:
