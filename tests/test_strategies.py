@@ -206,3 +206,40 @@ def test_library_qa_loads_with_its_split_and_rejects_a_wrong_answer(tmp_path):
     bad.write_text(json.dumps({**row, "answer": "maxsize=129"}) + "\n")
     with pytest.raises(DatasetError, match="maxsize=129.*not found in pydocs/library/functools"):
         python_library_qa(bad)
+
+
+# ---- the comparison ----------------------------------------------------------------------
+def test_strategy_spec_variants_are_configs_and_the_default_is_the_baseline():
+    from agentic_rag.experiments.spec import SweepSpec
+    from agentic_rag.experiments.strategies import STRATEGIES, strategy_spec
+
+    spec = strategy_spec("python-library-qa", "test")
+    configs = spec.configs()
+    assert len(configs) == len(STRATEGIES) and configs[0][0] == "base"
+    assert configs[0][2] == RAGConfig()
+    s2b = dict(zip(STRATEGIES, configs))["small-to-big 128→256"][2]
+    assert (s2b.chunking.max_tokens, s2b.fusion.small_to_big) == (128, "section")
+    assert spec.dataset.split == "test" and spec.k == 10
+    with pytest.raises(ValueError, match="variant"):
+        SweepSpec(name="x", variants=[{"fusion.retrievers": ["nope"]}])
+    with pytest.raises(ValueError, match="baseline"):
+        strategy_spec("python-faq", "dev", ("title 0.5",))
+
+
+def test_choose_needs_no_loss_anywhere_and_a_gain():
+    import pandas as pd
+
+    from agentic_rag.experiments.strategies import choose
+
+    def table(default, title, small, comps):
+        return pd.DataFrame({"strategy": ["default", "title 0.5", "chunks 128", "dense", "bm25"],
+                             "ndcg@10": [default, title, small, *comps],
+                             "answer@5": [0.5, 0.5, 0.5, 0.4, 0.4]})
+
+    tables = {"a": table(0.70, 0.75, 0.71, (0.6, 0.65)),
+              "b": table(0.50, 0.50, 0.49, (0.45, 0.40))}  # chunks 128 loses on b
+    got = choose(tables, candidates=("title 0.5", "chunks 128")).set_index("strategy")
+    assert bool(got.loc["title 0.5", "no_loss"]) and bool(got.loc["title 0.5", "gain"])
+    assert got.loc["title 0.5", "worst_margin_vs_components"] == pytest.approx(0.05)
+    assert not bool(got.loc["chunks 128", "no_loss"])
+    assert got.loc["chunks 128", "worst_diff_vs_default"] == pytest.approx(-0.01)

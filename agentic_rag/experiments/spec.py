@@ -1,6 +1,7 @@
 """A sweep spec: dataset + sample, a base `RAGConfig`, a grid and/or random search over
-dotted parameter paths, metric groups, repeats and the baseline. Validated like the
-config: unknown keys and bad parameter paths are errors naming the file and field."""
+dotted parameter paths and/or explicit variants, metric groups, repeats and the baseline.
+Validated like the config: unknown keys and bad parameter paths are errors naming the file
+and field."""
 
 from __future__ import annotations
 
@@ -45,6 +46,10 @@ class SweepSpec(_Strict):
     base: RAGConfig = RAGConfig()
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     random: RandomSearch | None = None
+    variants: list[dict[str, Any]] = Field(
+        default_factory=list, description="explicit override sets, one config each, after the "
+        "grid's and the random ones: settings that go together (a strategy and its chunk "
+        "size); {} is the base config")
     metrics: list[MetricGroup] = Field(default_factory=lambda: ["retrieval"])
     k: int = Field(10, ge=1, le=100, description="hits evaluated per query")
     repeats: int = Field(1, ge=1, le=20, description="repeat each config (latency variance)")
@@ -82,6 +87,7 @@ class SweepSpec(_Strict):
             keys = list(self.random.params)
             for _ in range(self.random.n):
                 combos.append({k: rng.choice(self.random.params[k]) for k in keys})
+        combos += [dict(v) for v in self.variants]
         if not combos:
             combos = [{}]
         seen, out = set(), []

@@ -1,0 +1,152 @@
+"""Retrieval strategies vs the current default, one sweep per dataset (issue 22).
+
+Every strategy is a config switch, so the comparison is an ordinary sweep: the variants
+below on one dataset split, the default first (the baseline of the paired CIs), each asked
+for the same number of hits (`k` 10: equal budget), with context tokens beside quality.
+The pipeline's own components (dense, BM25, the title field alone, static) are in the
+sweep too, for the rule that chose today's defaults.
+
+    res = run_strategies("python-library-qa", "dev")        # a SweepResult
+    strategy_table(res.summary)                             # the figures, one row each
+    choose({name: strategy_table(r.summary) for name, r in dev.items()})
+
+`experiments/strategies-<dataset>.yaml` are the same specs for `agentic-rag sweep`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .spec import DatasetSpec, SweepSpec
+
+TITLE = ["dense", "bm25", "title"]
+S2B = {"chunking.max_tokens": 128, "fusion.small_to_big": "section", "fusion.parent_tokens": 256}
+
+# name → overrides of the default config; "default" first: the baseline
+STRATEGIES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "title 0.3": {"fusion.retrievers": TITLE,
+                  "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 0.3}},
+    "title 0.5": {"fusion.retrievers": TITLE,
+                  "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 0.5}},
+    "title 1.0": {"fusion.retrievers": TITLE,
+                  "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 1.0}},
+    "chunks 128": {"chunking.max_tokens": 128},  # small chunks served as they are
+    "small-to-big 128→256": dict(S2B),
+    "small-to-big + title 0.5": {**S2B, "fusion.retrievers": TITLE,
+                                 "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 0.5}},
+    "dense": {"fusion.retrievers": ["dense"], "gate.mode": "static"},
+    "bm25": {"fusion.retrievers": ["bm25"], "gate.mode": "static"},
+    "title alone": {"fusion.retrievers": ["title"], "gate.mode": "static"},
+}
+COMPONENTS = ("dense", "bm25", "title alone")
+
+# dataset → (dev n, test n, corpus_size): HaluEval on 2,000 paragraphs as its other sweeps
+SAMPLES: dict[str, tuple[int | None, int | None, int | None]] = {
+    "halueval-qa": (100, 200, 2000),
+    "python-library-qa": (None, None, None),
+    "python-faq": (None, None, None),
+    "tau2-banking": (None, None, None),
+}
+
+COLUMNS = ["ndcg@10", "answer@5", "answer_in_context", "span_recall@5"]
+
+
+def strategy_spec(dataset: str, split: str = "dev",
+                  names: tuple[str, ...] | None = None) -> SweepSpec:
+    """The sweep of `names` (default: every strategy) on `dataset`'s split."""
+    dev_n, test_n, corpus_size = SAMPLES[dataset]
+    names = names or tuple(STRATEGIES)
+    if names[0] != "default":
+        raise ValueError(f"strategies: the first variant is the baseline, 'default' (got {names})")
+    return SweepSpec(name=f"strategies-{dataset}-{split}",
+                     dataset=DatasetSpec(name=dataset, split=split,
+                                         n=dev_n if split == "dev" else test_n, seed=0,
+                                         corpus_size=corpus_size),
+                     variants=[STRATEGIES[n] for n in names], metrics=["retrieval"], k=10)
+
+
+def run_strategies(dataset: str, split: str = "dev", names: tuple[str, ...] | None = None,
+                   **kw: Any):  # noqa: ANN201 - a SweepResult
+    """Run (or read back from the row cache) the strategies sweep; `kw` go to `run_sweep`."""
+    from .runner import run_sweep
+
+    return run_sweep(strategy_spec(dataset, split, names), **kw)
+
+
+def strategy_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per strategy: each quality metric with its paired difference vs the default
+    and that difference's 95 % CI, context tokens, hits expanded by small-to-big, latency."""
+    by_label = {_label(o): n for n, o in STRATEGIES.items()}
+    rows = []
+    for _, s in summary.iterrows():
+        row: dict[str, Any] = {"strategy": by_label.get(s["config"], s["config"]),
+                               "n_queries": s["n_queries"]}
+        for m in COLUMNS:
+            if m in s and pd.notna(s[m]):
+                row[m] = s[m]
+                d = f"{m}_diff_vs_base"
+                if d in s and pd.notna(s[d]):
+                    row[f"{m} Δ"] = s[d]
+                    row[f"{m} Δ CI"] = (s[f"{d}_ci_low"], s[f"{d}_ci_high"])
+        row["context_tokens"] = s["context_tokens_mean"]
+        row["iterations"] = s["iterations_mean"]
+        row["latency_p50_ms"] = s["latency_p50_ms"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _label(overrides: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in overrides.items()) or "base"
+
+
+def choose(tables: dict[str, pd.DataFrame], metrics: tuple[str, ...] = ("ndcg@10", "answer@5"),
+           candidates: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """The rule of today's defaults, per candidate strategy, over the dev tables: its worst
+    margin over the best of the pipeline's components (dense, BM25, title alone) across
+    datasets and metrics, and its worst difference vs the default. A strategy may replace the
+    default only if it loses on no dataset and metric to the default or to a component
+    (`no_loss`) and wins somewhere (`gain`); the best worst-case margin goes first."""
+    cands = candidates or tuple(n for n in STRATEGIES if n not in COMPONENTS)
+    out = []
+    for name in cands:
+        worst_comp = worst_default = float("inf")
+        gain = False
+        for t in tables.values():
+            t = t.set_index("strategy")
+            if name not in t.index:
+                continue
+            for m in metrics:
+                if m not in t.columns or pd.isna(t.loc[name, m]):
+                    continue
+                comps = [t.loc[c, m] for c in COMPONENTS if c in t.index and pd.notna(t.loc[c, m])]
+                if comps:
+                    worst_comp = min(worst_comp, t.loc[name, m] - max(comps))
+                diff = t.loc[name, m] - t.loc["default", m]
+                worst_default = min(worst_default, diff)
+                gain = gain or diff > 0
+        out.append({"strategy": name, "worst_margin_vs_components": worst_comp,
+                    "worst_diff_vs_default": worst_default, "gain": gain,
+                    "no_loss": worst_comp >= 0 and worst_default >= 0})
+    return pd.DataFrame(out).sort_values(["no_loss", "worst_margin_vs_components"],
+                                         ascending=False).reset_index(drop=True)
+
+
+def save_specs(folder: str | Path = "experiments") -> list[Path]:
+    """Write the dev specs as `strategies-<dataset>.yaml` (for `agentic-rag sweep`)."""
+    import yaml
+
+    paths = []
+    for name in SAMPLES:
+        p = Path(folder) / f"strategies-{name}.yaml"
+        spec = strategy_spec(name, "dev").model_dump(
+            mode="json", include={"name", "dataset", "variants", "metrics", "k"})
+        head = (f"# Retrieval strategies vs the default (the first variant) on {name} dev, "
+                "equal budget (k 10).\n# Written by agentic_rag.experiments.strategies."
+                "save_specs(); the base is the shipped default config.\n")
+        p.write_text(head + yaml.safe_dump(spec, sort_keys=False))
+        paths.append(p)
+    return paths
