@@ -263,10 +263,12 @@ def test_token_is_checked_on_every_request_and_queries_are_not_logged(http_serve
     r = httpx.get(http_server.url + "/index", headers={"Authorization": f"Bearer {TOKEN}",
                                                        "Host": "evil.example:80"})
     assert r.status_code == 403  # loopback server: DNS rebinding refused
-    with caplog.at_level(logging.INFO, logger="agentic_rag.serve"):
+    with caplog.at_level(logging.INFO):  # every logger: ours, the SDK's, uvicorn's
         assert _post(http_server, {"query": "secret plan zebra"}).status_code == 200
+        with MCPSearchTool(http_server.url + "/mcp", token=TOKEN) as tool:
+            tool.search("secret plan zebra")
     logged = "\n".join(r.getMessage() for r in caplog.records)
-    assert "query_chars=17" in logged and "zebra" not in logged
+    assert logged.count("query_chars=17") == 2 and "zebra" not in logged
 
 
 # ---- fast: no embedding model -----------------------------------------------------------
