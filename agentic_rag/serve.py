@@ -5,8 +5,10 @@
         # MCP (streamable HTTP) at http://127.0.0.1:8800/mcp, plain JSON at POST /search
 
 The served pipeline is the one `Pipeline.from_config` rebuilds from the exported file; its
-index is opened, never built or written (`ServedPipeline.open` refuses a home without an index and
-names the `agentic-rag index` command that builds it). Every answer is `AgenticRAGTool`'s
+index is opened, never built: no document is chunked, embedded, added or removed
+(`ServedPipeline.open` refuses a home without an index and names the `agentic-rag index`
+command that builds it; only BM25, derived data, is rebuilt from the store when stale, as
+every reader of an index does). Every answer is `AgenticRAGTool`'s
 own output — the same formatted, cited context an in-process agent reads.
 
 - Tools and resources (official MCP SDK, low-level `Server`): `search_documents`, whose input
