@@ -540,7 +540,12 @@ class MCPSearchTool:
         return self._call({"query": query, "max_results": max_results, "focus_area": focus_area})
 
     def __call__(self, arguments: dict[str, Any] | str) -> ToolOutput:
-        return self._call(json.loads(arguments) if isinstance(arguments, str) else arguments)
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError as exc:
+                raise SearchError(f"arguments are not JSON: {exc}") from None
+        return self._call(arguments)
 
     def describe(self) -> dict[str, Any]:
         res = self._portal.call(self._client.read_resource, INDEX_URI)
