@@ -8,10 +8,11 @@ is rebuilt from the chunk list after a change (~0.5 s for 10k chunks).
 (so the top hit is 1.0); `Hit.raw_score` keeps the BM25 value.
 
 Field matching (the `title` retriever): `field_text(chunk)` is a chunk's title field — its
-document's title, its heading path and, in reStructuredText, the API objects it describes
-(`.. function:: reduce(function, iterable[, initializer])`). A `LexicalIndex` built over
-those texts (`name="title"`) ranks chunks by product, page and API names alone, so a
-query naming "Blue Account" is not drowned by the body text of "World Blue Account".
+document's name (from its id or file name) and title, its heading path and, in
+reStructuredText, the API objects it describes (`.. function:: reduce(function, ...)`). A
+`LexicalIndex` built over those texts (`name="title"`) ranks chunks by page, product and
+API names alone. It is a bag of words: "Blue Account" also matches "Light Blue Account"
+(docs/design.md, "Retrieval strategies", has the measured effect).
 """
 
 from __future__ import annotations
@@ -31,13 +32,32 @@ _API_LINE = re.compile(r"^\s*\.\. (?:py:)?(?:function|method|class|exception|dat
                        r"describe|option|envvar)::\s*(.+)$", re.M)
 
 
+_NAME_SPLIT = re.compile(r"[_\-./\\]+")
+
+
+def doc_name(doc_id: str) -> str:
+    """A document's name as words: its id's last path part without the extension, split at
+    `_ - .` (`doc_checking_accounts_blue_account_003` → `checking accounts blue account`,
+    `pydocs/library/functools.rst` → `functools`); ids that are hashes give no word."""
+    last = doc_id.replace("\\", "/").rsplit("/", 1)[-1]
+    last = re.sub(r"\.(rst|md|markdown|txt)$", "", last)
+    words = [w for w in _NAME_SPLIT.split(last) if w and not w.isdigit()]
+    if words and words[0] == "doc":
+        words = words[1:]
+    if len(words) == 1 and re.fullmatch(r"[a-z]?[0-9a-f]{10,}", words[0]):
+        return ""  # a content hash (HaluEval's paragraph ids)
+    return " ".join(words)
+
+
 def field_text(chunk: Chunk) -> str:
-    """The title field of a chunk: document title, heading path and the API objects it
-    describes (reStructuredText description directives), one per line. Empty when the chunk
-    has none of them: the field retriever then never ranks it. (HaluEval paragraphs have no
-    headings; their loader's title is the paragraph's first 60 characters.)"""
+    """The title field of a chunk: its document's name (`doc_name`) and title, its heading
+    path and the API objects it describes (reStructuredText description directives), one per
+    line. Empty when the chunk has none of them: the field retriever then never ranks it.
+    (HaluEval paragraphs have no headings; their loader's title is the paragraph's first 60
+    characters.)"""
     title = str(chunk.metadata.get("title", "") or "")
-    parts = [title] if title and not chunk.heading_path.startswith(title) else []
+    parts = [doc_name(chunk.doc_id)]
+    parts += [title] if title and not chunk.heading_path.startswith(title) else []
     parts.append(chunk.heading_path)
     parts += [m.group(1).strip() for m in _API_LINE.finditer(chunk.text)]
     return "\n".join(p for p in parts if p)

@@ -40,11 +40,20 @@ def test_field_text_is_title_heading_and_api_names():
               start_char=0, end_char=10, token_count=5,
               metadata={"title": "Blue Account"})
     assert field_text(c).split("\n") == [
-        "Blue Account", ":mod:`functools` --- Higher-order functions",
+        "functools", "Blue Account", ":mod:`functools` --- Higher-order functions",
         "reduce(function, iterable[, initializer])"]
     # the title is not repeated when the heading path starts with it; body words never count
-    c2 = c.model_copy(update={"metadata": {"title": ":mod:`functools`"}, "text": "cumulatively"})
+    c2 = c.model_copy(update={"metadata": {"title": ":mod:`functools`"}, "text": "cumulatively",
+                              "doc_id": "p00e93f5ba251"})
     assert field_text(c2) == ":mod:`functools` --- Higher-order functions"
+
+
+def test_doc_name_is_the_id_as_words_and_hashes_give_none():
+    from agentic_rag.lexical import doc_name
+
+    assert doc_name("doc_checking_accounts_blue_account_003") == "checking accounts blue account"
+    assert doc_name("pydocs/library/os.path.rst") == "os path"
+    assert doc_name("p00e93f5ba251") == "" and doc_name("docs/install.md") == "install"
 
 
 def test_field_index_ranks_by_title_not_body():
@@ -70,7 +79,7 @@ def test_field_index_ranks_by_title_not_body():
 
 
 def test_field_index_with_no_indexable_title_matches_nothing():
-    c = Chunk(id="p", doc_id="p", chunk_type="prose", text="Arthur's Magazine was ...",
+    c = Chunk(id="p", doc_id="p00e93f5ba251", chunk_type="prose", text="Arthur's Magazine was ...",
               start_char=0, end_char=5, token_count=5)
     idx = LexicalIndex().build([c], [c.index_text()]).fields()
     assert field_text(c) == "" and idx.search("Arthur's Magazine", 5) == []

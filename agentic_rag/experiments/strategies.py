@@ -55,43 +55,57 @@ SAMPLES: dict[str, tuple[int | None, int | None, int | None]] = {
 COLUMNS = ["ndcg@10", "answer@5", "answer_in_context", "span_recall@5"]
 
 
-def strategy_spec(dataset: str, split: str = "dev",
-                  names: tuple[str, ...] | None = None) -> SweepSpec:
-    """The sweep of `names` (default: every strategy) on `dataset`'s split."""
-    dev_n, test_n, corpus_size = SAMPLES[dataset]
+_UNSET: Any = object()
+
+
+def strategy_spec(dataset: str, split: str = "dev", names: tuple[str, ...] | None = None,
+                  n: int | None = _UNSET, corpus_size: int | None = _UNSET) -> SweepSpec:
+    """The sweep of `names` (default: every strategy) on `dataset`'s split; `n` and
+    `corpus_size` override the sample of `SAMPLES` (a notebook's CI size)."""
+    dev_n, test_n, size = SAMPLES[dataset]
+    n = (dev_n if split == "dev" else test_n) if n is _UNSET else n
+    corpus_size = size if corpus_size is _UNSET else corpus_size
     names = names or tuple(STRATEGIES)
     if names[0] != "default":
         raise ValueError(f"strategies: the first variant is the baseline, 'default' (got {names})")
     return SweepSpec(name=f"strategies-{dataset}-{split}",
-                     dataset=DatasetSpec(name=dataset, split=split,
-                                         n=dev_n if split == "dev" else test_n, seed=0,
+                     dataset=DatasetSpec(name=dataset, split=split, n=n, seed=0,
                                          corpus_size=corpus_size),
                      variants=[STRATEGIES[n] for n in names], metrics=["retrieval"], k=10)
 
 
 def run_strategies(dataset: str, split: str = "dev", names: tuple[str, ...] | None = None,
+                   n: int | None = _UNSET, corpus_size: int | None = _UNSET,
                    **kw: Any):  # noqa: ANN201 - a SweepResult
     """Run (or read back from the row cache) the strategies sweep; `kw` go to `run_sweep`."""
     from .runner import run_sweep
 
-    return run_sweep(strategy_spec(dataset, split, names), **kw)
+    return run_sweep(strategy_spec(dataset, split, names, n, corpus_size), **kw)
 
 
-def strategy_table(summary: pd.DataFrame) -> pd.DataFrame:
+def strategy_table(summary: pd.DataFrame, results: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per strategy: each quality metric with its paired difference vs the default
-    and that difference's 95 % CI, context tokens, hits expanded by small-to-big, latency."""
+    and that difference's 95 % CI, context tokens, hits expanded by small-to-big, latency.
+    A metric the summary has no mean of (span_recall@5 is only paired there) is averaged
+    from `results` (per query first) when they are given."""
     by_label = {_label(o): n for n, o in STRATEGIES.items()}
     rows = []
     for _, s in summary.iterrows():
         row: dict[str, Any] = {"strategy": by_label.get(s["config"], s["config"]),
                                "n_queries": s["n_queries"]}
+        mine = results[results.config_id == s["config_id"]] if results is not None else None
         for m in COLUMNS:
-            if m in s and pd.notna(s[m]):
-                row[m] = s[m]
+            mean = s[m] if m in s else float("nan")
+            if pd.isna(mean) and mine is not None and m in mine:
+                mean = mine.groupby("query_id")[m].mean().mean()
+            if pd.notna(mean):
+                row[m] = mean
                 d = f"{m}_diff_vs_base"
                 if d in s and pd.notna(s[d]):
                     row[f"{m} Δ"] = s[d]
                     row[f"{m} Δ CI"] = (s[f"{d}_ci_low"], s[f"{d}_ci_high"])
+        if mine is not None and "expanded_hits" in mine:
+            row["expanded_hits"] = mine["expanded_hits"].mean()
         row["context_tokens"] = s["context_tokens_mean"]
         row["iterations"] = s["iterations_mean"]
         row["latency_p50_ms"] = s["latency_p50_ms"]
