@@ -315,3 +315,22 @@ def test_unknown_config_key_and_open_bind_without_token_are_refused(tmp_path):
     res = CliRunner().invoke(app, ["serve", "--config", str(_config(tmp_path)), "--http",
                                    "--host", "0.0.0.0", "--token-env", "AGENTIC_RAG_TEST_NO_TOKEN"])
     assert res.exit_code == 2 and "not loopback" in res.output and "token" in res.output
+
+
+def test_a_failing_search_is_reported_and_the_server_keeps_serving(tmp_path):
+    from .fakes import FailingEmbedder
+
+    embedder = FailingEmbedder(fail_on_call=2)  # call 1 indexes; the first search's encode fails
+    idx = AgenticIndex(RAGConfig(home=str(tmp_path)), embedder=embedder)
+    idx.add_documents([Document(id="fees.md", text="# Fees\n\nA wire transfer costs $25.\n")])
+    with HttpServer(ServedPipeline(Pipeline(idx.config, index=idx))) as srv, \
+            MCPSearchTool(srv.url + "/mcp") as tool:
+        with pytest.raises(SearchError, match="search failed: RuntimeError: embedding service"):
+            tool.search("wire transfer")
+        served = tool.search("wire transfer").chunk_ids
+        assert served
+        embedder.fail_on_call = embedder.calls + 1  # the next encode fails again
+        r = httpx.post(srv.url + "/search", json={"query": "wire transfer"}, timeout=30)
+        assert r.status_code == 500 and "embedding service went away" in r.json()["error"]
+        r = httpx.post(srv.url + "/search", json={"query": "wire transfer"}, timeout=30)
+        assert r.status_code == 200 and r.json()["chunk_ids"] == served
