@@ -255,3 +255,28 @@ def test_choose_needs_no_loss_anywhere_and_a_gain():
     assert got.loc["title 0.5", "worst_margin_vs_components"] == pytest.approx(0.05)
     assert not bool(got.loc["chunks 128", "no_loss"])
     assert got.loc["chunks 128", "worst_diff_vs_default"] == pytest.approx(-0.01)
+
+
+def test_tuner_replays_small_to_big_and_the_title_field_without_new_dense_searches(tmp_path,
+                                                                                    monkeypatch):
+    from agentic_rag.datasets import Dataset, Query
+    from agentic_rag.experiments.replay import Tuner
+
+    paras = [f"Paragraph {i} talks about topic{i} in some detail here." for i in range(6)]
+    docs = [Document(id=f"guide{j}.md", title=f"Guide {j}",
+                     text="# Setup\n\n" + "\n\n".join(p + f" g{j}" for p in paras) + "\n")
+            for j in range(3)]
+    ds = Dataset(name="tiny", corpus=docs, queries=[Query(id=f"q{j}", text=f"topic3 g{j}")
+                                                   for j in range(3)],
+                 qrels={f"q{j}": {f"guide{j}.md": 1} for j in range(3)})
+    base = RAGConfig().with_overrides({"chunking.max_tokens": 16, "chunking.overlap_tokens": 0})
+    emb = HashingEmbedder()
+    monkeypatch.setattr("agentic_rag.experiments.execute.make_embedder", lambda *a, **k: emb)
+    t = Tuner(ds, n=3, split="all", chunk_sizes=(16,), base=base, cache_dir=tmp_path,
+              log=lambda *a: None)
+    plain = t.score(mode="static", retrievers=("dense", "bm25"))
+    grown = t.score(mode="static", retrievers=("dense", "bm25"), small_to_big="section",
+                    parent_tokens=40)
+    assert grown["new_searches"] == 0 and plain["ndcg@10"] == grown["ndcg@10"]
+    titled = t.score(mode="static", retrievers=("dense", "bm25", "title"), weights=None)
+    assert titled["new_searches"] == 3  # one title-field search per query, nothing else

@@ -35,6 +35,7 @@ SETTINGS = {  # tuner argument → config path
     "confidence": "gate.confidence", "method": "fusion.method", "rrf_k": "fusion.rrf_k",
     "weights": "fusion.weights", "retrievers": "fusion.retrievers",
     "filter_mode": "query.filter_mode", "normalise": "fusion.normalise",
+    "small_to_big": "fusion.small_to_big", "parent_tokens": "fusion.parent_tokens",
 }
 
 
