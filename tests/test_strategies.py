@@ -255,6 +255,11 @@ def test_choose_needs_no_loss_anywhere_and_a_gain():
     assert got.loc["title 0.5", "worst_margin_vs_components"] == pytest.approx(0.05)
     assert not bool(got.loc["chunks 128", "no_loss"])
     assert got.loc["chunks 128", "worst_diff_vs_default"] == pytest.approx(-0.01)
+    # a gain on answer@5 alone (longer hits serve more text) is not a reason to switch
+    longer = {"a": table(0.70, 0.70, 0.70, (0.6, 0.65)).assign(
+        **{"answer@5": [0.5, 0.6, 0.5, 0.4, 0.4]})}
+    got = choose(longer, candidates=("title 0.5",)).set_index("strategy")
+    assert bool(got.loc["title 0.5", "no_loss"]) and not bool(got.loc["title 0.5", "gain"])
 
 
 def test_tuner_replays_small_to_big_and_the_title_field_without_new_dense_searches(tmp_path,
