@@ -5,13 +5,13 @@ questions per hour, for one or more llama.cpp builds / server set-ups side by si
         [--arm NAME PYTHON LAUNCH ...]      # default: the installed build, see below
     .venv/bin/python benchmarks/llm_throughput.py --render-only   # the section again from JSON
 
-An arm is a server: NAME, the PYTHON whose llama-cpp-python serves, and LAUNCH, one of
+An arm is a server and a prompt layout: NAME, the PYTHON whose llama-cpp-python serves, LAUNCH, one of
 `plain` (`python -m llama_cpp.server`, the server as started before the launcher existed),
 `auto` (`python -m agentic_rag.llama_launch`: ggml's best CPU variant for this processor when
 the build ships variants; what `LlamaServer` runs) or a variant name such as `haswell` (the
 launcher with `AGENTIC_RAG_CPU_VARIANT` set: that variant, whatever the processor has).
-Default arms: the installed build (`auto`) and, when it ships CPU variants, the same build held
-to the AVX2 variant (`haswell`, the instruction set of the portable `-DGGML_NATIVE=OFF` build).
+Default arms: the installed build (`auto`) with the layout before prefix re-use and with
+today's, and, when it ships CPU variants, the same build held to the AVX2 variant (`haswell`, the instruction set of the portable `-DGGML_NATIVE=OFF` build).
 All arms' servers run at once on ports 8801... (an idle server uses no CPU); the questions go
 question by question to each arm in turn, the order rotated per question, so background load
 falls on every arm alike (as bench.py interleaves its repetitions).
@@ -24,9 +24,10 @@ chat model is built with `llm.cache: false`, every call reaches the server):
   `load_dataset("halueval-qa").split("test").sample(200, 0, 2000)` (the claims' sample), hybrid
   static retrieval k = 10, default context: per question three answers
   (`llm_judge.generate_answer`, temperature 0, 64 tokens) on the dense-only context, the hybrid
-  context and the hybrid context with `context.boundaries: False`, then two graded-judge calls
+  context and the hybrid context with `context.boundaries: False`, and two graded-judge calls
   (`support.graded_support` on `evaluate.judge_view(hits, ctx.included)`) for the two hybrid
-  arms, back to back, so the second reuses the first's processed prefix (llama-cpp-python
+  arms, in the order the claims make them (`ORDER`): each arm's answer LAYOUT
+  (`llm_judge.answer_messages`) decides which calls share a processed prefix (llama-cpp-python
   keeps the longest common prefix with the previous prompt). Contexts are retrieved once,
   before any server starts, and are the same for every arm.
 Figures: prompt and generated tokens/s from the server's own timings (llama.cpp's
@@ -60,6 +61,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from agentic_rag.config import LLMConfig, RAGConfig, ServerConfig  # noqa: E402
+from agentic_rag.evaluation.llm_judge import ANSWER_LAYOUTS  # noqa: E402
 from agentic_rag.experiments.runfolder import git_commit, git_dirty  # noqa: E402
 from agentic_rag.llama_launch import VARIANT_ENV  # noqa: E402
 from agentic_rag.server import LAUNCHER, LlamaServer, llama_build_info, server_settings  # noqa: E402
@@ -104,6 +106,22 @@ def protocol_items(n: int, cache_dir: str) -> list[dict[str, Any]]:
                       "judge_views": {"hybrid": judge_view(hits, on.included),
                                       "hybrid_flat": judge_view(hits, off.included)}})
     return items
+
+
+# The protocol's calls per question, in the order the claims make them. Before prefix re-use
+# ("instructions-first" answers): b-answers first (dense, hybrid), then c-boundaries
+# (boundaries off: answer, judge; boundaries on: its answer is b-answers' hybrid one, from the
+# cache, so only its judge, which re-uses the canonical judge view the previous judge call
+# processed). Today ("context-first"): c-boundaries first, each answer right before its
+# judge (boundaries on: the answer's context is the judge's view, so the judge re-uses it,
+# and the on-answer re-uses the off-judge's view), then b-answers' dense answer (its hybrid
+# one is c's, cached). The same 5 calls either way.
+ORDER = {
+    "instructions-first": (("answer", "dense"), ("answer", "hybrid"), ("answer", "hybrid_flat"),
+                           ("judge", "hybrid_flat"), ("judge", "hybrid")),
+    "context-first": (("answer", "hybrid_flat"), ("judge", "hybrid_flat"), ("answer", "hybrid"),
+                      ("judge", "hybrid"), ("answer", "dense")),
+}
 
 
 # -- server timings ----------------------------------------------------------------------
@@ -156,8 +174,9 @@ class Arm:
     question's protocol calls on it and returns their wall-clock time."""
 
     def __init__(self, name: str, python: str, launch: str, port: int, home: Path,
-                 model: str = "qwen2.5-coder-1.5b") -> None:
+                 model: str = "qwen2.5-coder-1.5b", layout: str = "context-first") -> None:
         self.name, self.python, self.launch, self.model = name, python, launch, model
+        self.layout = layout
         self.py = None if python == sys.executable else python
         self.cfg = ServerConfig(model=model, port=port)
         cls = _PlainServer if launch == "plain" else LlamaServer
@@ -205,18 +224,24 @@ class Arm:
 
         t0 = time.perf_counter()
         given = {}
-        for arm in ("dense", "hybrid", "hybrid_flat"):
-            r = generate_answer(self.chat, it["question"], it["contexts"][arm])
+
+        def answer(arm: str) -> None:
+            r = generate_answer(self.chat, it["question"], it["contexts"][arm],
+                                layout=self.layout)
             given[arm] = r.content
             self.answers.append({"id": it["id"], "context": arm, "answer": r.content,
                                  "prompt_tokens": r.prompt_tokens,
                                  "completion_tokens": r.completion_tokens,
                                  "latency_s": round(r.latency_s, 2)})
-        for arm in ("hybrid", "hybrid_flat"):  # back to back: the same judge view
+
+        def judge(arm: str) -> None:
             p, r = graded_support(self.chat, it["judge_views"][arm], given[arm].strip())
             self.judges.append({"id": it["id"], "context": arm, "p_yes": p,
                                 "prompt_tokens": r.prompt_tokens,
                                 "latency_s": round(r.latency_s, 2)})
+
+        for kind, arm in ORDER[self.layout]:
+            (answer if kind == "answer" else judge)(arm)
         dt = time.perf_counter() - t0
         self.protocol_s += dt
         return dt
@@ -225,7 +250,7 @@ class Arm:
         timings = server_timings(self.window.text())
         calls = len(self.answers) + len(self.judges)
         return {"name": self.name, "python": self.python, "launch": self.launch,
-                "model": self.model, "build": self.info,
+                "model": self.model, "layout": self.layout, "build": self.info,
                 "server_log_launch_line": self.launch_line,
                 "server_system_info": self.system_info, "settings": server_settings(self.cfg),
                 "ready_s": round(self.ready_s, 1), "probe_prompt": self.probe_prompt,
@@ -242,8 +267,8 @@ def run_arms(specs: list[list[str]], items: list[dict], home: Path, port: int,
     """All arms' servers up at once (idle ones use no CPU), then question by question each
     arm in turn, the order rotated per question, so that background load falls on every arm
     alike (as bench.py interleaves repetitions)."""
-    arms = [Arm(name, python, launch, port + i, home, model)
-            for i, (name, python, launch) in enumerate(specs)]
+    arms = [Arm(name, python, launch, port + i, home, model, *rest)
+            for i, (name, python, launch, *rest) in enumerate(specs)]
     try:
         for a in arms:
             log(f"arm {a.name}: {a.python} ({a.launch}) on port {a.cfg.port}")
@@ -264,14 +289,20 @@ def run_arms(specs: list[list[str]], items: list[dict], home: Path, port: int,
 # -- comparison and rendering -------------------------------------------------------------
 
 def equality(base: dict, other: dict, n: int = EQUALITY_PROMPTS) -> dict[str, Any]:
-    a, b = base["answers"][:n], other["answers"][:n]
+    """`other`'s answers and judge scores against `base`'s on the same (question, context),
+    the first `n` answer prompts of `base` (arms may order their calls differently)."""
+    theirs = {(x["id"], x["context"]): x for x in other["answers"]}
+    pairs = [(x, theirs[x["id"], x["context"]]) for x in base["answers"][:n]
+             if (x["id"], x["context"]) in theirs]
     diffs = [{"id": x["id"], "context": x["context"], base["name"]: x["answer"],
-              other["name"]: y["answer"]} for x, y in zip(a, b) if x["answer"] != y["answer"]]
-    dp = [abs(x["p_yes"] - y["p_yes"]) for x, y in zip(base["judges"], other["judges"])]
-    return {"prompts": min(len(a), len(b)), "identical": min(len(a), len(b)) - len(diffs),
+              other["name"]: y["answer"]} for x, y in pairs if x["answer"] != y["answer"]]
+    their_j = {(x["id"], x["context"]): x for x in other["judges"]}
+    jp = [(x, their_j[x["id"], x["context"]]) for x in base["judges"]
+          if (x["id"], x["context"]) in their_j]
+    dp = [abs(x["p_yes"] - y["p_yes"]) for x, y in jp]
+    return {"prompts": len(pairs), "identical": len(pairs) - len(diffs),
             "diffs": diffs, "judge_calls": len(dp), "judge_p_yes_max_abs_diff": max(dp, default=0.0),
-            "judge_verdicts_equal": sum((x["p_yes"] >= 0.5) == (y["p_yes"] >= 0.5)
-                                        for x, y in zip(base["judges"], other["judges"]))}
+            "judge_verdicts_equal": sum((x["p_yes"] >= 0.5) == (y["p_yes"] >= 0.5) for x, y in jp)}
 
 
 def render(res: dict) -> str:
@@ -286,10 +317,10 @@ def render(res: dict) -> str:
          f"{base['protocol']['questions']} HaluEval test questions × (3 answers + 2 graded-judge "
          "calls); tokens/s from the server's own timings. Only the ratios carry over between "
          "machines.", "",
-         "| arm | build, CPU backend loaded | prompt tok/s (probe) | generated tok/s (probe) "
+         "| arm | answer layout | build, CPU backend loaded | prompt tok/s (probe) | generated tok/s (probe) "
          "| prompt tok/s (protocol) | generated tok/s (protocol) | prefix tokens reused "
          "| protocol wall | questions/hour | vs first arm |",
-         "|---|---|---|---|---|---|---|---|---|---|"]
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
     for a in arms:
         b, p = a["build"], a["protocol"]
         backend = (f"variant `{b['cpu_variant']}`" if b.get("cpu_variant")
@@ -297,7 +328,8 @@ def render(res: dict) -> str:
         build = (f"{'GGML_BACKEND_DL, ' + str(len(b['cpu_variants'])) + ' variants' if b['backend_dl'] else 'portable'}"
                  f" ({'forced' if b.get('cpu_variant_forced') else a['launch']}), {backend}")
         ratio = p["questions_per_hour"] / base["protocol"]["questions_per_hour"]
-        L.append(f"| {a['name']} | {build} | {a['probe_prompt']['prompt_tokens_per_s']:.0f} | "
+        L.append(f"| {a['name']} | {a.get('layout', 'instructions-first')} | {build} | "
+                 f"{a['probe_prompt']['prompt_tokens_per_s']:.0f} | "
                  f"{a['probe_generation']['generated_tokens_per_s']:.1f} | "
                  f"{p['prompt_tokens_per_s']:.0f} | {p['generated_tokens_per_s']:.1f} | "
                  f"{p['prefix_tokens_reused']:,} | {p['wall_s'] / 60:.1f} min | "
@@ -337,7 +369,9 @@ def write_section(md: Path, section: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--questions", type=int, default=8)
-    ap.add_argument("--arm", nargs=3, action="append", metavar=("NAME", "PYTHON", "LAUNCH"))
+    ap.add_argument("--arm", nargs="+", action="append",
+                    metavar="NAME PYTHON LAUNCH [LAYOUT]",
+                    help="LAYOUT: context-first (default) or instructions-first")
     ap.add_argument("--port", type=int, default=8801, help="first arm's port; then +1 per arm")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b",
                     help="llm.server.model (smollm2-135m checks the wiring in seconds)")
@@ -350,10 +384,15 @@ def main() -> None:
         write_section(Path(args.md), render(json.loads(Path(args.json).read_text())))
         return
     arms = args.arm
-    if not arms:
-        arms = [["installed", sys.executable, "auto"]]
+    for a in arms or []:
+        if len(a) not in (3, 4) or (len(a) == 4 and a[3] not in ANSWER_LAYOUTS):
+            ap.error(f"--arm {' '.join(a)}: expected NAME PYTHON LAUNCH [LAYOUT], LAYOUT one "
+                     f"of {ANSWER_LAYOUTS}")
+    if not arms:  # the path before prefix re-use, then today's, on the installed build
+        arms = [["before", sys.executable, "auto", "instructions-first"],
+                ["installed", sys.executable, "auto", "context-first"]]
         if llama_build_info()["backend_dl"]:
-            arms.append(["installed-avx2", sys.executable, "haswell"])
+            arms.append(["installed-avx2", sys.executable, "haswell", "context-first"])
     stamp = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
              "commit": git_commit(short=True), "dirty": git_dirty(),
              "command": "python benchmarks/llm_throughput.py " + " ".join(sys.argv[1:]),

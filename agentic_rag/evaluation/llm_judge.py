@@ -31,11 +31,31 @@ _CORRECT_SCHEMA = {"type": "object", "properties": {"correct": {"type": "boolean
                    "required": ["correct"], "additionalProperties": False}
 
 
-def generate_answer(chat: ChatModel, question: str, context: str,
-                    max_tokens: int = 64) -> ChatReply:
-    return chat.chat([{"role": "system", "content": ANSWER_PROMPT},
-                      {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question}"}],
-                     max_tokens=max_tokens)
+# How the answer prompt is laid out. "context-first" (the default since 2026-12-01): the
+# system message is the context alone, exactly as the graded judge's
+# (`support.judge_messages`), so a judge call right after the answer call on the same
+# context (a sweep row with the hallucination metric, default formatting) re-uses the
+# server's processed prefix and reads only its own question and the answer: llama.cpp keeps
+# the longest common prefix with the previous prompt. "instructions-first" is the layout of
+# the answers labelled in set (ii) (`experiments/detectors.own_answers`), kept so that set
+# can be regenerated exactly. The instruction text is the same in both.
+ANSWER_LAYOUTS = ("context-first", "instructions-first")
+
+
+def answer_messages(question: str, context: str,
+                    layout: str = "context-first") -> list[dict[str, str]]:
+    if layout == "context-first":
+        return [{"role": "system", "content": f"Context:\n{context}"},
+                {"role": "user", "content": f"{ANSWER_PROMPT}\n\nQuestion: {question}"}]
+    if layout == "instructions-first":
+        return [{"role": "system", "content": ANSWER_PROMPT},
+                {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question}"}]
+    raise ValueError(f"answer layout {layout!r}: expected one of {ANSWER_LAYOUTS}")
+
+
+def generate_answer(chat: ChatModel, question: str, context: str, max_tokens: int = 64,
+                    layout: str = "context-first") -> ChatReply:
+    return chat.chat(answer_messages(question, context, layout), max_tokens=max_tokens)
 
 
 def judge_support(chat: ChatModel, context: str, answer: str) -> tuple[bool, ChatReply]:

@@ -248,7 +248,8 @@ def own_answers(chat: ChatModel, out: str | Path, n: int = 150, seed: int = 0,
                        "context": judge_view(hits, ctx.included), "served_tokens": ctx.tokens,
                        "answer_prompt": ANSWER_PROMPT}
                 try:
-                    reply = generate_answer(chat, q.text, ctx.text)
+                    reply = generate_answer(chat, q.text, ctx.text,  # the labelled layout
+                                            layout="instructions-first")
                     row.update(answer=reply.content.strip(), cached=reply.cached)
                 except LLMError as exc:
                     row.update(answer=None, error=f"{exc.kind}: {exc}")
