@@ -54,12 +54,6 @@ SAMPLES: dict[str, tuple[int | None, int | None, int | None]] = {
     "tau2-banking": (None, None, None),
 }
 
-# strategies not run on a dataset, and why: the 128-token index of the whole Python corpus
-# (363 pages, ~35k chunks) did not fit the CPU budget of the session that measured these
-SKIP: dict[str, tuple[str, ...]] = {
-    ds: ("chunks 128", "small-to-big 128→256", "small-to-big + title 0.5")
-    for ds in ("python-library-qa", "python-faq")}
-
 COLUMNS = ["ndcg@10", "answer@5", "answer_in_context", "span_recall@5"]
 
 
@@ -73,7 +67,7 @@ def strategy_spec(dataset: str, split: str = "dev", names: tuple[str, ...] | Non
     dev_n, test_n, size = SAMPLES[dataset]
     n = (dev_n if split == "dev" else test_n) if n is _UNSET else n
     corpus_size = size if corpus_size is _UNSET else corpus_size
-    names = names or tuple(n for n in STRATEGIES if n not in SKIP.get(dataset, ()))
+    names = names or tuple(STRATEGIES)
     if names[0] != "default":
         raise ValueError(f"strategies: the first variant is the baseline, 'default' (got {names})")
     return SweepSpec(name=f"strategies-{dataset}-{split}",
