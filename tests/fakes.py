@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -69,3 +71,17 @@ def fake_openai_client(script):
 
     completions = FakeCompletions(script)
     return NS(chat=NS(completions=completions)), completions
+
+
+def local_corpus(root: Path, docs: dict[str, str], questions) -> tuple[Path, Path]:  # noqa: ANN001
+    """`docs` written under `root/docs` and `questions` ((id, text, doc file, answer), ...)
+    as `root/questions.jsonl`, the layout `load_local` reads."""
+
+    folder = root / "docs"
+    folder.mkdir()
+    for name, text in docs.items():
+        (folder / name).write_text(text)
+    qs = root / "questions.jsonl"
+    qs.write_text("".join(json.dumps({"id": i, "question": t, "doc_ids": [f"docs/{d}"],
+                                      "answer": a}) + "\n" for i, t, d, a in questions))
+    return folder, qs

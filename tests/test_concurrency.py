@@ -37,7 +37,7 @@ from agentic_rag.llm import (
     map_calls,
 )
 
-from .fakes import HashingEmbedder
+from .fakes import HashingEmbedder, local_corpus
 from .faultproxy import StubChatServer
 
 DOCS = {
@@ -105,13 +105,7 @@ class EchoStub(StubChatServer):
 
 @pytest.fixture
 def corpus(tmp_path, monkeypatch):
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for name, text in DOCS.items():
-        (docs / name).write_text(text)
-    qs = tmp_path / "questions.jsonl"
-    qs.write_text("".join(json.dumps({"id": i, "question": t, "doc_ids": [f"docs/{d}"],
-                                      "answer": a}) + "\n" for i, t, d, a in QUESTIONS))
+    docs, qs = local_corpus(tmp_path, DOCS, QUESTIONS)
     monkeypatch.setattr(execute, "make_embedder", lambda config, cache_dir=None: HashingEmbedder())
     return docs, qs
 

@@ -20,7 +20,7 @@ from agentic_rag.experiments.spec import SweepSpec
 from agentic_rag.experiments.stats import bootstrap_ci
 from agentic_rag.llm import ChatReply, LLMError
 
-from .fakes import HashingEmbedder
+from .fakes import HashingEmbedder, local_corpus
 
 DOCS = {
     "fees.md": "# Fees\n\nThe monthly maintenance fee is $20. A wire transfer costs $45.",
@@ -44,13 +44,7 @@ GRID = {"chunking.max_tokens": [64, 128], "fusion.retrievers": [["dense"], ["den
 def sweep(tmp_path, monkeypatch):
     """`sweep(**spec_fields)` runs a small sweep in `tmp_path` and returns the SweepResult;
     `sweep.opened` lists the configs an index was opened for, run after run."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for name, text in DOCS.items():
-        (docs / name).write_text(text)
-    qs = tmp_path / "questions.jsonl"
-    qs.write_text("".join(json.dumps({"id": i, "question": t, "doc_ids": [f"docs/{d}"],
-                                      "answer": a}) + "\n" for i, t, d, a in QUESTIONS))
+    docs, qs = local_corpus(tmp_path, DOCS, QUESTIONS)
     monkeypatch.setattr(execute, "make_embedder", lambda config, cache_dir=None: HashingEmbedder())
     opened: list = []
     real_open = execute.open_index

@@ -1,0 +1,55 @@
+"""The chat layer's types: `ChatModel` (the one protocol every backend implements), its
+`ChatReply` and `ToolCall`, and `LLMError`, the only exception a `chat()` raises."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LLMError(RuntimeError):
+    """An LLM call failed after its retries; `kind` is transport | malformed | refused."""
+
+    def __init__(self, message: str, kind: str, attempts: int) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.attempts = attempts
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str  # JSON text, as the API returns it
+
+
+class ChatReply(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    attempts: int = 1
+    cached: bool = False
+    finish_reason: str | None = None
+    # per generated token, its most likely alternatives {token: log-probability}; filled
+    # only when the call asked for `top_logprobs`
+    top_logprobs: list[dict[str, float]] = Field(default_factory=list)
+
+    def json(self) -> Any:  # type: ignore[override]
+        return json.loads(self.content)
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    model_id: str
+
+    def chat(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
+             json_mode: bool = False, tools: list[dict] | None = None,
+             max_tokens: int | None = None, tool_choice: str | dict | None = None,
+             retry_malformed: bool = True, top_logprobs: int | None = None) -> ChatReply: ...
