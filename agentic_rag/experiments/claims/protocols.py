@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,22 +52,25 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                base: RAGConfig | None = None, log=print,  # noqa: ANN001
                only: Sequence[str] | None = None,
                agent_runs: str | Path = AGENT_RUNS, max_concurrency: int | None = None,
-               meter: CallMeter | None = None) -> pd.DataFrame:
+               meter: CallMeter | None = None, llm_sample: int | None = None) -> pd.DataFrame:
     """Run the selected claims' protocols (all by default) on every deployment they apply
     to; keep the other claims' rows from the existing claims.json; write REPORT.md and
     claims.json. `smoke`: tiny samples, LLM-bound protocols recorded as not run.
     LLM protocols run up to `max_concurrency` calls at once (default `llm.max_concurrency`)
     and share one `meter`: with a cap, `llm.LLMCallCap` stops the claims there (the run
-    folders stay resumable; a rerun continues). The expected LLM cost is logged first."""
+    folders stay resumable; a rerun continues). The expected LLM cost is logged first.
+    `llm_sample`: questions per arm of the answer-level protocols (b-answers, c-boundaries;
+    default `LLM_SAMPLE`); the rows carry their n."""
     base = base or RAGConfig()
+    claims = sampled(llm_sample)
     chosen = {c.id for c in select(only)}
     previous = previous_rows(Path(out_dir) / "claims.json", smoke)
     session = _Session(base, runs_dir, cache_dir, agent_runs, smoke, log,
                        max_concurrency or base.llm.max_concurrency, meter or CallMeter())
     if not smoke:
-        _announce_llm(base, chosen, cache_dir, session.max_concurrency, log)
+        _announce_llm(base, chosen, cache_dir, session.max_concurrency, log, llm_sample)
     rows = {}
-    for claim in sorted(CLAIMS, key=_run_first):
+    for claim in sorted(claims, key=_run_first):
         for deployment, ds in DATASETS.items():
             if not claim.applies_to(deployment):
                 reason = claim.skipped.get(deployment, "not in this protocol")
@@ -83,9 +87,20 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
             else:
                 row = session.measure(claim, deployment, ds)
             rows[claim.id, deployment] = with_provenance(row, claim, runs_dir, agent_runs)
-    ledger = pd.DataFrame([rows[c.id, d] for c in CLAIMS for d in DATASETS])
-    write_report(ledger, out_dir, smoke, budget=llm_budget(base))
+    ledger = pd.DataFrame([rows[c.id, d] for c in claims for d in DATASETS])
+    write_report(ledger, out_dir, smoke, budget=llm_budget(base, llm_sample))
     return ledger
+
+
+def sampled(llm_sample: int | None) -> tuple[Claim, ...]:
+    """The claims, the answer-level sweeps (not the agent protocol) at `llm_sample`
+    questions per arm when given."""
+    if llm_sample is None:
+        return CLAIMS
+    if llm_sample < 1:
+        raise ValueError(f"llm_sample: {llm_sample} is not >= 1")
+    return tuple(replace(c, llm_sample=llm_sample) if c.needs_llm and c.kind != "agent" else c
+                 for c in CLAIMS)
 
 
 def _run_first(claim: Claim) -> bool:
@@ -320,13 +335,13 @@ def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str |
 
 
 def _announce_llm(base: RAGConfig, chosen: set[str], cache_dir: str | Path, concurrency: int,
-                  log: Callable[[str], Any]) -> None:
+                  log: Callable[[str], Any], llm_sample: int | None = None) -> None:
     """The chosen LLM protocols' ceiling (`llm_budget`: calls, tokens), and its wall time at
     the rates measured in the protocols' reply caches, else the registry constants."""
     from ..agent_eval import HOME
     from ..llm_cost import estimate_line, measured_rates, serves_in_parallel
 
-    budget = llm_budget(base)
+    budget = llm_budget(base, llm_sample)
     ids = {c.id for c in CLAIMS if c.id in chosen and c.needs_llm}
     mine = budget[budget["protocol"].isin(ids | ({"judge validation"} if "c-boundaries" in ids
                                                   else set()))]
@@ -341,7 +356,7 @@ def _announce_llm(base: RAGConfig, chosen: set[str], cache_dir: str | Path, conc
         est, measured_rates(caches), concurrency, serves_in_parallel(base.llm)))
 
 
-def llm_budget(base: RAGConfig | None = None) -> pd.DataFrame:
+def llm_budget(base: RAGConfig | None = None, llm_sample: int | None = None) -> pd.DataFrame:
     """The LLM cost of a full run, from `runner.estimate_llm_cost` (its ceiling: every
     context at its token budget, no cache hits), converted to minutes at this machine's
     rates; one row per LLM protocol run, plus the judge validation."""
@@ -350,7 +365,7 @@ def llm_budget(base: RAGConfig | None = None) -> pd.DataFrame:
 
     base = base or RAGConfig()
     rows = []
-    for claim in CLAIMS:
+    for claim in sampled(llm_sample):
         for deployment, ds in DATASETS.items():
             if not (claim.needs_llm and claim.applies_to(deployment)):
                 continue

@@ -171,7 +171,8 @@ CLAIMS: tuple[Claim, ...] = (
                            "goes to HaluEval",
                    "support automation": "not applicable: τ²-banking tasks have no "
                                          "reference answers"},
-          protocol=f"the b-fusion arms; the local LLM answers the first {LLM_SAMPLE} sampled "
+          protocol=f"the b-fusion arms; the local LLM answers the first n sampled "
+                   f"(n in the row: {LLM_SAMPLE} by default, `agentic-rag claims --llm-sample N`) "
                    "questions (seeded) from each arm's context (`generate_answer`, "
                    "temperature 0, calls cached); token F1 and exact match against "
                    "HaluEval's reference answer; n = questions answered in both arms"),
@@ -204,14 +205,17 @@ CLAIMS: tuple[Claim, ...] = (
           skipped={"code": _JUDGE_ONLY_HALUEVAL, "support automation": _JUDGE_ONLY_HALUEVAL},
           protocol=f"same hits in both arms (hybrid, static, k = 10), attribution on in both "
                    "(a separate switch); only the numbered boundaries differ. The local LLM "
-                   f"answers the first {LLM_SAMPLE} sampled questions from each arm's context; "
-                   "the support judge (`judge_support`, same LLM) reads one canonical "
-                   "rendering of the served chunks whatever the arm and says whether the "
-                   "answer is supported; hallucinated = not supported. The judge's own "
-                   "validation (accuracy, AUROC on HaluEval dev: right vs hallucinated "
-                   f"answers, {JUDGE_VALIDATION['n']} pairs) is reported beside the effect, "
-                   "or 'not validated' when no validation run exists. The boundaries-on arm "
-                   "is b-answers' hybrid arm: its answers come from the LLM cache"),
+                   "answers the first n sampled questions (as b-answers) from each arm's context; "
+                   "the support detector (`agent.support.detector`, same LLM; default "
+                   "mean_numbers: the graded judge's P(yes) averaged with the no-LLM number "
+                   "check) reads one canonical rendering of the served chunks whatever the "
+                   "arm; hallucinated = support below `agent.support.threshold`. The "
+                   "detector's committed AUROCs (HaluEval dev, and the model's own labelled "
+                   "answers) are reported beside the effect; a run judged by the older binary "
+                   f"JSON judge gets its HaluEval dev validation ({JUDGE_VALIDATION['n']} "
+                   "pairs) instead. The boundaries-on arm is b-answers' hybrid arm: run first, "
+                   "each of its answers precedes its judge call (a shared prompt prefix), and "
+                   "b-answers reads them from the LLM cache"),
     Claim("d-cold-start", "A tiered index (recent documents warm, the archive cold and lazily "
           "loaded) cuts process start → first answer vs a flat index",
           metric="recent.process_start_to_first_answer_s", direction=-1,
