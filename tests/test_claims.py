@@ -421,3 +421,21 @@ def test_c_boundaries_validation_fields_follow_the_runs_detector(tmp_path):
     pd.DataFrame({"hallucinated": [1.0, 0.0, None],
                   "support_detector": ["mean", "mean", None]}).to_parquet(run / "results.parquet")
     assert run_detector(run) == "mean"
+
+
+def test_llm_sample_sets_the_answer_level_claims_only():
+    from agentic_rag.experiments.claims.protocols import _run_first, sampled
+
+    claims = {c.id: c for c in sampled(200)}
+    assert claims["b-answers"].llm_sample == claims["c-boundaries"].llm_sample == 200
+    assert claims["a-agent-tool-calls"].llm_sample == claims_mod.AGENT_SAMPLE  # tasks, not questions
+    budget = llm_budget(llm_sample=200).set_index("protocol")
+    assert budget.loc["b-answers", "llm_calls"] == 2 * 200
+    assert budget.loc["c-boundaries", "llm_calls"] == 4 * 200
+    assert sampled(None) == claims_mod.CLAIMS
+    with pytest.raises(ValueError, match="llm_sample: 0"):
+        sampled(0)
+    # the judged protocol runs before the one that only answers (its answers precede their
+    # judge calls and are then read from the cache)
+    order = [c.id for c in sorted(claims.values(), key=_run_first)]
+    assert order.index("c-boundaries") < order.index("b-answers")
