@@ -78,7 +78,12 @@ class StoreConfig(_Section):
     kind: Literal["chroma", "qdrant"] = "chroma"
     collection: str = Field("agentic_rag", min_length=3, max_length=63)
     path: str | None = Field(None, description="on-disk folder; default <home>/store-<kind>")
-    url: str | None = Field(None, description="qdrant server URL (production); None = local mode")
+    url: str | None = Field(None, description="server URL: a Chroma server (`chroma run`, "
+                            "http://host:port) or a Qdrant server; None = local on-disk mode")
+    connect_timeout_s: float = Field(5.0, gt=0, description="chroma server: seconds to wait "
+                                     "for a connection before StoreUnavailable names the URL")
+    read_timeout_s: float = Field(300.0, gt=0, description="chroma server: seconds to wait "
+                                  "for one reply")
     api_key_env: str | None = Field(None, description="NAME of the env var holding the server key")
     search: Literal["auto", "exact", "ann"] = Field(
         "auto", description="exact: every vector scored with numpy (deterministic, recall 1.0); "

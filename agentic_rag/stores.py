@@ -1,8 +1,13 @@
 """Vector store backends behind one `VectorStore` protocol.
 
 - `ChromaStore`: ChromaDB `PersistentClient` (telemetry off, cosine space), the
-  embedded default. We always pass vectors ourselves: chromadb's default
-  embedding function downloads a model and fails offline.
+  embedded default; with `store.url` an `HttpClient` on a Chroma server (`chroma run
+  --path DIR --host H --port P`), so several processes or machines read the same
+  collections (same results: exact search ranks the same matrix either way). A server
+  that cannot be reached is a `StoreUnavailable` naming its URL, after at most
+  `store.connect_timeout_s` to connect; a later call, once it is back, works. We always
+  pass vectors ourselves: chromadb's default embedding function downloads a model and
+  fails offline.
 - `QdrantStore`: `qdrant-client`, local on-disk mode (`path`) for tests and
   laptops, or a server `url` for production. Qdrant point ids must be UUIDs or
   integers, so a chunk id maps to `uuid5(chunk id)` and is kept in the payload.
@@ -40,6 +45,10 @@ from .documents import Chunk, Hit
 
 Where = dict[str, Any]
 _CHROMA_MAX_BATCH = 5000  # chromadb rejects batches over 5,461
+
+
+class StoreUnavailable(RuntimeError):  # noqa: N818 - a state of the server, named as such
+    """The store's server could not be reached or stopped answering; names its URL."""
 
 
 @runtime_checkable
@@ -179,6 +188,22 @@ class _ExactSearch:
         raise NotImplementedError
 
 
+def chroma_address(url: str) -> tuple[str, int, bool]:
+    """(host, port, ssl) of a Chroma server URL (`http://127.0.0.1:8000`); a URL without
+    scheme or host is a ValueError naming `store.url`."""
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ValueError(f"store.url: {url!r} is not an http(s)://host:port URL of a Chroma "
+                         "server (start one with `chroma run --path DIR --port N`)")
+    try:
+        port = u.port or (443 if u.scheme == "https" else 8000)
+    except ValueError as exc:
+        raise ValueError(f"store.url: {url!r}: {exc}") from None
+    return u.hostname, port, u.scheme == "https"
+
+
 class ChromaStore(_ExactSearch):
     def __init__(self, config: StoreConfig, path: str | Path) -> None:
         self.config = config
@@ -188,16 +213,57 @@ class ChromaStore(_ExactSearch):
 
     def open(self) -> ChromaStore:
         if self._col is None:
-            self._col = self._collection()
+            with self._server():
+                self._col = self._collection()
         return self
 
-    def _collection(self):  # noqa: ANN202 - chromadb Collection
+    @contextmanager
+    def _server(self) -> Iterator[None]:
+        """Around every call to a Chroma server: a transport failure (refused, reset,
+        timed out) becomes `StoreUnavailable` naming the URL, not chromadb's internals."""
+        if not self.config.url:
+            yield
+            return
+        import httpx
+
+        try:
+            yield
+        except (httpx.TransportError, ConnectionError, ValueError) as exc:
+            if isinstance(exc, ValueError) and not isinstance(exc.__context__,
+                                                              httpx.TransportError):
+                raise  # a bad request, not the server going away
+            raise StoreUnavailable(
+                f"Chroma server {self.config.url} (store.url) unreachable: "
+                f"{type(exc).__name__}: {str(exc) or 'no reply'}; start it with `chroma run --path "
+                f"DIR --host HOST --port PORT`, then rerun (a sweep resumes)") from None
+
+    def _client(self):  # noqa: ANN202 - chromadb ClientAPI
         import chromadb
         from chromadb.config import Settings
 
-        self.path.mkdir(parents=True, exist_ok=True)
-        client = chromadb.PersistentClient(
-            path=str(self.path), settings=Settings(anonymized_telemetry=False))
+        if not self.config.url:
+            self.path.mkdir(parents=True, exist_ok=True)
+            return chromadb.PersistentClient(
+                path=str(self.path), settings=Settings(anonymized_telemetry=False))
+        import httpx
+
+        host, port, ssl = chroma_address(self.config.url)
+        # chromadb connects while constructing, with no timeout and a message without the
+        # URL: check the server first, within the connect timeout
+        httpx.get(f"{self.config.url.rstrip('/')}/api/v2/heartbeat",
+                  timeout=httpx.Timeout(self.config.read_timeout_s,
+                                        connect=self.config.connect_timeout_s))
+        client = chromadb.HttpClient(host=host, port=port, ssl=ssl,
+                                     settings=Settings(anonymized_telemetry=False))
+        # chromadb's session waits forever (timeout=None): bound the connect, keep reads long
+        session = getattr(getattr(client, "_server", None), "_session", None)
+        if session is not None:
+            session.timeout = httpx.Timeout(self.config.read_timeout_s,
+                                            connect=self.config.connect_timeout_s)
+        return client
+
+    def _collection(self):  # noqa: ANN202 - chromadb Collection
+        client = self._client()
         cfg = self.config
         return client.get_or_create_collection(
             cfg.collection, embedding_function=None,
@@ -221,14 +287,14 @@ class ChromaStore(_ExactSearch):
         from chromadb.api.shared_system_client import SharedSystemClient
 
         with self._matrix_lock:
-            if self._col is not None:
+            if self._col is not None and not self.config.url:  # a server is always current
                 SharedSystemClient._identifier_to_system.pop(str(self.path), None)
                 self._col = self._collection()
             self._matrix = None
 
     def upsert(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
         self.open()
-        with self._writing():
+        with self._writing(), self._server():
             for i in range(0, len(chunks), _CHROMA_MAX_BATCH):
                 part = chunks[i:i + _CHROMA_MAX_BATCH]
                 self._col.upsert(ids=[c.id for c in part],
@@ -238,11 +304,13 @@ class ChromaStore(_ExactSearch):
 
     def _all_rows(self) -> list[tuple[str, list[float], str, dict[str, Any]]]:
         rows = []
-        total = self._col.count()
-        for offset in range(0, total, _CHROMA_MAX_BATCH):
-            res = self._col.get(limit=_CHROMA_MAX_BATCH, offset=offset,
-                                include=["embeddings", "documents", "metadatas"])
-            rows += list(zip(res["ids"], res["embeddings"], res["documents"], res["metadatas"]))
+        with self._server():
+            total = self._col.count()
+            for offset in range(0, total, _CHROMA_MAX_BATCH):
+                res = self._col.get(limit=_CHROMA_MAX_BATCH, offset=offset,
+                                    include=["embeddings", "documents", "metadatas"])
+                rows += list(zip(res["ids"], res["embeddings"], res["documents"],
+                                 res["metadatas"]))
         return rows
 
     def query(self, vector: np.ndarray, k: int, where: Where | None = None) -> list[Hit]:
@@ -251,11 +319,13 @@ class ChromaStore(_ExactSearch):
             return []
         if self._use_exact():  # no store round trip once the matrix is loaded
             return self._exact(vector, k, where)
-        if self._col.count() == 0:
-            return []
-        res = self._col.query(query_embeddings=[np.asarray(vector, dtype=np.float32).tolist()],
-                              n_results=k, where=self._where(where),
-                              include=["documents", "metadatas", "distances"])
+        with self._server():
+            if self._col.count() == 0:
+                return []
+            res = self._col.query(
+                query_embeddings=[np.asarray(vector, dtype=np.float32).tolist()],
+                n_results=k, where=self._where(where),
+                include=["documents", "metadatas", "distances"])
         hits = []
         for rank, (cid, text, meta, dist) in enumerate(zip(
                 res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]), 1):
@@ -272,8 +342,9 @@ class ChromaStore(_ExactSearch):
         while limit is None or len(out) < limit:
             page = _CHROMA_MAX_BATCH if limit is None else min(_CHROMA_MAX_BATCH,
                                                                limit - len(out))
-            res = self._col.get(where=self._where(where), limit=page, offset=offset,
-                                include=["documents", "metadatas"])
+            with self._server():
+                res = self._col.get(where=self._where(where), limit=page, offset=offset,
+                                    include=["documents", "metadatas"])
             out += [Chunk.from_store(i, t, m)
                     for i, t, m in zip(res["ids"], res["documents"], res["metadatas"])]
             if len(res["ids"]) < page:
@@ -284,13 +355,16 @@ class ChromaStore(_ExactSearch):
     def delete(self, where: Where) -> int:
         self.open()
         self._invalidate()
-        ids = self._col.get(where=self._where(where), include=[])["ids"]
-        for i in range(0, len(ids), _CHROMA_MAX_BATCH):
-            self._col.delete(ids=ids[i:i + _CHROMA_MAX_BATCH])
+        with self._server():
+            ids = self._col.get(where=self._where(where), include=[])["ids"]
+            for i in range(0, len(ids), _CHROMA_MAX_BATCH):
+                self._col.delete(ids=ids[i:i + _CHROMA_MAX_BATCH])
         return len(ids)
 
     def count(self) -> int:
-        return self.open()._col.count()
+        self.open()
+        with self._server():
+            return self._col.count()
 
 
 class QdrantStore(_ExactSearch):

@@ -51,7 +51,10 @@ def open_index(cfg: RAGConfig, ds: Dataset, cache_dir: str | Path, progress: boo
     (built once per distinct key in `cache_dir`, reused by every later run)."""
     cache_dir = Path(cache_dir)
     key = index_key(cfg, ds.corpus_fingerprint())
-    first = cfg.with_overrides({"home": str(cache_dir / f"index-{key}")})
+    over: dict = {"home": str(cache_dir / f"index-{key}")}
+    if cfg.store.url:  # one server holds every index of the sweep: one collection per key
+        over["store.collection"] = f"{cfg.store.collection[:48]}-{key}"
+    first = cfg.with_overrides(over)
     emb = make_embedder(first.embedding, cache_dir / "embeddings")
     index = AgenticIndex(first, embedder=emb)
     t0 = time.perf_counter()
@@ -202,7 +205,8 @@ class LocalExecutor:
         memo = CandidateMemo() if self.spec.replay else None
         pipes = {}
         for i in members:
-            cfg = self.configs[i][2].with_overrides({"home": first.home})
+            cfg = self.configs[i][2].with_overrides({"home": first.home,
+                                                     "store.collection": first.store.collection})
             chat = MeteredChatModel(lambda c=cfg: make_chat_model(c.llm, c.home,
                                                                   pack=self.spec.reply_pack),
                                     self.meter)
