@@ -264,6 +264,40 @@ class LLMConfig(_Section):
     max_tokens: int = Field(512, ge=1, le=32768)
     cache: bool = Field(True, description="cache replies on disk keyed by model, messages, params")
     server: ServerConfig = ServerConfig()
+    endpoints: tuple[str, ...] | None = Field(
+        None, description="a pool of OpenAI-compatible base URLs (http(s)://host:port/v1) all "
+        "serving `model` (its name is the reply cache's key: put the version in it): calls are "
+        "spread across them, up to max_concurrency each; a dead one is left out and its calls "
+        "go to the others (llm_endpoints.py). Instead of base_url, not with it")
+
+    @model_validator(mode="after")
+    def _endpoints_or_base_url(self) -> LLMConfig:
+        from urllib.parse import urlparse
+
+        if self.endpoints is None:
+            return self
+        if not self.endpoints:
+            raise ValueError("endpoints: empty list; leave it unset for one endpoint "
+                             "(base_url, or the local server)")
+        if self.base_url is not None:
+            raise ValueError(f"base_url ({self.base_url!r}) and endpoints are both set: set "
+                             "one, base_url for one endpoint or endpoints for a pool")
+        for i, url in enumerate(self.endpoints):
+            u = urlparse(url)
+            try:
+                u.port  # noqa: B018 - raises on a port out of range
+            except ValueError:
+                u = u._replace(netloc="")
+            if u.scheme not in ("http", "https") or not u.hostname:
+                raise ValueError(f"endpoints[{i}]: {url!r} is not an http(s)://host:port/v1 URL")
+        if len(set(self.endpoints)) < len(self.endpoints):
+            raise ValueError(f"endpoints: {list(self.endpoints)} lists an endpoint twice")
+        return self
+
+    @property
+    def slots(self) -> int:
+        """LLM calls in flight at once: `max_concurrency` per endpoint."""
+        return self.max_concurrency * len(self.endpoints or ("one",))
 
 
 class TiersConfig(_Section):

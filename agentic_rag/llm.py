@@ -209,6 +209,11 @@ def _to_reply(resp: Any, latency: float, attempts: int) -> ChatReply:
 
 def make_chat_model(config: LLMConfig, home: str | Path, base_url: str | None = None,
                     pack: str | Path | None = None) -> ChatModel:
-    """`pack`: the reply pack (`ChatCache`) a long run commits, read when the cache misses."""
+    """`pack`: the reply pack (`ChatCache`) a long run commits, read when the cache misses.
+    With `llm.endpoints` (and no explicit `base_url`): an `EndpointPool` over them."""
     cache = ChatCache(Path(home) / "cache" / "llm.sqlite", pack=pack) if config.cache else None
+    if config.endpoints and base_url is None:
+        from .llm_endpoints import EndpointPool
+
+        return EndpointPool(config, cache=cache)
     return OpenAIChatModel(config, base_url=base_url, cache=cache)

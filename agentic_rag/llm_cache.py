@@ -28,13 +28,16 @@ def model_identity(config: LLMConfig, base_url: str | None = None,
       it runs (`llama_build`, or `build` when given: a variant's kernels round differently,
       so its greedy answers can differ) and the server settings that can change a reply
       (context size, chat format, threads);
-    - a hosted endpoint (`llm.base_url` set, called there): `llm.model`, the model name the
-      endpoint serves (put the version in it, e.g. `gpt-4o-2024-08-06`);
+    - a hosted endpoint (`llm.base_url` set, called there) or any endpoint of a pool
+      (`llm.endpoints`): `llm.model`, the model name the endpoint serves (put the version
+      in it, e.g. `gpt-4o-2024-08-06`), so a reply is found whichever endpoint made it;
     - any other address (a server started elsewhere, on another port): the alias and URL,
       since what it serves cannot be known; its replies are never shared with another's.
     A cached reply is then found whichever process or port of the same model made it."""
     s = config.server
     embedded = f"http://{s.host}:{s.port}/v1"
+    if config.endpoints and base_url in (None, *config.endpoints):  # a pool: any member
+        return f"remote:{config.model}"
     if config.base_url is None and base_url in (None, embedded):
         from .models import MODELS
 

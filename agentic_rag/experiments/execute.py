@@ -154,7 +154,8 @@ class LocalExecutor:
     def __enter__(self) -> LocalExecutor:
         spec = self.spec
         llm_groups = LLM_GROUPS & set(spec.metrics)
-        if llm_groups - {"ragas_nonllm"} and spec.base.llm.base_url is None and self.compute:
+        local = spec.base.llm.base_url is None and not spec.base.llm.endpoints
+        if llm_groups - {"ragas_nonllm"} and local and self.compute:
             from ..server import LlamaServer
 
             self.server = LlamaServer(spec.base.llm.server, home=self.cache_dir)

@@ -210,12 +210,13 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     units = plan_units(spec, ds, configs, rows.done, keys, cache, use_cache)
     from_cache = sum(u.cached for u in units)
     to_compute = sum(u.to_compute for u in units)
-    conc = max_concurrency or spec.base.llm.max_concurrency
+    conc = max_concurrency or spec.base.llm.slots  # max_concurrency per endpoint
     meter = meter if meter is not None else CallMeter()
     llm_rows = _llm_rows_to_compute(spec, units, llm_ids)
     meta = _meta(spec, ds, configs, keys, packages, cache, from_cache)
     meta["llm"]["max_concurrency"] = conc
-    if llm_rows and spec.base.llm.base_url is None:  # the embedded server: its build
+    if llm_rows and spec.base.llm.base_url is None and not spec.base.llm.endpoints:
+        # the embedded server: its build
         meta["llm"].update(local_server_meta(spec.base.llm.server))
     write_meta(run_dir, meta)  # + commit, Python, platform
     total = len(configs) * len(ds.queries) * spec.repeats
@@ -292,7 +293,7 @@ def _meta(spec: SweepSpec, ds: Dataset, configs: list, keys: RowKeys,
             "seed": spec.dataset.seed, "embedding_model": spec.base.embedding.model,
             "llm": {"identity": llm_identity(spec.base.llm, cache),
                     "model": spec.base.llm.model, "base_url": spec.base.llm.base_url,
-                    "server_model": spec.base.llm.server.model},
+                    "endpoints": spec.base.llm.endpoints, "server_model": spec.base.llm.server.model},
             "configs": {f"c{i:02d}": label for i, (label, _, _) in enumerate(configs)},
             "row_cache": str(cache.path), "rows_from_cache": from_cache,
             "code_version": code_version()}
