@@ -167,3 +167,59 @@ def test_unreachable_url_is_a_clear_error(tmp_path):
 def test_bad_server_url_names_the_field(url):
     with pytest.raises(ValueError, match="store.url"):
         chroma_address(url)
+
+
+# ---- a sweep on the server ------------------------------------------------------------------
+SWEEP_DOCS = {d.id: d.text for d in DOCS}
+SWEEP_QS = [("q1", "How do I install it?", "install.md", "pip install"),
+            ("q2", "What does a wire transfer cost?", "fees.md", "$25"),
+            ("q3", "How do I reset?", "steps.md", "Press reset"),
+            ("q4", "What happens to a lost card?", "cards.md", "blocked")]
+
+
+def _spec(docs, qs, url: str | None, sizes: list[int]):  # noqa: ANN001, ANN202
+    from agentic_rag.experiments.spec import SweepSpec
+
+    return SweepSpec.model_validate({
+        "name": "chroma-server", "k": 5, "metrics": ["retrieval"],
+        "grid": {"chunking.max_tokens": sizes, "fusion.retrievers": [["dense"], ["dense", "bm25"]]},
+        "dataset": {"name": "local", "docs": str(docs), "questions": str(qs), "split": "all"},
+        "base": {"store": {"url": url, "connect_timeout_s": 2}}})
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    import json
+
+    return [{k: v for k, v in json.loads(x).items() if not k.startswith("latency_")}
+            for x in (run_dir / "rows.jsonl").read_text().splitlines()]
+
+
+def test_sweep_on_the_server_equals_embedded_and_resumes_after_a_stop(server, tmp_path,
+                                                                     monkeypatch):
+    from agentic_rag.experiments import execute, run_sweep
+
+    from .fakes import local_corpus
+
+    docs, qs = local_corpus(tmp_path, SWEEP_DOCS, SWEEP_QS)
+    monkeypatch.setattr(execute, "make_embedder", lambda config, cache_dir=None: HashingEmbedder())
+
+    def run(url: str | None, sizes: list[int], where: str):  # noqa: ANN202
+        return run_sweep(_spec(docs, qs, url, sizes), tmp_path / where / "runs",
+                         tmp_path / where / "cache", progress=False, log=lambda *_: None)
+
+    local = run(None, [64, 128], "local")
+    remote = run(server.url, [64, 128], "remote")
+    assert _rows(remote.run_dir) == _rows(local.run_dir) and len(_rows(local.run_dir)) == 16
+    assert not list((tmp_path / "remote" / "cache").glob("index-*/store-chroma"))
+    # the server stops: a sweep needing a new index fails naming it; back up, it resumes
+    server.stop()
+    try:
+        with pytest.raises(StoreUnavailable, match=server.url):
+            run(server.url, [48], "remote")
+    finally:
+        server.start()
+    runs = {d.name for d in (tmp_path / "remote" / "runs").iterdir()}
+    again = run(server.url, [48], "remote")
+    assert again.run_dir.name in runs  # the interrupted run, resumed (no new folder)
+    local2 = run(None, [48], "local")
+    assert _rows(again.run_dir) == _rows(local2.run_dir) and len(_rows(again.run_dir)) == 8
