@@ -13,6 +13,8 @@
   `revive_after_s`. When every endpoint is dead, a call raises `LLMError` at once, naming each
   endpoint and its last error (the caller records it as a failure); it still reads the reply
   cache first (one member is asked, and looks there before any request).
+- Connecting is bounded by `connect_timeout_s` (5 s), the reply by `llm.timeout_s`: an
+  endpoint that drops connections fails over in seconds, not after the reply timeout.
 - Malformed replies are retried as by one endpoint (up to `llm.max_retries`, on any endpoint);
   a request refused with another 4xx is raised at once: every endpoint would refuse it.
 - Replies are cached under the model's identity (`remote:<llm.model>`), not the URL, so a
@@ -49,6 +51,33 @@ class Endpoint:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
+class _Member:
+    """Makes the pool's member models: `OpenAIChatModel` whose client bounds the connect."""
+
+    @staticmethod
+    def make(config: LLMConfig, url: str, cache: ChatCache | None, connect_timeout_s: float
+             ) -> Any:
+        from .llm import OpenAIChatModel
+
+        class Member(OpenAIChatModel):
+            @property
+            def client(self):  # noqa: ANN202 - openai.OpenAI
+                if self._client is None:
+                    import os
+
+                    import httpx
+                    from openai import OpenAI
+
+                    key = os.environ.get(self.config.api_key_env) or "not-needed-for-local"
+                    timeout = httpx.Timeout(self.config.timeout_s,
+                                            connect=min(connect_timeout_s, self.config.timeout_s))
+                    self._client = OpenAI(base_url=self.base_url, api_key=key, timeout=timeout,
+                                          max_retries=0)
+                return self._client
+
+        return Member(config, base_url=url, cache=cache)
+
+
 def refuses_connections(url: str, timeout_s: float = 2.0) -> bool:
     """True when nothing accepts a TCP connection at `url`'s host and port (a stopped server),
     False when something does (it may still be failing, but it is there)."""
@@ -67,9 +96,7 @@ class EndpointPool:
     def __init__(self, config: LLMConfig, cache: ChatCache | None = None,
                  sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic, dead_after: int = 3,
-                 revive_after_s: float = 60.0) -> None:
-        from .llm import OpenAIChatModel
-
+                 revive_after_s: float = 60.0, connect_timeout_s: float = 5.0) -> None:
         if not config.endpoints:
             raise ValueError("llm.endpoints is not set: an EndpointPool needs at least one URL")
         self.config, self.cache = config, cache
@@ -77,8 +104,9 @@ class EndpointPool:
         self.base_url = config.endpoints[0]  # for readers of `.base_url`; calls use them all
         self._sleep, self._clock = sleep, clock
         self.dead_after, self.revive_after_s = dead_after, revive_after_s
+        self.connect_timeout_s = connect_timeout_s
         once = config.model_copy(update={"max_retries": 0})  # the pool does the retrying
-        self.endpoints = [Endpoint(url, OpenAIChatModel(once, base_url=url, cache=cache),
+        self.endpoints = [Endpoint(url, _Member.make(once, url, cache, connect_timeout_s),
                                    threading.BoundedSemaphore(config.max_concurrency))
                           for url in config.endpoints]
         for ep in self.endpoints:
@@ -107,7 +135,7 @@ class EndpointPool:
 
     def _release(self, ep: Endpoint, error: LLMError | None) -> None:
         probe = error is not None and error.kind == "transport" and refuses_connections(
-            ep.url, min(2.0, self.config.timeout_s))
+            ep.url, min(2.0, self.connect_timeout_s))
         with self._lock:
             ep.in_flight -= 1
             if error is None:

@@ -29,6 +29,11 @@ class CountingStub(EchoStub):
         super().__init__()
         self.status, self.stop_after = status, stop_after
         self.active = self.max_active = 0
+        self._stopping = threading.Lock()
+
+    def stop(self) -> None:  # from the test and from a handler's thread: once
+        with self._stopping:
+            super().stop()
 
     def reply(self, req: dict) -> tuple[int, dict]:
         with self.lock:
@@ -125,6 +130,14 @@ def test_a_dead_endpoint_leaves_the_pool_and_its_calls_go_elsewhere(stubs):
     replies = ask(chat, 8, conc=2)
     assert len(replies) == 8 and good.requests == 8
     assert chat.alive() == [good.base_url]  # refused connection: out at once
+
+
+def test_connecting_is_bounded_by_connect_timeout_s_and_replies_by_timeout_s(stubs):
+    s = stubs()[0]
+    chat = pool([s.base_url], connect_timeout_s=0.5)
+    timeout = chat.endpoints[0].model.client.timeout  # the client that sends the calls
+    assert (timeout.connect, timeout.read) == (0.5, 30)
+    assert chat.chat(MSG).content and s.requests == 1
 
 
 def test_repeated_transport_errors_take_an_endpoint_out(stubs):
