@@ -351,6 +351,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
                          "HaluEval test questions of the (b)/(c) protocols' hybrid arm, then "
                          "every detector on them, then the table against the hand labels "
                          "(labels-pass1.jsonl, labels-pass2.jsonl in --out) when present")
+    ap.add_argument("--ragas", type=int, default=0, metavar="N",
+                    help="with --own-answers: also ragas Faithfulness on a balanced, seeded "
+                         "subsample of N labelled answers (slow: minutes per answer), its AUROC "
+                         "and cost beside the other detectors' on the same answers → ragas.json")
     ap.add_argument("--answers-only", action="store_true",
                     help="with --own-answers: only generate the answers (for labelling)")
     args = ap.parse_args(argv)
@@ -382,12 +386,22 @@ def _own_main(args: Any, cfg: Any, conc: int) -> None:
                     max_calls=args.max_llm_calls)
         if not args.answers_only:
             score_own(None if args.no_llm else chat, args.out, max_concurrency=conc)
+        if args.ragas and not args.no_llm:
+            from .detectors_ragas import score_ragas
+
+            score_ragas(cfg.llm, args.out, args.ragas, args.seed)
     if not args.answers_only and (Path(args.out) / "labels-pass1.jsonl").exists():
         table, info = own_table(args.out)
         table.to_csv(Path(args.out) / "detectors.csv", index=False)
         (Path(args.out) / "labelling.json").write_text(json.dumps(info, indent=2))
         print(table.to_string(index=False))
         print(info)
+    if args.ragas and (Path(args.out) / "ragas.jsonl").exists():
+        from .detectors_ragas import ragas_summary
+
+        summary = ragas_summary(args.out)
+        (Path(args.out) / "ragas.json").write_text(json.dumps(summary, indent=2))
+        print(json.dumps(summary, indent=2))
 
 
 if __name__ == "__main__":
