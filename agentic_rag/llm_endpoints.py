@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
@@ -48,7 +48,6 @@ class Endpoint:
     dead_until: float = 0.0  # > now: out of the pool
     last_error: str = ""
     calls: int = 0  # calls that got a reply from it (cache hits included)
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
 class _Member:
@@ -134,8 +133,9 @@ class EndpointPool:
             return ep
 
     def _release(self, ep: Endpoint, error: LLMError | None) -> None:
-        probe = error is not None and error.kind == "transport" and refuses_connections(
-            ep.url, min(2.0, self.connect_timeout_s))
+        # a call that could not connect: is anything listening there at all?
+        probe = (error is not None and "APIConnectionError" in str(error)
+                 and refuses_connections(ep.url, min(2.0, self.connect_timeout_s)))
         with self._lock:
             ep.in_flight -= 1
             if error is None:

@@ -127,9 +127,12 @@ def test_a_dead_endpoint_leaves_the_pool_and_its_calls_go_elsewhere(stubs):
     good = stubs()[0]
     gone = dead_url(stubs)
     chat = pool([gone, good.base_url])
+    for _ in range(2):  # in turn: one of the two calls goes to `gone` first
+        assert chat.chat(MSG).content
+    assert chat.alive() == [good.base_url]  # refused once (not dead_after=3 times): out
+    assert chat.endpoints[0].last_error.startswith("LLM call failed")
     replies = ask(chat, 8, conc=2)
-    assert len(replies) == 8 and good.requests == 8
-    assert chat.alive() == [good.base_url]  # refused connection: out at once
+    assert len(replies) == 8 and good.requests == 10
 
 
 def test_connecting_is_bounded_by_connect_timeout_s_and_replies_by_timeout_s(stubs):
