@@ -23,20 +23,27 @@ MSG = [{"role": "user", "content": "hello"}]
 
 class CountingStub(EchoStub):
     """EchoStub that records the most requests it served at once; `status` replaces every
-    reply (e.g. 503); `stop_after` stops the server after that many requests."""
+    reply (e.g. 503); `stop_after`: after that many replies the server dies: later requests
+    get their connection dropped, and it stops listening (`stopper`, a thread)."""
 
     def __init__(self, status: int | None = None, stop_after: int | None = None) -> None:
         super().__init__()
         self.status, self.stop_after = status, stop_after
         self.active = self.max_active = 0
+        self.stopper: threading.Thread | None = None
         self._stopping = threading.Lock()
 
-    def stop(self) -> None:  # from the test and from a handler's thread: once
+    def stop(self) -> None:  # from the test and from the stopper thread: once
         with self._stopping:
             super().stop()
 
     def reply(self, req: dict) -> tuple[int, dict]:
         with self.lock:
+            if self.stop_after is not None and self.requests >= self.stop_after:
+                if self.stopper is None:
+                    self.stopper = threading.Thread(target=self.stop, daemon=True)
+                    self.stopper.start()
+                raise ConnectionResetError("stub died")  # the handler drops the connection
             self.active += 1
             self.max_active = max(self.max_active, self.active)
         try:
@@ -48,8 +55,6 @@ class CountingStub(EchoStub):
         finally:
             with self.lock:
                 self.active -= 1
-                if self.stop_after is not None and self.requests == self.stop_after:
-                    threading.Thread(target=self.stop, daemon=True).start()
 
 
 @pytest.fixture
@@ -215,7 +220,9 @@ def test_sweep_finishes_when_an_endpoint_dies_mid_run(corpus, stubs, tmp_path): 
     spec = make_spec(corpus, None, endpoints=[s.base_url for s in servers])
     run = sweep(spec, tmp_path / "pool", conc=None)
     got = _rows(run.run_dir)
-    assert servers[2]._server is None and servers[2].requests == 3  # it did die mid-run
+    assert servers[2].stopper is not None and servers[2].requests == 3  # it died mid-run
+    servers[2].stopper.join(10)
+    assert servers[2]._server is None
     assert set(got) == set(want) and len(got) == 8  # no lost, no duplicated row
     assert not any(r.get("error") for r in got.values())
     assert all(r["answer"].startswith("It is") for r in got.values())
