@@ -562,7 +562,7 @@ def main() -> None:
     if args.render_only:
         if not raw_path.exists():
             raise SystemExit(f"--render-only: {raw_path} does not exist (run the benchmark first)")
-        Path(args.out).write_text(render(json.loads(raw_path.read_text())))
+        _write(Path(args.out), render(json.loads(raw_path.read_text())))
         print(f"wrote {args.out} from {raw_path}")
         return
     cmd = " ".join(["python benchmarks/bench.py", *sys.argv[1:]])
@@ -584,8 +584,16 @@ def main() -> None:
             res.setdefault("errors", {})[s] = f"{type(exc).__name__}: {exc}"
         print(f"[bench] {s} done in {time.perf_counter() - t0:.0f}s", flush=True)
         raw_path.write_text(json.dumps(res, indent=1, default=str))
-    Path(args.out).write_text(render(res))
+    _write(Path(args.out), render(res))
     print(f"wrote {args.out}")
+
+
+def _write(md: Path, text: str) -> None:
+    """`text`, then the sections other scripts wrote into `md` (LLM throughput, serving)."""
+    from sections import kept_sections
+
+    kept = kept_sections(md)
+    md.write_text(text.rstrip("\n") + ("\n\n" + kept + "\n" if kept else "\n"))
 
 
 def _section(s: str, args: argparse.Namespace, res: dict) -> None:

@@ -2,16 +2,20 @@
 questions per hour, for one or more llama.cpp builds / server set-ups side by side in one run.
 
     .venv/bin/python benchmarks/llm_throughput.py [--questions 8]
-        [--arm NAME PYTHON LAUNCH ...]      # default: the installed build, see below
+        [--arm NAME PYTHON LAUNCH [LAYOUT] ...]   # default: the installed build, see below
     .venv/bin/python benchmarks/llm_throughput.py --render-only   # the section again from JSON
 
-An arm is a server and a prompt layout: NAME, the PYTHON whose llama-cpp-python serves, LAUNCH, one of
+An arm is a server and a prompt layout: NAME, the PYTHON whose llama-cpp-python serves,
+LAUNCH, one of
 `plain` (`python -m llama_cpp.server`, the server as started before the launcher existed),
 `auto` (`python -m agentic_rag.llama_launch`: ggml's best CPU variant for this processor when
 the build ships variants; what `LlamaServer` runs) or a variant name such as `haswell` (the
-launcher with `AGENTIC_RAG_CPU_VARIANT` set: that variant, whatever the processor has).
+launcher with `AGENTIC_RAG_CPU_VARIANT` set: that variant, whatever the processor has),
+and optionally LAYOUT, the answer prompt's layout (`llm_judge.answer_messages`):
+`context-first` (today's, the default) or `instructions-first` (before prefix re-use).
 Default arms: the installed build (`auto`) with the layout before prefix re-use and with
-today's, and, when it ships CPU variants, the same build held to the AVX2 variant (`haswell`, the instruction set of the portable `-DGGML_NATIVE=OFF` build).
+today's, and, when it ships CPU variants, the same build held to the AVX2 variant (`haswell`,
+the instruction set of the portable `-DGGML_NATIVE=OFF` build).
 All arms' servers run at once on ports 8801... (an idle server uses no CPU); the questions go
 question by question to each arm in turn, the order rotated per question, so background load
 falls on every arm alike (as bench.py interleaves its repetitions).
@@ -65,6 +69,9 @@ from agentic_rag.evaluation.llm_judge import ANSWER_LAYOUTS  # noqa: E402
 from agentic_rag.experiments.runfolder import git_commit, git_dirty  # noqa: E402
 from agentic_rag.llama_launch import VARIANT_ENV  # noqa: E402
 from agentic_rag.server import LAUNCHER, LlamaServer, llama_build_info, server_settings  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sections import write_section  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 JSON_OUT = HERE / "LLM_THROUGHPUT.json"
@@ -354,16 +361,6 @@ def render(res: dict) -> str:
         f"`{a['server_system_info']}`" for a in arms) + ".")
     L += ["", END]
     return "\n".join(L) + "\n"
-
-
-def write_section(md: Path, section: str) -> None:
-    text = md.read_text() if md.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    md.write_text(text)
 
 
 def main() -> None:

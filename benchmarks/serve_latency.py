@@ -194,13 +194,10 @@ def main() -> None:
     print(section)
     if not args.no_write:
         md = HERE / "RESULTS.md"
-        text = md.read_text()
-        if BEGIN in text and END in text:
-            head, rest = text.split(BEGIN, 1)
-            text = head + section.rstrip("\n") + rest.split(END, 1)[1]
-        else:
-            text = text.rstrip("\n") + "\n\n" + section
-        md.write_text(text)
+        sys.path.insert(0, str(HERE))
+        from sections import write_section
+
+        write_section(md, section)
         print(f"wrote {md}")
 
 
