@@ -34,7 +34,8 @@ def serve(
     """Serve the exported pipeline to agents: the `search_documents` tool over MCP and
     `POST /search`. The index is opened, never built: build it first with `agentic-rag index`."""
     from .index import IndexLocked, IndexStateError
-    from .serve import IndexMissing, ServedPipeline, http_app, is_loopback
+    from .serve import IndexMissing, ServedPipeline
+    from .serve_http import http_app, is_loopback
 
     # stdout carries the MCP stdio protocol: every log line goes to stderr
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,

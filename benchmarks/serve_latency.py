@@ -51,7 +51,7 @@ from agentic_rag.datasets import load_dataset  # noqa: E402
 from agentic_rag.experiments.execute import open_index  # noqa: E402
 from agentic_rag.experiments.runfolder import git_commit, git_dirty  # noqa: E402
 from agentic_rag.pipeline import Pipeline  # noqa: E402
-from agentic_rag.serve import MCPSearchTool  # noqa: E402
+from agentic_rag.serve_client import MCPSearchTool  # noqa: E402
 from agentic_rag.tool import AgenticRAGTool, ToolOutput  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

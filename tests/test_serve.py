@@ -24,15 +24,9 @@ from agentic_rag.documents import Document
 from agentic_rag.index import AgenticIndex
 from agentic_rag.llm import OpenAIChatModel
 from agentic_rag.pipeline import Pipeline
-from agentic_rag.serve import (
-    INDEX_URI,
-    SESSION_META_KEY,
-    HttpServer,
-    MCPSearchTool,
-    SearchError,
-    ServedPipeline,
-    parse_search,
-)
+from agentic_rag.serve import INDEX_URI, SESSION_META_KEY, SearchError, ServedPipeline, parse_search
+from agentic_rag.serve_client import MCPSearchTool
+from agentic_rag.serve_http import HttpServer
 from agentic_rag.tool import QUERY_MAX_CHARS, TOOL_NAME, AgenticRAGTool
 
 from .fakes import HashingEmbedder, fake_openai_client
