@@ -6,15 +6,14 @@ sweeps, since index folders live in `cache_dir`; embeddings are cached per embed
 `Unit` is one such group: the configs that share an index and the (config, query, repeat)
 rows still to do, with the ones the row cache already holds.
 
-`LocalExecutor` runs units in this process and yields finished rows; it never writes
-them: the driver (`runner.run_sweep`) alone appends them to `rows.jsonl` and the row cache.
+The executors that turn units into rows are in `executors.py`; they never write rows: the
+driver (`runner.run_sweep`) alone appends them to `rows.jsonl` and the row cache.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +22,7 @@ from ..config import RAGConfig
 from ..datasets import Dataset, Query, load_dataset, load_local
 from ..embeddings import make_embedder
 from ..index import AgenticIndex
-from ..llm import CallMeter, MeteredChatModel, make_chat_model, map_calls
-from ..pipeline import Pipeline
-from ..retrievers import CandidateMemo
-from .evaluate import PendingRow, start_row
+from ..pipeline import Pipeline  # noqa: F401 (the executors build pipelines through this module)
 from .row_cache import RowCache, RowKeys
 from .spec import SweepSpec
 
@@ -128,95 +124,3 @@ def plan_units(spec: SweepSpec, ds: Dataset, configs: list, done: set[tuple[str,
 def cached_row(row: dict[str, Any], i: int, configs: list) -> dict[str, Any]:
     """A stored row under this sweep's config id and label (bookkeeping, not a measurement)."""
     return {**row, "config_id": f"c{i:02d}", "config": configs[i][0]}
-
-
-class LocalExecutor:
-    """Runs units in this process. Used as a context manager: on entry, when `compute` (some
-    row is to be computed), it starts the local LLM server if the metrics need an LLM and no
-    remote endpoint is configured, and builds the ragas scorer; on exit it stops the server.
-
-    Concurrency: retrieval runs in this thread, row after row; the LLM part of a row (agent,
-    answer, judge, ragas) runs in a worker, up to `max_concurrency` rows at once
-    (`llm.map_calls`), and rows come out in run order, so `rows.jsonl` is the same at any
-    concurrency. Every LLM call of the pipelines goes through `meter` (counted, capped)."""
-
-    def __init__(self, spec: SweepSpec, ds: Dataset, configs: list, cache_dir: str | Path,
-                 llm_ids: frozenset[str], *, compute: bool = True, progress: bool = False,
-                 log=print, max_concurrency: int = 1,  # noqa: ANN001
-                 meter: CallMeter | None = None) -> None:
-        self.spec, self.ds, self.configs = spec, ds, configs
-        self.cache_dir, self.llm_ids, self.compute = Path(cache_dir), llm_ids, compute
-        self.progress, self.log = progress, log
-        self.max_concurrency, self.meter = max_concurrency, meter or CallMeter()
-        self.server = self.scorer = None
-        self.docs_by_id = {d.id: d for d in ds.corpus}
-
-    def __enter__(self) -> LocalExecutor:
-        spec = self.spec
-        llm_groups = LLM_GROUPS & set(spec.metrics)
-        local = spec.base.llm.base_url is None and not spec.base.llm.endpoints
-        if llm_groups - {"ragas_nonllm"} and local and self.compute:
-            from ..server import LlamaServer
-
-            self.server = LlamaServer(spec.base.llm.server, home=self.cache_dir)
-            if not self.server.running():
-                self.log(f"starting the local LLM server ({spec.base.llm.server.model}) ...")
-                self.server.start()
-        if "ragas" in spec.metrics and self.compute:
-            from ..evaluation.ragas_metrics import RagasScorer
-
-            self.scorer = RagasScorer(spec.base.llm, spec.ragas_metrics,
-                                      cache_dir=str(self.cache_dir / "ragas-cache"))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.server is not None:
-            self.server.stop()
-
-    def run(self, unit: Unit) -> Iterator[list[Finished]]:
-        """The unit's rows, in `unit.todo` order: one batch of all of them when every row is
-        stored (the index is not even opened), else one row per batch as each finishes."""
-        if unit.to_compute == 0:
-            yield [Finished(cached_row(unit.found[key], i, self.configs), key, False)
-                   for i, _, _, key in unit.todo]
-            return
-        pipes = self._pipelines(unit.members)
-
-        def started() -> Iterator[tuple[str, PendingRow, bool]]:  # retrieval: this thread
-            for i, q, r, key in unit.todo:
-                if key in unit.found:
-                    yield key, PendingRow(cached_row(unit.found[key], i, self.configs)), False
-                else:
-                    yield key, start_row(self.spec, self.ds, i, self.configs[i], pipes[i], q, r,
-                                         self.scorer, self.docs_by_id, self.llm_ids), True
-
-        def finish(item: tuple[str, PendingRow, bool]) -> Finished:  # LLM calls: a worker
-            key, pending, fresh = item
-            return Finished(pending.finish(), key, fresh)
-
-        for _, done in map_calls(finish, started(), self.max_concurrency):
-            yield [done]
-
-    def _pipelines(self, members: list[int]) -> dict[int, Pipeline]:
-        """One pipeline per config on the unit's shared index, warmed up. Configs that differ
-        only in fusion, gate or filters share one memo of candidate lists (`spec.replay`), so
-        they replay the same searches instead of repeating them."""
-        first, index = open_index(self.configs[members[0]][2], self.ds, self.cache_dir,
-                                  self.progress, self.log)
-        memo = CandidateMemo() if self.spec.replay else None
-        pipes = {}
-        for i in members:
-            cfg = self.configs[i][2].with_overrides({"home": first.home,
-                                                     "store.collection": first.store.collection})
-            chat = MeteredChatModel(lambda c=cfg: make_chat_model(c.llm, c.home,
-                                                                  pack=self.spec.reply_pack),
-                                    self.meter)
-            pipes[i] = Pipeline(cfg, index=index, chat_model=chat)
-            pipes[i].candidates = memo
-        for p in pipes.values():  # warm-up (model load, first-query costs), not recorded
-            p.retrieve(self.ds.queries[0].text, k=self.spec.k)
-        if memo is not None:  # the warm-up's lists must not be replayed as free
-            memo.lists.clear()
-            memo.seconds.clear()
-            memo.take()
-        return pipes

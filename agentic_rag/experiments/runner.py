@@ -1,7 +1,7 @@
 """Run a sweep: every config × query (× repeat) → one row of measured results.
 
-`run_sweep` is the driver. The work is planned and run by `execute.py` (one unit per
-distinct index, run by the local executor), each row is measured by `evaluate.py`, and
+`run_sweep` is the driver. The work is planned by `execute.py` (one unit per distinct
+index) and run by an executor (`executors.py`: local), each row is measured by `evaluate.py`, and
 the rows become the results and summary tables in `summary.py`. The driver alone writes
 the run folder (through `runfolder.py`): `runs_dir/<timestamp>-<name>/` with
 `spec.yaml`, `configs/`, `rows.jsonl` (appended and fsync'd row by row),
@@ -39,13 +39,13 @@ from .evaluate import evaluation_settings, failed, judge_view
 from .execute import (
     LLM_GROUPS,
     Finished,
-    LocalExecutor,
     estimate_llm_cost,
     index_key,
     load_spec_dataset,
     open_index,
     plan_units,
 )
+from .executors import LocalExecutor
 from .llm_cost import (
     Progress,
     estimate_line,
@@ -230,12 +230,11 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
         with LocalExecutor(spec, ds, configs, cache_dir, llm_ids, compute=to_compute > 0,
                            progress=progress, log=log, max_concurrency=conc,
                            meter=meter) as executor:
-            for unit in units:
-                for batch in executor.run(unit):
-                    _record(batch, rows, cache)
-                    bar.update(len(batch))
-                    llm_progress.advance(sum(f.fresh and f.row["query_id"] in llm_ids
-                                             for f in batch))
+            for batch in executor.run_all(units):
+                _record(batch, rows, cache)
+                bar.update(len(batch))
+                llm_progress.advance(sum(f.fresh and f.row["query_id"] in llm_ids
+                                         for f in batch))
     except LLMCallCap:
         log(f"{len(rows.done)}/{total} rows in {run_dir} (unfinished: a rerun resumes it)")
         raise
