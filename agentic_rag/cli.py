@@ -331,7 +331,7 @@ def main() -> None:
 
 
 # the commands of the other modules register themselves on `app` when imported
-from . import cli_eval, cli_serve  # noqa: E402,F401
+from . import cli_eval, cli_serve, cli_testset  # noqa: E402,F401
 
 if __name__ == "__main__":  # `python -m agentic_rag.cli`: run the app as imported, whose
     from agentic_rag.cli import main as _main  # modules above registered their commands on it

@@ -32,6 +32,7 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ..documents import Document, iter_document_paths, read_document
 from ..markup import parse_blocks
@@ -202,13 +203,19 @@ def python_library_qa(path: str | Path | None = None) -> Dataset:
                    "answers over tutorial+howto+faq+library")
 
 
-def load_local(docs: str | Path, questions: str | Path, name: str = "local") -> Dataset:
+def load_local(docs: str | Path, questions: str | Path, name: str = "local",
+               knowable: bool = True, unanswerable: bool = True) -> Dataset:
     """A folder (or file) of .md/.rst/.txt documents and a JSONL or CSV of questions with
     `question` (or `query`/`text`), optional `id`, `answer`/`answers`, `doc_ids` (ids are the
     paths `agentic-rag index` would give, e.g. `docs/install.md`; several separated by `|`
-    in CSV)."""
+    in CSV). A generated set (`agentic-rag testset`) also carries `spans` (the answer's
+    `{doc_id, start, end}` in its document: the gold of span metrics and `answer@k`), `split`
+    (its seeded dev/test split, kept), `answerable`, `knowable`, `chunk_type` and `intent`
+    (in each query's metadata). `knowable=False` leaves out the questions the model answered
+    without context; `unanswerable=False` the ones with no answer in the corpus."""
     corpus = [read_document(f, did) for f, did in iter_document_paths([docs])]
-    known = {d.id for d in corpus}
+    by_id = {d.id: d for d in corpus}
+    known = set(by_id)
     qpath = Path(questions)
     if not qpath.exists():
         raise DatasetMissing(f"{qpath}: questions file not found")
@@ -226,7 +233,7 @@ def load_local(docs: str | Path, questions: str | Path, name: str = "local") -> 
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise DatasetError(f"{qpath}:{n}: not valid JSON ({exc.msg})") from None
-    queries, qrels = [], {}
+    queries, qrels, spans, fixed = [], {}, {}, {}
     seen: dict[str, int] = {}
     for n, r in enumerate(rows, 1):
         where = f"{qpath}: row {n}"
@@ -255,10 +262,40 @@ def load_local(docs: str | Path, questions: str | Path, name: str = "local") -> 
         if unknown:
             raise DatasetError(f"{where}: doc_ids {unknown} not in {docs} "
                                f"(known ids look like {sorted(known)[:2]})")
-        queries.append(Query(id=qid, text=text, answers=[str(a) for a in answers]))
+        if (not knowable and r.get("knowable") is True) or \
+                (not unanswerable and r.get("answerable") is False):
+            continue
+        meta = {k: r[k] for k in ("answerable", "knowable", "chunk_type", "intent") if k in r}
+        queries.append(Query(id=qid, text=text, answers=[str(a) for a in answers], metadata=meta))
         if ids:
             qrels[qid] = {i: 1 for i in ids}
-    return Dataset(name=name, corpus=corpus, queries=queries, qrels=qrels)
+        if r.get("spans"):
+            spans[qid] = _spans(r["spans"], where, by_id)
+        if r.get("split") is not None:
+            if r["split"] not in ("dev", "test"):
+                raise DatasetError(f"{where}: split {r['split']!r} must be dev or test")
+            fixed[qid] = r["split"]
+    return Dataset(name=name, corpus=corpus, queries=queries, qrels=qrels, spans=spans,
+                   fixed_split=fixed)
+
+
+def _spans(value: Any, where: str, docs: dict[str, Document]) -> list[GoldSpan]:
+    """A row's `spans`: a list of {doc_id, start, end} inside known documents."""
+    if not isinstance(value, list):
+        raise DatasetError(f"{where}: 'spans' must be a list of {{doc_id, start, end}}, "
+                           f"got {value!r}")
+    out = []
+    for s in value:
+        try:
+            span = GoldSpan(doc_id=s["doc_id"], start=int(s["start"]), end=int(s["end"]))
+        except (KeyError, TypeError, ValueError):
+            raise DatasetError(f"{where}: span {s!r} needs doc_id, start and end") from None
+        doc = docs.get(span.doc_id)
+        if doc is None or not 0 <= span.start < span.end <= len(doc.text):
+            raise DatasetError(f"{where}: span {s!r} is not inside document {span.doc_id!r}"
+                               + ("" if doc is None else f" ({len(doc.text)} characters)"))
+        out.append(span)
+    return out
 
 
 DATASETS = {"halueval-qa": halueval_qa, "tau2-banking": banking_tasks, "python-faq": python_faq,

@@ -1,0 +1,82 @@
+"""`agentic-rag testset DOCS --n 200 --out questions.jsonl`: a test set generated from your
+own documents by the configured LLM (`datasets.testset.generate_testset`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .cli import ConfigOpt, HomeOpt, MaxConcurrencyOpt, MaxLLMCallsOpt, _config, _fail, _stopped_at_cap, app
+
+
+@app.command()
+def testset(
+    docs: Annotated[list[Path], typer.Argument(help="folders or files of .md/.rst/.txt documents")],
+    out: Annotated[Path, typer.Option(help="the set (JSONL); the rejected questions and a "
+                                           "summary are written beside it")] = Path("questions.jsonl"),
+    n: Annotated[int, typer.Option(min=1, help="questions to keep")] = 200,
+    seed: Annotated[int, typer.Option(help="sampling and split seed")] = 0,
+    unanswerable: Annotated[float, typer.Option(
+        min=0.0, max=0.9, help="share of questions the documents do not answer (abstention)")] = 0.1,
+    knowable: Annotated[bool, typer.Option(
+        help="ask the model each question without context, to flag the ones it knows "
+             "(--no-knowable: skip those calls)")] = True,
+    config: ConfigOpt = None, home: HomeOpt = None,
+    max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
+) -> None:
+    """Generate questions, short answers and their gold spans from DOCS with the configured
+    LLM (the local model unless llm.base_url / llm.endpoints is set); every call is cached."""
+    from .chunking import AgenticChunker
+    from .datasets.testset import estimate, generate_testset
+    from .documents import DocumentError, iter_document_paths, read_document
+    from .experiments.llm_cost import Progress, estimate_line, measured_rates, serves_in_parallel
+    from .llm import CallMeter, LLMCallCap, MeteredChatModel, make_chat_model
+    from .server import LlamaServer, ServerError
+
+    cfg = _config(config, home)
+    try:
+        documents = [read_document(f, did) for f, did in iter_document_paths(docs)]
+    except DocumentError as exc:
+        _fail(str(exc))
+    if not documents:
+        _fail(f"no .md/.rst/.txt documents in {', '.join(map(str, docs))}")
+    chunker = AgenticChunker(cfg.chunking)
+    chunks = [c for d in documents for c in chunker.chunk(d)]
+    conc = max_concurrency or cfg.llm.max_concurrency
+    typer.echo(f"{len(documents)} documents, {len(chunks)} chunks → {n} questions")
+    typer.echo(estimate_line(estimate(n, chunks, knowable),
+                             measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]), conc,
+                             serves_in_parallel(cfg.llm)))
+    local = cfg.llm.base_url is None and not cfg.llm.endpoints
+    server = LlamaServer(cfg.llm.server, home=cfg.home) if local else contextlib.nullcontext()
+    meter = CallMeter(max_llm_calls)
+    try:
+        with server:
+            chat = MeteredChatModel(make_chat_model(cfg.llm, cfg.home), meter)
+            res = generate_testset(documents, chat, n=n, seed=seed, unanswerable=unanswerable,
+                                   chunker=chunker.chunk, check_knowable=knowable,
+                                   max_concurrency=conc,
+                                   progress=Progress(n, typer.echo, "testset", meter))
+    except LLMCallCap as stop:
+        _stopped_at_cap(stop, f"{out} is not written yet")
+    except (ServerError, ValueError) as exc:
+        _fail(str(exc))
+    paths = res.write(out)
+    s = res.summary
+    typer.echo(f"{s['accepted']} questions from {s['documents']} documents ({s['drawn']} "
+               f"drawn; rejected: {json.dumps(s['rejected'])}); {s['unanswerable']} "
+               f"unanswerable, {s['knowable']} knowable without context")
+    typer.echo(f"by chunk type {json.dumps(s['by_chunk_type'])}, by intent "
+               f"{json.dumps(s['by_intent'])}, splits {json.dumps(s['by_split'])}")
+    for what, path in paths.items():
+        typer.echo(f"  {what}: {path}")
+    typer.echo(f"{meter.calls} new LLM calls, {meter.cached} cached")
+    if s["accepted"] < n:
+        typer.secho(f"only {s['accepted']} of {n} questions passed the filters in "
+                    f"{s['drawn']} draws: add documents or lower --n", fg=typer.colors.YELLOW)
+    typer.echo(f"use it: load_local({str(docs[0])!r}, {str(out)!r}), or a sweep spec's "
+               f"dataset: {{name: local, docs: {docs[0]}, questions: {out}}}")

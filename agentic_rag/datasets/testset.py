@@ -1,0 +1,385 @@
+"""A test set generated from a folder of documents by the configured LLM (issue 21).
+
+    res = generate_testset(docs, chat, n=200, seed=0)      # docs: list[Document]
+    res.write("questions.jsonl")        # + questions.rejected.jsonl, questions.summary.json
+    ds = load_local("my-docs", "questions.jsonl")           # spans, splits, intents read back
+
+1. **Sampling** (`sample_chunks`): the documents are chunked as the index chunks them, and
+   chunks are drawn stratified over chunk type (prose, code, table, list: equal shares as
+   far as each has chunks) and, within a type, round-robin over documents in a seeded order,
+   so no long page takes the set over.
+2. **Generation:** one schema-constrained call per chunk writes a question a user would ask,
+   in their words, and a short answer copied from the passage. The question kind follows the
+   chunk: code → code, table → data, list → procedure, prose → fact. A share of the draws
+   (`unanswerable`) instead asks for a question on the passage's subject that it does not
+   answer; those have no gold and measure abstention.
+3. **Filters**, each rejection recorded with its reason (`REASONS`): the reply must parse;
+   the answer must be short and occur in the source document (its character span is the
+   gold); the question must not copy a run of `max_copied_words` words of the passage (a
+   lexical shortcut); near-duplicates of an accepted question are dropped.
+4. **Knowable:** the model answers each accepted question without context; token F1 against
+   the reference ≥ `knowable_f1` marks it `knowable` (kept, selectable:
+   `load_local(..., knowable=False)`).
+
+Every call goes through the chat model's reply cache, keyed by the model's identity, so a
+rerun (or a cached packaged corpus) costs nothing; a failed call is retried by the client,
+then recorded as a rejection (`llm error`), never turned into a question.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..documents import Chunk, Document
+from ..evaluation.answers import token_f1
+from ..llm_pool import map_calls
+from ..llm_types import ChatModel, LLMError
+from .qa import find_answer
+
+PROMPT_VERSION = "testset-v1"
+STRATA = ("prose", "code", "table", "list")
+INTENT_OF = {"prose": "fact", "code": "code", "table": "data", "list": "procedure"}
+REASONS = ("llm error", "malformed reply", "answer too long", "answer not in source",
+           "copies the source", "near-duplicate", "question repeats the answer")
+
+_KIND_HINT = {
+    "fact": "a factual question (what, which, who, when, why) that the passage answers",
+    "code": "a question asking how to write or call something in code, answered by the passage",
+    "data": "a question asking for a specific value, number, limit or table entry in the passage",
+    "procedure": "a question asking how to do something, answered by the passage's steps",
+}
+_SYSTEM = (
+    "You write test questions for a documentation search engine. Given one passage, write "
+    "{kind}. Phrase it the way a user who has NOT read the passage would ask it: use your own "
+    "words, do not copy phrases from the passage, and make it specific enough to have one "
+    "answer (name the product, module or function it is about). Then give the answer: a short "
+    "exact quote from the passage (1 to 10 words) that answers it. Reply with JSON "
+    "{{\"question\": ..., \"answer\": ...}}.")
+_SYSTEM_UNANSWERABLE = (
+    "You write test questions for a documentation search engine. Given one passage, write a "
+    "question a user might ask about the same subject that the passage does NOT answer: ask "
+    "for a detail, option or value it does not mention. Use your own words. Reply with JSON "
+    "{\"question\": ..., \"answer\": \"\"}.")
+_CLOSED_BOOK = ("Answer the question in a few words, from what you know. If you do not know, "
+                "say \"I don't know\".")
+_SCHEMA = {"type": "object", "required": ["question", "answer"],
+           "properties": {"question": {"type": "string"}, "answer": {"type": "string"}}}
+_WORD = re.compile(r"[a-z0-9_]+")
+
+
+class GeneratedQuestion(BaseModel):
+    """One generated question, in the format `load_local` reads."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    question: str
+    answer: str = ""
+    doc_ids: list[str]
+    spans: list[dict[str, Any]]  # [{"doc_id", "start", "end"}]: the answer in the document
+    chunk_id: str
+    chunk_type: str
+    intent: str
+    answerable: bool = True
+    knowable: bool | None = None  # answered without context (None: not checked)
+    closed_book_f1: float | None = None
+    split: Literal["dev", "test"]
+    generator: str
+    prompt_version: str = PROMPT_VERSION
+
+
+@dataclass
+class TestsetResult:
+    records: list[GeneratedQuestion]
+    rejected: list[dict[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, out: str | Path) -> dict[str, Path]:
+        """`out` (the set), `<stem>.rejected.jsonl` and `<stem>.summary.json` beside it."""
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        paths = {"questions": out, "rejected": out.with_name(f"{out.stem}.rejected.jsonl"),
+                 "summary": out.with_name(f"{out.stem}.summary.json")}
+        paths["questions"].write_text("".join(r.model_dump_json() + "\n" for r in self.records),
+                                      encoding="utf-8")
+        paths["rejected"].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                             for r in self.rejected), encoding="utf-8")
+        paths["summary"].write_text(json.dumps(self.summary, indent=2), encoding="utf-8")
+        return paths
+
+
+def stratum(chunk: Chunk) -> str | None:
+    """The sampling stratum of a chunk: its type, table rows as tables; headings: none."""
+    t = "table" if chunk.chunk_type == "table_row" else chunk.chunk_type
+    return t if t in STRATA else None
+
+
+def sample_chunks(chunks: Sequence[Chunk], seed: int = 0, min_tokens: int = 25) -> Iterator[Chunk]:
+    """Every usable chunk (a stratum, ≥ `min_tokens`), in a seeded order that is stratified:
+    the strata take turns, and within a stratum the documents take turns (documents and
+    their chunks shuffled with `seed`). Any prefix of it is a stratified sample."""
+    rng = random.Random(seed)
+    by_stratum: dict[str, dict[str, list[Chunk]]] = defaultdict(lambda: defaultdict(list))
+    for c in chunks:
+        s = stratum(c)
+        if s is not None and c.token_count >= min_tokens:
+            by_stratum[s][c.doc_id].append(c)
+    streams = []
+    for s in STRATA:
+        docs = by_stratum.get(s)
+        if not docs:
+            continue
+        queues = []
+        for doc_id in sorted(docs):
+            cs = sorted(docs[doc_id], key=lambda c: c.id)
+            rng.shuffle(cs)
+            queues.append(cs)
+        rng.shuffle(queues)
+        streams.append(_round_robin(queues))
+    yield from _round_robin_iters(streams)
+
+
+def _round_robin(queues: list[list[Chunk]]) -> Iterator[Chunk]:
+    i = 0
+    while any(queues):
+        if queues[i % len(queues)]:
+            yield queues[i % len(queues)].pop(0)
+        i += 1
+
+
+def _round_robin_iters(iters: list[Iterator[Chunk]]) -> Iterator[Chunk]:
+    live = list(iters)
+    while live:
+        for it in list(live):
+            try:
+                yield next(it)
+            except StopIteration:
+                live.remove(it)
+
+
+def longest_common_run(a: str, b: str) -> int:
+    """The longest run of consecutive words (lower-cased, alphanumeric) `a` shares with `b`."""
+    wa, wb = _WORD.findall(a.lower()), _WORD.findall(b.lower())
+    if not wa or not wb:
+        return 0
+    pos = defaultdict(list)
+    for j, w in enumerate(wb):
+        pos[w].append(j)
+    best, prev = 0, {}
+    for w in wa:
+        cur = {j: prev.get(j - 1, 0) + 1 for j in pos.get(w, ())}
+        if cur:
+            best = max(best, max(cur.values()))
+        prev = cur
+    return best
+
+
+def _jaccard(a: str, b: str) -> float:
+    sa, sb = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
+
+
+def _passage(chunk: Chunk, doc: Document) -> str:
+    head = " > ".join(x for x in (doc.title, chunk.heading_path) if x)
+    return (f"[{head}]\n" if head else "") + chunk.text
+
+
+def _split(qid: str, seed: int) -> Literal["dev", "test"]:
+    """20 % dev, seeded, by the question's id (the packaged datasets' share)."""
+    return "dev" if random.Random(f"{seed}:{qid}").random() < 0.2 else "test"
+
+
+def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, seed: int = 0,
+                     unanswerable: float = 0.1, chunker: Callable[[Document], list[Chunk]]
+                     | None = None, max_copied_words: int = 6, max_answer_words: int = 12,
+                     duplicate_jaccard: float = 0.8, knowable_f1: float = 0.5,
+                     check_knowable: bool = True, max_draws: int | None = None,
+                     max_concurrency: int = 1, min_tokens: int = 25,
+                     progress: Any = None) -> TestsetResult:
+    """`n` accepted questions (about `unanswerable` of them without an answer in the corpus)
+    from `docs`, drawing chunks in `sample_chunks` order until `n` pass the filters or the
+    first `max_draws` chunks of that order (default 3 × n) are used up. `chunker`: the index's chunker (default:
+    `AgenticChunker()` with the default config). `max_concurrency`: generation calls in
+    flight; the set is the same at any value (draws are judged in order). `progress`: an
+    object whose `advance()` is called per accepted question (`llm_cost.Progress`).
+    `min_tokens`: shorter chunks are not drawn (a heading line or a one-line stub has no
+    question in it)."""
+    if n < 1:
+        raise ValueError(f"n: {n} is not >= 1")
+    if not 0.0 <= unanswerable < 1.0:
+        raise ValueError(f"unanswerable: {unanswerable} is not a share in [0, 1)")
+    if not docs:
+        raise ValueError("no documents to generate questions from")
+    if chunker is None:
+        from ..chunking import AgenticChunker
+
+        chunker = AgenticChunker().chunk
+    by_id = {d.id: d for d in docs}
+    chunks = [c for d in docs for c in chunker(d)]
+    quota = {False: round(n * unanswerable)}
+    quota[True] = n - quota[False]
+    every = max(2, round(1 / unanswerable)) if quota[False] else 0
+    max_draws = max_draws if max_draws is not None else 3 * n
+    gen = getattr(chat, "model_id", type(chat).__name__)
+    records: list[GeneratedQuestion] = []
+    rejected: list[dict[str, Any]] = []
+    done = {True: 0, False: 0}
+
+    def plan() -> Iterator[tuple[Chunk, bool]]:
+        """Draw i is an unanswerable one when i % every == every - 1: fixed by i alone, so the
+        set is the same at any concurrency (a draw whose kind is full is skipped below)."""
+        for i, chunk in enumerate(sample_chunks(chunks, seed, min_tokens)):
+            if i >= max_draws or all(done[k] >= quota[k] for k in quota):
+                return
+            answerable = not (every and i % every == every - 1)
+            if done[answerable] < quota[answerable]:
+                yield chunk, answerable
+
+    def ask(item: tuple[Chunk, bool]) -> Any:
+        chunk, answerable = item
+        return _ask(chat, chunk, by_id[chunk.doc_id], answerable)
+
+    draws = 0
+    drawn = []
+    for _, reply in map_calls(ask, _tee(plan(), drawn), max_concurrency):
+        chunk, answerable = drawn.pop(0)
+        if done[answerable] >= quota[answerable]:
+            continue  # drawn ahead by a concurrent run after its kind filled: not used
+        draws += 1
+        s = stratum(chunk)
+        intent = INTENT_OF[s] if answerable else "fact"
+        base = {"chunk_id": chunk.id, "doc_id": chunk.doc_id, "chunk_type": s, "intent": intent,
+                "answerable": answerable}
+        outcome = _check(reply, chunk, by_id[chunk.doc_id], answerable, records,
+                         max_copied_words, max_answer_words, duplicate_jaccard)
+        if isinstance(outcome, dict):
+            rejected.append({**base, **outcome})
+            continue
+        question, answer, span = outcome
+        qid = f"g{len(records) + 1:04d}-{hashlib.sha1(chunk.id.encode()).hexdigest()[:8]}"
+        records.append(GeneratedQuestion(
+            id=qid, question=question, answer=answer,
+            doc_ids=[chunk.doc_id] if answerable else [],
+            spans=[{"doc_id": chunk.doc_id, "start": span[0], "end": span[1]}] if span else [],
+            chunk_id=chunk.id, chunk_type=s, intent=intent, answerable=answerable,
+            split=_split(qid, seed), generator=gen))
+        done[answerable] += 1
+        if progress is not None:
+            progress.advance()
+    if check_knowable:
+        checked = dict(map_calls(lambda r: _knowable(chat, r, knowable_f1) if r.answerable
+                                 else r, records, max_concurrency))
+        records = [checked[i] for i in range(len(records))]
+    summary = _summary(records, rejected, n, draws, seed, gen, unanswerable, max_copied_words,
+                       duplicate_jaccard, knowable_f1, len(chunks))
+    return TestsetResult(records, rejected, summary)
+
+
+def estimate(n: int, chunks: Sequence[Chunk], check_knowable: bool = True) -> dict[str, int]:
+    """The calls and tokens `generate_testset` should take for `n` questions: 1.5 draws per
+    accepted question (an assumption until a run measures its rejection rate; the summary
+    reports it), each the prompt (~180 tokens) + a passage of the chunks' mean size, ~40
+    tokens out; the closed-book check ~60 in, ~15 out."""
+    mean = sum(c.token_count for c in chunks) / len(chunks) if chunks else 0
+    draws = round(1.5 * n)
+    k = n if check_knowable else 0
+    return {"llm_calls": draws + k, "prompt_tokens_est": round(draws * (180 + mean) + k * 60),
+            "completion_tokens_est": draws * 40 + k * 15}
+
+
+def _tee(items: Iterator[Any], seen: list[Any]) -> Iterator[Any]:
+    """`items`, each also appended to `seen` as it is drawn (the consumer pops them in order)."""
+    for item in items:
+        seen.append(item)
+        yield item
+
+
+def _ask(chat: ChatModel, chunk: Chunk, doc: Document, answerable: bool) -> Any:
+    """The generation call's reply, or the LLMError it ended with (recorded, not raised)."""
+    system = _SYSTEM.format(kind=_KIND_HINT[INTENT_OF[stratum(chunk)]]) if answerable \
+        else _SYSTEM_UNANSWERABLE
+    try:
+        return chat.chat([{"role": "system", "content": system},
+                          {"role": "user", "content": _passage(chunk, doc)}],
+                         json_schema=_SCHEMA, max_tokens=120)
+    except LLMError as exc:
+        return exc
+
+
+def _check(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
+           accepted: list[GeneratedQuestion], max_copied: int, max_answer_words: int,
+           dup_jaccard: float) -> tuple[str, str, tuple[int, int] | None] | dict[str, Any]:
+    """(question, answer, span) or a rejection {reason, detail, question?, answer?}."""
+    if isinstance(reply, LLMError):
+        return {"reason": "llm error", "detail": f"{reply.kind}: {str(reply)[:200]}"}
+    try:
+        data = reply.json()
+    except (json.JSONDecodeError, ValueError) as exc:
+        return {"reason": "malformed reply", "detail": f"{exc}: {reply.content[:200]!r}"}
+    q = data.get("question") if isinstance(data, dict) else None
+    a = data.get("answer") if isinstance(data, dict) else None
+    if not isinstance(q, str) or not q.strip() or not isinstance(a, str):
+        return {"reason": "malformed reply", "detail": reply.content[:200]}
+    q, a = " ".join(q.split()), " ".join(a.split()).strip(" .\"'")
+    seen = {"question": q, "answer": a}
+    span = None
+    if answerable:
+        if not a or len(a.split()) > max_answer_words:
+            return {"reason": "answer too long" if a else "malformed reply",
+                    "detail": f"{len(a.split())} words (at most {max_answer_words})", **seen}
+        region = doc.text[chunk.start_char:chunk.end_char]
+        at = find_answer(region, a)
+        span = (chunk.start_char + at[0], chunk.start_char + at[1]) if at else find_answer(doc.text, a)
+        if span is None:
+            return {"reason": "answer not in source", "detail": f"{a!r} not in {doc.id}", **seen}
+        if len(a) > 3 and a.lower() in q.lower():
+            return {"reason": "question repeats the answer", "detail": a, **seen}
+    run = longest_common_run(q, chunk.text)
+    if run >= max_copied:
+        return {"reason": "copies the source", "detail": f"{run} consecutive words of the "
+                f"passage (at most {max_copied - 1})", **seen}
+    for r in accepted:
+        if _jaccard(q, r.question) >= dup_jaccard:
+            return {"reason": "near-duplicate", "detail": f"of {r.id}: {r.question!r}", **seen}
+    return q, a, span
+
+
+def _knowable(chat: ChatModel, r: GeneratedQuestion, threshold: float) -> GeneratedQuestion:
+    """The model's closed-book answer scored against the reference; an LLM failure leaves
+    `knowable` None (not checked), never False."""
+    try:
+        reply = chat.chat([{"role": "system", "content": _CLOSED_BOOK},
+                           {"role": "user", "content": r.question}], max_tokens=40)
+    except LLMError:
+        return r
+    f1 = round(token_f1(reply.content, [r.answer]), 3)
+    return r.model_copy(update={"knowable": f1 >= threshold, "closed_book_f1": f1})
+
+
+def _summary(records: list[GeneratedQuestion], rejected: list[dict], n: int, draws: int, seed: int,
+             gen: str, unanswerable: float, max_copied: int, dup: float, knowable_f1: float,
+             n_chunks: int) -> dict[str, Any]:
+    return {
+        "requested": n, "accepted": len(records), "drawn": draws, "chunks": n_chunks,
+        "rejected": dict(Counter(r["reason"] for r in rejected)),
+        "by_chunk_type": dict(Counter(r.chunk_type for r in records)),
+        "by_intent": dict(Counter(r.intent for r in records)),
+        "by_split": dict(Counter(r.split for r in records)),
+        "documents": len({r.doc_ids[0] for r in records if r.doc_ids}),
+        "unanswerable": sum(not r.answerable for r in records),
+        "knowable": sum(bool(r.knowable) for r in records),
+        "knowable_unchecked": sum(r.answerable and r.knowable is None for r in records),
+        "settings": {"seed": seed, "unanswerable": unanswerable, "max_copied_words": max_copied,
+                     "duplicate_jaccard": dup, "knowable_f1": knowable_f1},
+        "generator": gen, "prompt_version": PROMPT_VERSION,
+    }

@@ -1,0 +1,210 @@
+"""The generated test set (issue 21): stratified sampling, each filter with its recorded
+reason, gold spans that point at the answer, the same set at any concurrency, and
+`load_local` reading it back. The generator is a scripted chat model here; the real model
+runs in `make`-level checks and the notebook."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from agentic_rag.chunking import AgenticChunker
+from agentic_rag.datasets import DatasetError, load_local
+from agentic_rag.datasets.testset import (
+    REASONS,
+    GeneratedQuestion,
+    generate_testset,
+    longest_common_run,
+    sample_chunks,
+    stratum,
+)
+from agentic_rag.documents import Chunk, Document
+from agentic_rag.llm_types import ChatReply, LLMError
+
+DOCS = {
+    "fees.md": "# Fees\n\nThe Harbor account has a monthly fee of 7 dollars unless the balance "
+               "stays above 900 dollars for the whole statement period.\n\n"
+               "| item | fee |\n|---|---|\n| wire transfer | 12 dollars |\n| paper statement | "
+               "2 dollars |\n",
+    "setup.md": "# Setup\n\nTo open a Harbor account:\n\n1. Fill in the green intake form at "
+                "any branch.\n2. Show a photo identity document.\n3. Deposit at least 25 "
+                "dollars.\n\n```python\nclient = harbor.connect(token='abc', timeout=30)\n"
+                "client.accounts.list(active_only=True)\n```\n",
+    "cards.md": "# Cards\n\nA lost card is blocked within four minutes of the call; the "
+                "replacement card arrives by post after six working days, free of charge, "
+                "the first time each calendar year.\n",
+}
+
+
+def _docs() -> list[Document]:
+    return [Document(id=f"docs/{k}", text=v, title=k.removesuffix(".md")) for k, v in DOCS.items()]
+
+
+def _chunker(doc: Document) -> list[Chunk]:
+    return AgenticChunker().chunk(doc)
+
+
+def _generate(chat=None, **kw):  # noqa: ANN001, ANN003
+    """Every chunk of the small corpus drawn (n above what it can give), short ones too."""
+    args = {"n": 10, "seed": 0, "unanswerable": 0.2, "chunker": _chunker, "max_draws": 40,
+            "min_tokens": 5, **kw}
+    return generate_testset(_docs(), chat or ScriptedGenerator(), **args)
+
+
+class ScriptedGenerator:
+    """Writes a question and a quoted answer from the passage, with a defect chosen by the
+    passage's content so that every filter has something to reject; closed-book, it
+    "knows" the answer to questions about cards."""
+
+    model_id = "scripted"
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.calls = 0
+        self.fail_on = fail_on
+
+    def chat(self, messages, *, json_schema=None, max_tokens=None, **kw) -> ChatReply:  # noqa: ANN001
+        self.calls += 1
+        system, user = messages[0]["content"], messages[-1]["content"]
+        if json_schema is None:  # the closed-book check
+            return ChatReply(content="four minutes" if "card" in user.lower() else "no idea")
+        if self.fail_on and self.fail_on in user:
+            raise LLMError("timed out after 3 attempts", "timeout", 3)
+        if "does NOT answer" in system:
+            return ChatReply(content=json.dumps({"question": f"Is there an age limit? ({self.calls})",
+                                                 "answer": ""}))
+        if "monthly fee" in user:  # copies the passage word for word
+            return ChatReply(content=json.dumps({"question": "is there no fee unless the balance "
+                                                 "stays above 900 dollars for the whole statement "
+                                                 "period?",
+                                                 "answer": "7 dollars"}))
+        if "wire transfer" in user or "paper statement" in user:  # the same question twice
+            return ChatReply(content=json.dumps({"question": "How much is a wire to another "
+                                                 "bank?", "answer": "12 dollars"}))
+        if "client" in user:  # an answer that is not in the source
+            return ChatReply(content=json.dumps({"question": "How do I connect?",
+                                                 "answer": "harbor.login()"}))
+        if "intake form" in user:
+            return ChatReply(content="not json at all")
+        if "lost card" in user:
+            return ChatReply(content=json.dumps({"question": "How fast is a missing card stopped?",
+                                                 "answer": "within four minutes"}))
+        return ChatReply(content=json.dumps({"question": "How much does opening cost?",
+                                             "answer": "7 dollars"}))
+
+
+def test_sampling_is_stratified_by_chunk_type_then_document_and_seeded():
+    chunks = [Chunk(id=f"{t}-{d}-{i}", doc_id=f"d{d}", text="x " * 40, chunk_type=t,
+                    start_char=0, end_char=80, token_count=40)
+              for t in ("prose", "code", "table_row", "list") for d in range(3) for i in range(4)]
+    order = list(sample_chunks(chunks, seed=1))
+    assert len(order) == len(chunks)
+    first = order[:8]  # the strata take turns: each twice in the first 8 draws
+    assert sorted(stratum(c) for c in first) == sorted(["prose", "code", "table", "list"] * 2)
+    prose = [c for c in order if c.chunk_type == "prose"][:3]  # documents take turns
+    assert len({c.doc_id for c in prose}) == 3
+    assert [c.id for c in sample_chunks(chunks, seed=1)] == [c.id for c in order]
+    assert [c.id for c in sample_chunks(chunks, seed=2)] != [c.id for c in order]
+    short = Chunk(id="h", doc_id="d0", text="Fees", chunk_type="heading", start_char=0,
+                  end_char=4, token_count=1)
+    assert short not in list(sample_chunks([short], seed=0))
+
+
+def test_longest_common_run_counts_consecutive_words():
+    assert longest_common_run("what is the fee of a wire", "the fee of a wire is 12") == 5
+    assert longest_common_run("Fee?", "no overlap here") == 0
+
+
+def test_every_filter_records_its_reason_and_spans_point_at_the_answer():
+    res = _generate()
+    by_id = {d.id: d for d in _docs()}
+    reasons = {r["reason"] for r in res.rejected}
+    assert {"copies the source", "answer not in source", "malformed reply"} <= reasons
+    assert all(r["detail"] and r["chunk_id"] and r["reason"] in REASONS for r in res.rejected)
+    answerable = [r for r in res.records if r.answerable]
+    assert answerable and all(r.spans and r.doc_ids for r in answerable)
+    for r in answerable:
+        span = r.spans[0]
+        found = by_id[span["doc_id"]].text[span["start"]:span["end"]]
+        assert " ".join(found.split()) == r.answer
+    assert any(not r.answerable and not r.doc_ids and not r.spans for r in res.records)
+    # the wire question comes from the table and from its row: kept once
+    assert sum("wire" in r.question for r in res.records) == 1
+    s = res.summary
+    assert s["accepted"] == len(res.records) < s["requested"]
+    assert s["rejected"] == {k: sum(r["reason"] == k for r in res.rejected) for k in reasons}
+    assert s["generator"] == "scripted" and s["prompt_version"] == res.records[0].prompt_version
+
+
+def test_knowable_questions_are_flagged_not_dropped():
+    res = _generate(unanswerable=0.0)
+    cards = [r for r in res.records if "card" in r.question]
+    wire = [r for r in res.records if "wire" in r.question]
+    assert cards and cards[0].knowable is True and cards[0].closed_book_f1 == 0.8  # 'four minutes'
+    assert wire and wire[0].knowable is False
+    assert res.summary["knowable"] == 1
+    assert all(r.knowable is None for r in _generate(check_knowable=False).records)
+
+
+def test_a_failed_call_is_a_recorded_rejection_not_a_question():
+    res = _generate(ScriptedGenerator(fail_on="lost card"))
+    failed = [r for r in res.rejected if r["reason"] == "llm error"]
+    assert failed and "timeout" in failed[0]["detail"]
+    assert not any("card" in r.question for r in res.records)
+
+
+def test_the_set_is_the_same_at_any_concurrency():
+    for n in (2, 10):  # stopping early and running the corpus out
+        one = _generate(n=n, seed=3, max_concurrency=1)
+        four = _generate(n=n, seed=3, max_concurrency=4)
+        assert [r.model_dump() for r in one.records] == [r.model_dump() for r in four.records]
+        assert one.rejected == four.rejected and one.summary == four.summary
+
+
+def test_bad_arguments_name_the_problem():
+    with pytest.raises(ValueError, match="unanswerable"):
+        generate_testset(_docs(), ScriptedGenerator(), n=2, unanswerable=1.5)
+    with pytest.raises(ValueError, match="no documents"):
+        generate_testset([], ScriptedGenerator(), n=2)
+
+
+def test_load_local_reads_the_generated_set_back(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text)
+    from agentic_rag.documents import iter_document_paths, read_document
+
+    docs = [read_document(f, did) for f, did in iter_document_paths([folder])]
+    res = generate_testset(docs, ScriptedGenerator(), n=3, seed=0, unanswerable=0.34,
+                           chunker=_chunker, max_draws=40, min_tokens=5)
+    paths = res.write(tmp_path / "questions.jsonl")
+    assert paths["rejected"].exists() and json.loads(paths["summary"].read_text())["accepted"] == 3
+    ds = load_local(folder, paths["questions"])
+    assert len(ds.queries) == 3
+    answerable = [q for q in ds.queries if q.metadata.get("answerable")]
+    for q in answerable:
+        (span,) = ds.spans[q.id]
+        doc = next(d for d in ds.corpus if d.id == span.doc_id)
+        assert re.sub(r"\s+", " ", doc.text[span.start:span.end]) == q.answers[0]
+        assert q.metadata["intent"] in ("fact", "code", "data", "procedure")
+    splits = {r.id: r.split for r in res.records}
+    assert {q.id for q in ds.split("dev").queries} == {k for k, v in splits.items() if v == "dev"}
+    assert len(load_local(folder, paths["questions"], unanswerable=False).queries) == \
+        len(answerable)
+    knowable = sum(bool(r.knowable) for r in res.records)
+    assert len(load_local(folder, paths["questions"], knowable=False).queries) == 3 - knowable
+
+
+def test_load_local_names_a_bad_span(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nshort text\n")
+    rec = GeneratedQuestion(id="g1", question="q?", answer="short", doc_ids=["docs/a.md"],
+                        spans=[{"doc_id": "docs/a.md", "start": 5, "end": 500}], chunk_id="c",
+                        chunk_type="prose", intent="fact", split="dev", generator="x")
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(rec.model_dump_json() + "\n")
+    with pytest.raises(DatasetError, match=r"q.jsonl: row 1: span .* not inside document"):
+        load_local(folder, qs)
