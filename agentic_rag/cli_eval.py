@@ -32,9 +32,15 @@ def sweep(spec: Path,
               help="the row cache file; default <cache-dir>/rows.sqlite")] = None,
           max_concurrency: MaxConcurrencyOpt = None,
           max_llm_calls: MaxLLMCallsOpt = None,
+          executor: Annotated[str | None, typer.Option(
+              help="local or ray (default: the spec's `executor`, else local)")] = None,
+          ray_address: Annotated[str | None, typer.Option(
+              help="with ray: a running cluster (host:port, ray://host:port, auto); default "
+                   "RAY_ADDRESS, else a cluster on this machine, else a local one")] = None,
           ) -> None:
     """Run a sweep spec (YAML); rerunning the same spec resumes an unfinished run, and rows
-    finished by any earlier run are read from the row cache, not recomputed."""
+    finished by any earlier run are read from the row cache, not recomputed. `--executor ray`
+    runs it on a Ray cluster (docs/cluster.md): the same rows, the same run folder."""
     from .config import ConfigError
     from .experiments import export_config, run_sweep
     from .experiments.spec import SweepSpec
@@ -43,6 +49,7 @@ def sweep(spec: Path,
 
     try:
         spec_obj = SweepSpec.load(spec)
+        spec_obj = spec_obj.with_executor(executor, ray_address)
     except ConfigError as exc:
         _fail(str(exc))
     t0 = time.perf_counter()

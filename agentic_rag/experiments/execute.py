@@ -42,16 +42,24 @@ def index_key(cfg: RAGConfig, corpus_fp: str) -> str:
 
 
 def open_index(cfg: RAGConfig, ds: Dataset, cache_dir: str | Path, progress: bool = False,
-               log=print) -> tuple[RAGConfig, AgenticIndex]:  # noqa: ANN001
+               log=print, embedders: dict | None = None,  # noqa: ANN001
+               ) -> tuple[RAGConfig, AgenticIndex]:
     """The shared, cached index of `ds.corpus` under `cfg`'s chunking / embedder / BM25
-    (built once per distinct key in `cache_dir`, reused by every later run)."""
+    (built once per distinct key in `cache_dir`, reused by every later run). `embedders`:
+    embedders by their config, reused across calls (a Ray worker loads its model once)."""
     cache_dir = Path(cache_dir)
     key = index_key(cfg, ds.corpus_fingerprint())
     over: dict = {"home": str(cache_dir / f"index-{key}")}
     if cfg.store.url:  # one server holds every index of the sweep: one collection per key
         over["store.collection"] = f"{cfg.store.collection[:48]}-{key}"
     first = cfg.with_overrides(over)
-    emb = make_embedder(first.embedding, cache_dir / "embeddings")
+    if embedders is None:
+        emb = make_embedder(first.embedding, cache_dir / "embeddings")
+    else:
+        emb = embedders.get(first.embedding.model_dump_json())
+        if emb is None:
+            emb = embedders[first.embedding.model_dump_json()] = make_embedder(
+                first.embedding, cache_dir / "embeddings")
     index = AgenticIndex(first, embedder=emb)
     t0 = time.perf_counter()
     rep = index.add_documents(ds.corpus, progress=progress)

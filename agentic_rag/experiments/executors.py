@@ -7,13 +7,19 @@ runs them. It never writes a row: the driver (`runner.run_sweep`) alone appends 
 the same for every executor.
 
 - `LocalExecutor`: this process, unit after unit.
+- `RayExecutor`: a Ray cluster; units cut into query shards, run by actors that keep their
+  embedding model and indexes loaded.
 """
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..datasets import Dataset
 from ..llm import CallMeter, MeteredChatModel, make_chat_model, map_calls
@@ -22,7 +28,7 @@ from ..retrievers import CandidateMemo
 from . import execute
 from .evaluate import PendingRow, start_row
 from .execute import LLM_GROUPS, Finished, Unit, cached_row
-from .spec import SweepSpec
+from .spec import RaySpec, SweepSpec
 
 
 class Executor(Protocol):
@@ -55,24 +61,35 @@ class LocalExecutor:
         self.max_concurrency, self.meter = max_concurrency, meter or CallMeter()
         self.server = self.scorer = None
         self.docs_by_id = {d.id: d for d in ds.corpus}
+        self.embedders: dict | None = None  # None: each index opens its own embedder
 
     def __enter__(self) -> LocalExecutor:
+        if self.compute:
+            self.start_llm_server()
+            self.make_scorer()
+        return self
+
+    def start_llm_server(self) -> None:
+        """The local LLM server, if the metrics need an LLM and no remote endpoint is set."""
         spec = self.spec
         llm_groups = LLM_GROUPS & set(spec.metrics)
         local = spec.base.llm.base_url is None and not spec.base.llm.endpoints
-        if llm_groups - {"ragas_nonllm"} and local and self.compute:
+        if llm_groups - {"ragas_nonllm"} and local:
             from ..server import LlamaServer
 
             self.server = LlamaServer(spec.base.llm.server, home=self.cache_dir)
             if not self.server.running():
                 self.log(f"starting the local LLM server ({spec.base.llm.server.model}) ...")
                 self.server.start()
-        if "ragas" in spec.metrics and self.compute:
+
+    def make_scorer(self) -> None:
+        """The ragas scorer, if the metrics include ragas."""
+        spec = self.spec
+        if "ragas" in spec.metrics:
             from ..evaluation.ragas_metrics import RagasScorer
 
             self.scorer = RagasScorer(spec.base.llm, spec.ragas_metrics,
                                       cache_dir=str(self.cache_dir / "ragas-cache"))
-        return self
 
     def __exit__(self, *exc: object) -> None:
         if self.server is not None:
@@ -112,7 +129,7 @@ class LocalExecutor:
         only in fusion, gate or filters share one memo of candidate lists (`spec.replay`), so
         they replay the same searches instead of repeating them."""
         first, index = execute.open_index(self.configs[members[0]][2], self.ds, self.cache_dir,
-                                  self.progress, self.log)
+                                          self.progress, self.log, self.embedders)
         memo = CandidateMemo() if self.spec.replay else None
         pipes = {}
         for i in members:
@@ -130,3 +147,237 @@ class LocalExecutor:
             memo.seconds.clear()
             memo.take()
         return pipes
+
+
+# ---- Ray ------------------------------------------------------------------------------------
+RAY_EXTRA = "pip install 'agentic-rag[ray]' (or pip install ray==2.60.0)"
+WORKER_NAME = "agentic-rag-worker"  # named actors: `ray.util.list_named_actors()` finds them
+MAX_ATTEMPTS = 3  # a shard whose worker dies is retried on a new one, at most this often
+
+
+class RayUnavailable(RuntimeError):
+    """The Ray cluster cannot be reached, or Ray is not installed."""
+
+
+def import_ray():  # noqa: ANN201 - the ray module
+    """The `ray` module, or a `RayUnavailable` naming the extra to install."""
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable(f"executor: ray needs the ray package: {RAY_EXTRA}") from None
+    return ray
+
+
+def probe_address(address: str, timeout_s: float) -> None:
+    """Fail within `timeout_s`, naming `address`, when nothing listens there (Ray's own
+    connect retries for minutes). `auto` / `local` are left to Ray."""
+    if address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise RayUnavailable(f"Ray address {address!r}: expected host:port, ray://host:port or "
+                             "auto (--ray-address, RAY_ADDRESS or the spec's ray.address)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise RayUnavailable(
+            f"Ray cluster at {address} unreachable within {timeout_s:g} s "
+            f"({exc.strerror or exc}): start it with `ray start --head`, or fix --ray-address "
+            "/ RAY_ADDRESS / the spec's ray.address (ray.connect_timeout_s sets the wait)"
+        ) from None
+
+
+def connect_ray(settings: RaySpec, log=print) -> bool:  # noqa: ANN001
+    """Connect to Ray as `settings` say: a cluster already joined by this process; else
+    `settings.address` or RAY_ADDRESS (probed first); else a cluster running on this
+    machine; else a local one is started (`settings.num_cpus`, no dashboard, logs under
+    Ray's temp dir, /tmp/ray). Returns whether this call connected (the caller shuts down)."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
+    address = settings.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        probe_address(address, settings.connect_timeout_s)
+        ray.init(address=address, log_to_driver=False)
+        log(f"ray: connected to {address}")
+        return True
+    try:
+        ray.init(address="auto", log_to_driver=False)
+        log("ray: connected to the cluster running on this machine")
+    except ConnectionError:
+        ray.init(num_cpus=settings.num_cpus, include_dashboard=False, log_to_driver=False)
+        log(f"ray: started a local cluster ({settings.num_cpus or os.cpu_count()} CPUs)")
+    return True
+
+
+class _ShardExecutor(LocalExecutor):
+    """The local executor inside a Ray worker: its pipelines (index, BM25, candidate memo)
+    and its embedding model are kept across the shards it runs, not reopened per shard."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        self.embedders = {}
+        self._pipes: dict[tuple[int, ...], dict[int, Pipeline]] = {}
+
+    def _pipelines(self, members: list[int]) -> dict[int, Pipeline]:
+        key = tuple(members)
+        if key not in self._pipes:
+            self._pipes[key] = super()._pipelines(members)
+        return self._pipes[key]
+
+
+class _Worker:
+    """A Ray actor: one `_ShardExecutor`; `rows(shard)` returns the shard's finished rows."""
+
+    def __init__(self, spec: SweepSpec, ds: Dataset, configs: list, cache_dir: str,
+                 llm_ids: frozenset[str], max_concurrency: int) -> None:
+        self.executor = _ShardExecutor(spec, ds, configs, cache_dir, llm_ids,
+                                       max_concurrency=max_concurrency)
+        self.executor.make_scorer()
+
+    def rows(self, shard: Unit) -> list[Finished]:
+        return [f for batch in self.executor.run(shard) for f in batch]
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def shard_unit(unit: Unit, n: int) -> list[Unit]:
+    """`unit` cut into at most `n` shards of whole queries (every config and repeat of a
+    query in one shard, so the configs replay one another's searches), in `todo` order."""
+    blocks: list[list[tuple]] = []
+    for item in unit.todo:
+        if blocks and blocks[-1][0][1].id == item[1].id and blocks[-1][0][2] == item[2]:
+            blocks[-1].append(item)
+        else:
+            blocks.append([item])
+    n = max(1, min(n, len(blocks)))
+    cuts = [round(j * len(blocks) / n) for j in range(n + 1)]
+    shards = []
+    for a, b in zip(cuts, cuts[1:]):
+        todo = [t for block in blocks[a:b] for t in block]
+        shards.append(Unit(unit.members, todo,
+                           {t[3]: unit.found[t[3]] for t in todo if t[3] in unit.found}))
+    return shards
+
+
+class RayExecutor(LocalExecutor):
+    """Runs units on a Ray cluster (`spec.ray`): each unit is cut into query shards
+    (`shard_unit`), run by actors (`_Worker`, one CPU each, one per cluster CPU unless
+    `spec.ray.workers`) that load the embedding model and open each index once. The first
+    shard of a unit goes out alone (its worker builds the index if it is missing: one
+    builder per index), the others once it is back. A shard whose worker dies is run again
+    on a new worker (at most `MAX_ATTEMPTS` times); a failure inside a shard (an unreachable
+    store, say) is raised as itself. Rows come back to the driver, which yields them in the
+    local executor's order: `rows.jsonl` is the same, and only the driver writes it.
+
+    The driver starts the local LLM server when one is needed (the workers on this machine
+    call it; on a cluster, use `llm.endpoints`); each worker runs its rows' LLM calls itself,
+    up to `max_concurrency` at once, through its own reply cache file (SQLite locks it
+    between processes). A capped meter (`--max-llm-calls`) is refused: the workers' calls
+    are not counted by the driver."""
+
+    def __init__(self, spec: SweepSpec, ds: Dataset, configs: list, cache_dir: str | Path,
+                 llm_ids: frozenset[str], **kwargs) -> None:  # noqa: ANN003
+        super().__init__(spec, ds, configs, cache_dir, llm_ids, **kwargs)
+        if self.meter.cap is not None:
+            raise ValueError("--max-llm-calls is not supported with executor ray (the "
+                             "workers' calls are not counted by the driver): run with "
+                             "executor local")
+        self.ray = import_ray()
+        self._owns_ray = False
+        self._actors: list[Any] = []
+        self._made = 0
+        self._token = uuid.uuid4().hex[:8]
+
+    def __enter__(self) -> RayExecutor:
+        if not self.compute:  # every row is cached: no cluster needed
+            return self
+        self._owns_ray = connect_ray(self.spec.ray, self.log)
+        try:
+            self.start_llm_server()
+            cpus = int(self.ray.cluster_resources().get("CPU", 1))
+            n = self.spec.ray.workers or max(1, cpus)
+            self._ds_ref = self.ray.put(self.ds)
+            self._actors = [self._new_actor() for _ in range(n)]
+        except BaseException:
+            self.__exit__()
+            raise
+        self.log(f"ray: {n} worker(s) on {cpus} cluster CPU(s)")
+        return self
+
+    def _new_actor(self):  # noqa: ANN202 - a Ray actor handle
+        self._made += 1
+        actor = self.ray.remote(num_cpus=1, max_restarts=0)(_Worker)
+        return actor.options(name=f"{WORKER_NAME}-{self._token}-{self._made}").remote(
+            self.spec, self._ds_ref, self.configs, str(self.cache_dir.resolve()),
+            self.llm_ids, self.max_concurrency)
+
+    def __exit__(self, *exc: object) -> None:
+        for actor in self._actors:
+            self.ray.kill(actor)
+        self._actors = []
+        super().__exit__(*exc)
+        if self._owns_ray:
+            self.ray.shutdown()
+            self._owns_ray = False
+
+    def run_all(self, units: list[Unit]) -> Iterator[list[Finished]]:
+        """Every unit's rows, in unit order and, within a unit, in `todo` order."""
+        ray = self.ray
+        from ray.exceptions import RayActorError, RayTaskError
+
+        n_compute = sum(u.to_compute > 0 for u in units)
+        per_unit = -(-self.spec.ray.shards_per_worker * max(1, len(self._actors))
+                     // max(1, n_compute))
+        shards: list[Unit] = []
+        later: dict[int, list[int]] = {}  # a unit's first shard → its other shards
+        results: dict[int, list[Finished]] = {}
+        queue: deque[int] = deque()
+        for unit in units:
+            if unit.to_compute == 0:  # read from the row cache here: no worker needed
+                results[len(shards)] = next(iter(LocalExecutor.run(self, unit)))
+                shards.append(unit)
+                continue
+            ids = list(range(len(shards), len(shards) + per_unit))
+            parts = shard_unit(unit, per_unit)
+            ids = ids[:len(parts)]
+            shards.extend(parts)
+            queue.append(ids[0])
+            later[ids[0]] = ids[1:]
+        idle = list(range(len(self._actors)))
+        inflight: dict[Any, tuple[int, int]] = {}
+        attempts: dict[int, int] = {}
+        shown = 0
+        while shown < len(shards):
+            while shown in results:
+                yield results.pop(shown)
+                shown += 1
+            if shown == len(shards):
+                break
+            while idle and queue:
+                sid, slot = queue.popleft(), idle.pop()
+                attempts[sid] = attempts.get(sid, 0) + 1
+                inflight[self._actors[slot].rows.remote(shards[sid])] = (sid, slot)
+            ready, _ = ray.wait(list(inflight), num_returns=1)
+            sid, slot = inflight.pop(ready[0])
+            try:
+                results[sid] = ray.get(ready[0])
+            except RayActorError as exc:
+                if attempts[sid] >= MAX_ATTEMPTS:
+                    raise RuntimeError(f"ray: shard {sid} lost its worker {attempts[sid]} "
+                                       f"times; last: {str(exc)[:300]}") from None
+                self.log(f"ray: a worker died ({type(exc).__name__}); shard {sid} "
+                         "runs again on a new worker")
+                self._actors[slot] = self._new_actor()
+                queue.appendleft(sid)
+                idle.append(slot)
+                continue
+            except RayTaskError as exc:
+                cause = getattr(exc, "cause", None)
+                if isinstance(cause, Exception):
+                    raise cause from None
+                raise
+            idle.append(slot)
+            self.log(f"ray: shard {sid + 1}/{len(shards)} done ({len(results[sid])} rows)")
+            queue.extend(later.pop(sid, []))

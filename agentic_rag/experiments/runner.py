@@ -1,8 +1,9 @@
 """Run a sweep: every config × query (× repeat) → one row of measured results.
 
 `run_sweep` is the driver. The work is planned by `execute.py` (one unit per distinct
-index) and run by an executor (`executors.py`: local), each row is measured by `evaluate.py`, and
-the rows become the results and summary tables in `summary.py`. The driver alone writes
+index) and run by an executor (`executors.py`: this process, or a Ray cluster with
+`spec.executor: ray`), each row is measured by `evaluate.py`, and the rows become the
+results and summary tables in `summary.py`. The driver alone writes
 the run folder (through `runfolder.py`): `runs_dir/<timestamp>-<name>/` with
 `spec.yaml`, `configs/`, `rows.jsonl` (appended and fsync'd row by row),
 `results.parquet`, `summary.csv`, `meta.json` and `status.json`.
@@ -45,7 +46,7 @@ from .execute import (
     open_index,
     plan_units,
 )
-from .executors import LocalExecutor
+from .executors import LocalExecutor, RayExecutor
 from .llm_cost import (
     Progress,
     estimate_line,
@@ -227,9 +228,9 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     llm_progress = Progress(llm_rows, log, f"{spec.name} LLM rows", meter)
     bar = tqdm(total=total, initial=len(rows.done), desc=spec.name, disable=not progress)
     try:
-        with LocalExecutor(spec, ds, configs, cache_dir, llm_ids, compute=to_compute > 0,
-                           progress=progress, log=log, max_concurrency=conc,
-                           meter=meter) as executor:
+        make = RayExecutor if spec.executor == "ray" else LocalExecutor
+        with make(spec, ds, configs, cache_dir, llm_ids, compute=to_compute > 0,
+                  progress=progress, log=log, max_concurrency=conc, meter=meter) as executor:
             for batch in executor.run_all(units):
                 _record(batch, rows, cache)
                 bar.update(len(batch))
@@ -295,6 +296,7 @@ def _meta(spec: SweepSpec, ds: Dataset, configs: list, keys: RowKeys,
                     "endpoints": spec.base.llm.endpoints, "server_model": spec.base.llm.server.model},
             "configs": {f"c{i:02d}": label for i, (label, _, _) in enumerate(configs)},
             "row_cache": str(cache.path), "rows_from_cache": from_cache,
+            "executor": spec.executor,
             "code_version": code_version()}
 
 

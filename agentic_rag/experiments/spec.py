@@ -40,6 +40,22 @@ class RandomSearch(_Strict):
     params: dict[str, list[Any]]
 
 
+class RaySpec(_Strict):
+    """Where and how a sweep with `executor: ray` runs (`executors.RayExecutor`)."""
+
+    address: str | None = Field(
+        None, description="a running cluster (host:port, ray://host:port, auto); None: "
+        "RAY_ADDRESS, else a cluster running on this machine, else a local one is started")
+    workers: int | None = Field(None, ge=1, description="actors; default one per cluster CPU")
+    num_cpus: int | None = Field(None, ge=1, description="CPUs of a local cluster the sweep "
+                                 "starts; default all of this machine's")
+    connect_timeout_s: float = Field(10.0, gt=0, description="an unreachable address fails "
+                                     "after this, naming it")
+    shards_per_worker: int = Field(4, ge=1, description="query shards per worker (more: finer "
+                                   "balance and less lost when a worker dies; fewer: less "
+                                   "overhead)")
+
+
 class SweepSpec(_Strict):
     name: str = Field(..., min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     dataset: DatasetSpec = DatasetSpec()
@@ -63,6 +79,10 @@ class SweepSpec(_Strict):
         None, description="a JSON-lines file of LLM replies kept with the repository "
         "(`llm.ChatCache`): read when the reply cache misses, appended with every new reply, "
         "so a long LLM run resumes on a fresh machine; changes no result")
+    executor: Literal["local", "ray"] = Field(
+        "local", description="local: this process; ray: a Ray cluster (`ray` section). The "
+        "rows are the same; not part of the spec hash, so either resumes the other's run")
+    ray: RaySpec = RaySpec()
     ragas_metrics: list[Literal["faithfulness", "factual_correctness", "context_precision",
                                 "context_recall"]] = Field(
         default_factory=lambda: ["faithfulness", "factual_correctness", "context_precision",
@@ -102,8 +122,24 @@ class SweepSpec(_Strict):
     def configs(self) -> list[tuple[str, dict[str, Any], RAGConfig]]:
         return [(label, o, self.base.with_overrides(o)) for label, o in self.configs_overrides()]
 
+    def with_executor(self, executor: str | None = None,
+                      ray_address: str | None = None) -> SweepSpec:
+        """This spec run by `executor` (local | ray) and, with ray, on `ray_address` (the
+        `sweep` command's --executor / --ray-address); None keeps the spec's own."""
+        if executor not in (None, "local", "ray"):
+            raise ConfigError(f"--executor: {executor!r} is not one of local, ray")
+        if ray_address is not None and (executor or self.executor) != "ray":
+            raise ConfigError("--ray-address needs --executor ray (or `executor: ray` in the "
+                              "spec)")
+        update: dict[str, Any] = {"executor": executor or self.executor}
+        if ray_address is not None:
+            update["ray"] = self.ray.model_copy(update={"address": ray_address})
+        return self.model_copy(update=update)
+
     def spec_hash(self) -> str:
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        # how the rows are computed is not what is run: the executor stays out of the hash
+        blob = json.dumps(self.model_dump(mode="json", exclude={"executor", "ray"}),
+                          sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     @classmethod

@@ -1,0 +1,188 @@
+"""The sweep runner on a real local Ray cluster (2 CPUs, 2 worker actors) started by these
+tests: the same rows.jsonl as the local executor (every non-latency column), a worker killed
+mid-sweep costs no row and duplicates none, a Chroma server stopped mid-sweep is an error
+naming its URL and a later resume completes; and the bad inputs (no ray, an unreachable
+address, a capped meter, a bad executor name) are clear errors."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from agentic_rag.config import ConfigError
+from agentic_rag.experiments import execute, run_sweep
+from agentic_rag.experiments.spec import SweepSpec
+from agentic_rag.stores import StoreUnavailable
+
+from .fakes import HashingEmbedder, local_corpus
+from .test_chroma_server import CHROMA, SWEEP_DOCS, SWEEP_QS, ChromaServer, _free_port
+
+ray = pytest.importorskip("ray")
+from agentic_rag.experiments import executors  # noqa: E402
+
+QS = SWEEP_QS + [("q5", "How much is an ATM fee?", "fees.md", "$2"),
+                 ("q6", "When does a new card arrive?", "cards.md", "five days"),
+                 ("q7", "What does a reset keep?", "steps.md", "your files"),
+                 ("q8", "What does the installer ask for?", "install.md", "a folder")]
+
+
+def use_hashing_embedder() -> None:
+    """Each Ray worker process's set-up (`worker_process_setup_hook`): the test embedder."""
+    execute.make_embedder = lambda config, cache_dir=None: HashingEmbedder()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"worker_process_setup_hook":
+                          "tests.test_ray_executor.use_hashing_embedder",
+                          "env_vars": {"PYTHONPATH": str(Path(__file__).parents[1])}})
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:  # this process's embedder, as in the workers
+        mp.setattr(execute, "make_embedder", lambda config, cache_dir=None: HashingEmbedder())
+        yield local_corpus(tmp_path_factory.mktemp("corpus"), SWEEP_DOCS, QS)
+
+
+@pytest.fixture(scope="module")
+def local_rows(corpus, tmp_path_factory) -> list[dict]:
+    """The local executor's rows of `_spec(corpus, ...)`: what every Ray sweep must give."""
+    rows = _rows(_run(_spec(corpus, "local"), tmp_path_factory.mktemp("local")).run_dir)
+    assert len(rows) == 9 * len(QS)
+    return rows
+
+
+def _spec(corpus, executor: str, sizes=(48, 64, 128), url: str | None = None) -> SweepSpec:  # noqa: ANN001
+    docs, qs = corpus
+    return SweepSpec.model_validate({
+        "name": "ray-sweep", "k": 5, "metrics": ["retrieval"], "executor": executor,
+        "grid": {"chunking.max_tokens": list(sizes),
+                 "fusion.retrievers": [["dense"], ["bm25"], ["dense", "bm25"]]},
+        "dataset": {"name": "local", "docs": str(docs), "questions": str(qs), "split": "all"},
+        "base": {"store": {"url": url, "connect_timeout_s": 2}}})
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    return [{k: v for k, v in json.loads(x).items() if not k.startswith("latency_")}
+            for x in (run_dir / "rows.jsonl").read_text().splitlines()]
+
+
+def _run(spec: SweepSpec, where: Path, log=lambda *_: None):  # noqa: ANN001, ANN202
+    return run_sweep(spec, where / "runs", where / "cache", progress=False, log=log)
+
+
+def _workers() -> list[str]:
+    return [a["name"] if isinstance(a, dict) else a for a in ray.util.list_named_actors()
+            if (a["name"] if isinstance(a, dict) else a).startswith(executors.WORKER_NAME)]
+
+
+def test_ray_rows_equal_local_and_a_rerun_reads_the_row_cache(cluster, corpus, local_rows,
+                                                               tmp_path):
+    local = _run(_spec(corpus, "local"), tmp_path / "local")  # its summary, in this process
+    lines: list[str] = []
+    on_ray = _run(_spec(corpus, "ray"), tmp_path / "ray", lines.append)
+    assert _rows(on_ray.run_dir) == _rows(local.run_dir) == local_rows
+    assert any(line.startswith("ray: 2 worker(s)") for line in lines)
+    assert sum("done" in line for line in lines) > 3  # 3 indexes, cut into query shards
+    meta = json.loads((on_ray.run_dir / "meta.json").read_text())
+    assert meta["executor"] == "ray" and meta["rows_from_cache"] == 0
+    cols = [c for c in local.summary if "latency" not in c and c != "pareto"]
+    assert local.summary[cols].equals(on_ray.summary[cols])
+    assert not _workers()  # the sweep's actors are gone
+    again = _run(_spec(corpus, "ray"), tmp_path / "ray")  # every row stored: no worker runs
+    assert again.rows_from_cache == 9 * len(QS) and _rows(again.run_dir) == local_rows
+
+
+def test_a_worker_killed_mid_sweep_loses_and_duplicates_no_row(cluster, corpus, local_rows,
+                                                               tmp_path):
+    lines: list[str] = []
+    killed: list[str] = []
+
+    def log(line: str) -> None:
+        lines.append(line)
+        if "done" in line and not killed:  # the first shard is back: kill a worker
+            name = _workers()[0]
+            ray.kill(ray.get_actor(name))
+            killed.append(name)
+
+    on_ray = _run(_spec(corpus, "ray"), tmp_path / "ray", log)
+    rows = _rows(on_ray.run_dir)
+    assert rows == local_rows
+    keys = [(r["config_id"], r["query_id"], r["repeat"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 9 * len(QS)
+    assert killed and any("a worker died" in line for line in lines)
+    assert json.loads((on_ray.run_dir / "status.json").read_text())["complete"] is True
+
+
+@pytest.mark.skipif(not CHROMA.exists(), reason="the chromadb package's `chroma` is missing")
+def test_chroma_server_stopped_mid_sweep_names_its_url_and_a_resume_completes(
+        cluster, corpus, local_rows, tmp_path):
+    server = ChromaServer(tmp_path / "chroma-db", _free_port()).start()
+    try:
+        def log(line: str) -> None:  # the first shard is back: the next index cannot open
+            if "done" in line and server.proc is not None:
+                server.stop()
+
+        spec = _spec(corpus, "ray", url=server.url)
+        with pytest.raises(StoreUnavailable, match=server.url):
+            _run(spec, tmp_path / "ray", log)
+        assert not _workers()
+        server.start()
+        runs = {d.name for d in (tmp_path / "ray" / "runs").iterdir()}
+        again = _run(spec, tmp_path / "ray")
+        assert again.run_dir.name in runs  # the interrupted run, resumed
+    finally:
+        server.stop()
+    assert _rows(again.run_dir) == local_rows
+
+
+def test_unreachable_ray_address_is_a_clear_error(corpus, tmp_path, monkeypatch):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as a fresh driver would be
+    spec = _spec(corpus, "ray").with_executor("ray", f"127.0.0.1:{port}")
+    spec = spec.model_copy(update={"ray": spec.ray.model_copy(update={"connect_timeout_s": 1})})
+    with pytest.raises(executors.RayUnavailable, match=rf"127\.0\.0\.1:{port} unreachable"):
+        _run(spec, tmp_path)
+    monkeypatch.setenv("RAY_ADDRESS", "not-an-address")
+    with pytest.raises(executors.RayUnavailable, match="not-an-address.*host:port"):
+        _run(_spec(corpus, "ray"), tmp_path)
+
+
+def test_missing_ray_names_the_extra(corpus, tmp_path, monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(executors.RayUnavailable, match=r"agentic-rag\[ray\]"):
+        _run(_spec(corpus, "ray"), tmp_path)
+
+
+def test_capped_meter_and_bad_executor_are_refused(corpus, tmp_path):
+    from agentic_rag.llm import CallMeter
+
+    with pytest.raises(ValueError, match="--max-llm-calls is not supported with executor ray"):
+        run_sweep(_spec(corpus, "ray"), tmp_path / "runs", tmp_path / "cache", progress=False,
+                  log=lambda *_: None, meter=CallMeter(5))
+    spec = _spec(corpus, "local")
+    with pytest.raises(ConfigError, match="--executor: 'dask'"):
+        spec.with_executor("dask")
+    with pytest.raises(ConfigError, match="--ray-address needs --executor ray"):
+        spec.with_executor(None, "127.0.0.1:6379")
+    assert spec.with_executor("ray").spec_hash() == spec.spec_hash()  # one run folder for both
+    with pytest.raises(Exception, match="executor"):
+        SweepSpec.model_validate({"name": "x", "executor": "dask"})
