@@ -80,3 +80,49 @@ def testset(
                     f"{s['drawn']} draws: add documents or lower --n", fg=typer.colors.YELLOW)
     typer.echo(f"use it: load_local({str(docs[0])!r}, {str(out)!r}), or a sweep spec's "
                f"dataset: {{name: local, docs: {docs[0]}, questions: {out}}}")
+
+
+@app.command("validate-testset")
+def validate_testset_cmd(
+    corpus: Annotated[str, typer.Option(help="halueval or python (testset_validation.CORPORA)")],
+    n: Annotated[int, typer.Option(min=3, help="questions to generate")] = 150,
+    seed: Annotated[int, typer.Option()] = 0,
+    out_dir: Annotated[Path, typer.Option(help="where the generated set and agreement.json go")] = Path(
+        "experiments/testset-validation"),
+    config: ConfigOpt = None, home: HomeOpt = None,
+    max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
+) -> None:
+    """Does a generated set rank settings as human questions do? Generate from the gold
+    documents of a packaged set's human questions, sweep both, report Kendall τ-b."""
+    from .experiments.llm_cost import Progress
+    from .experiments.testset_validation import CORPORA, validate_testset
+    from .llm import CallMeter, LLMCallCap, MeteredChatModel, make_chat_model
+    from .server import LlamaServer, ServerError
+
+    if corpus not in CORPORA:
+        _fail(f"--corpus {corpus!r}: use one of {sorted(CORPORA)}")
+    cfg = _config(config, home)
+    local = cfg.llm.base_url is None and not cfg.llm.endpoints
+    server = LlamaServer(cfg.llm.server, home=cfg.home) if local else contextlib.nullcontext()
+    meter = CallMeter(max_llm_calls)
+    # the set is committed; its LLM replies travel with it, so a fresh machine regenerates
+    # the same set from the pack instead of asking the model again
+    pack = out_dir / corpus / "llm-replies.jsonl"
+    try:
+        with server:
+            chat = MeteredChatModel(make_chat_model(cfg.llm, cfg.home, pack=pack), meter)
+            res = validate_testset(corpus, chat, n=n, seed=seed, out_dir=out_dir,
+                                   max_concurrency=max_concurrency or cfg.llm.max_concurrency,
+                                   log=typer.echo,
+                                   progress=Progress(n, typer.echo, "testset", meter))
+    except LLMCallCap as stop:
+        _stopped_at_cap(stop, "the generated set is not written yet")
+    except (ServerError, ValueError, RuntimeError) as exc:
+        _fail(str(exc))
+    typer.echo(f"{corpus}: Kendall tau-b {res['tau_b']} [{res['tau_b_ci'][0]}, "
+               f"{res['tau_b_ci'][1]}] over {res['configs']} configs "
+               f"({res['human_queries']} human, {res['generated_queries']} generated questions)")
+    typer.echo(f"best on human: {res['best_human']}; on generated: {res['best_generated']} "
+               f"(same: {res['same_best']}; the human best ranks "
+               f"{res['best_human_on_generated_rank']} on the generated set)")
+    typer.echo(f"→ {out_dir / corpus / 'agreement.json'}")

@@ -208,3 +208,58 @@ def test_load_local_names_a_bad_span(tmp_path):
     qs.write_text(rec.model_dump_json() + "\n")
     with pytest.raises(DatasetError, match=r"q.jsonl: row 1: span .* not inside document"):
         load_local(folder, qs)
+
+
+def _rows(means: dict[str, float], n: int = 30, noise: float = 0.05, seed: int = 0):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([{"config": c, "query_id": f"q{i}", "repeat": 0, "error": None,
+                          "ndcg@10": float(np.clip(m + rng.normal(0, noise), 0, 1))}
+                         for c, m in means.items() for i in range(n)])
+
+
+def test_rank_agreement_is_kendall_tau_b_with_a_bootstrap_ci():
+    from agentic_rag.experiments.testset_validation import rank_agreement
+
+    spread = {"a": 0.2, "b": 0.4, "c": 0.6, "d": 0.8}
+    same = rank_agreement(_rows(spread), _rows(spread, seed=1), n_boot=200)
+    assert same["tau_b"] == 1.0 and same["same_best"] and same["best_human"] == "d"
+    assert same["tau_b_ci"][0] > 0.6 and same["tau_b_ci"][1] == 1.0
+    flipped = rank_agreement(_rows(spread), _rows({k: 1 - v for k, v in spread.items()}),
+                             n_boot=200)
+    assert flipped["tau_b"] == -1.0 and not flipped["same_best"]
+    assert flipped["best_human_on_generated_rank"] == 4
+    # a tie on one side: τ-b (not τ-a) keeps a perfect agreement of the untied pairs below 1
+    tied = rank_agreement(_rows(spread, noise=0), _rows({"a": 0.2, "b": 0.2, "c": 0.6, "d": 0.8},
+                                                        noise=0), n_boot=50)
+    assert tied["tau_b"] == round(5 / (6 * 5) ** 0.5, 3)
+    with pytest.raises(ValueError, match=">= 3 configs"):
+        rank_agreement(_rows({"a": 0.1, "b": 0.2}), _rows({"a": 0.1, "b": 0.2}))
+
+
+def test_a_packaged_corpus_takes_other_questions_and_drops_excluded_documents(tmp_path):
+    from agentic_rag.datasets import Dataset, Query, with_questions
+
+    docs = [Document(id=f"pydocs/{p}", text=f"text of {p} " * 5) for p in
+            ("faq/a.rst", "library/b.rst", "library/c.rst")]
+    ds = Dataset(name="x", corpus=docs, queries=[Query(id="h1", text="faq?"),
+                                                 Query(id="h2", text="lib?")],
+                 qrels={"h1": {"pydocs/faq/a.rst": 1}, "h2": {"pydocs/library/b.rst": 1}})
+    cut = ds.without_documents(["pydocs/faq/"])
+    assert [d.id for d in cut.corpus] == ["pydocs/library/b.rst", "pydocs/library/c.rst"]
+    assert [q.id for q in cut.queries] == ["h2"] and cut.qrels == {"h2": {"pydocs/library/b.rst": 1}}
+    with pytest.raises(DatasetError, match="no document id starts with"):
+        ds.without_documents(["nope/"])
+    qs = tmp_path / "gen.jsonl"
+    qs.write_text(json.dumps({"id": "g1", "question": "what is in c?", "answer": "text of",
+                              "doc_ids": ["pydocs/library/c.rst"],
+                              "spans": [{"doc_id": "pydocs/library/c.rst", "start": 0,
+                                         "end": 7}]}) + "\n")
+    gen = with_questions(cut, qs)
+    assert [d.id for d in gen.corpus] == [d.id for d in cut.corpus]
+    assert [q.id for q in gen.queries] == ["g1"] and gen.spans["g1"][0].end == 7
+    qs.write_text(json.dumps({"question": "faq?", "doc_ids": ["pydocs/faq/a.rst"]}) + "\n")
+    with pytest.raises(DatasetError, match=r"doc_ids \['pydocs/faq/a.rst'\] not in"):
+        with_questions(cut, qs)

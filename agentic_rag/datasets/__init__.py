@@ -10,8 +10,9 @@ from .qa import (
     load_local,
     python_faq,
     python_library_qa,
+    with_questions,
 )
 
 __all__ = ["CORPORA", "DATASETS", "Dataset", "DatasetError", "DatasetMissing", "GoldSpan", "Query",
            "banking_documents", "banking_tasks", "halueval_qa", "load_corpus", "load_dataset",
-           "load_local", "python_docs", "python_faq", "python_library_qa"]
+           "load_local", "python_docs", "python_faq", "python_library_qa", "with_questions"]

@@ -106,6 +106,25 @@ class Dataset(BaseModel):
         return ds.model_copy(update={"corpus": corpus,
                                      "name": f"{ds.name}[corpus={len(corpus)}]"})
 
+    def without_documents(self, prefixes: list[str] | tuple[str, ...]) -> Dataset:
+        """The corpus without the documents whose id starts with one of `prefixes` (e.g. the
+        Python FAQ, whose questions are its own headings); a query whose gold documents are
+        all taken out goes too (it has no answer left)."""
+        if not prefixes:
+            return self
+        out = {d.id for d in self.corpus if d.id.startswith(tuple(prefixes))}
+        if not out:
+            raise DatasetError(f"{self.name}: no document id starts with {list(prefixes)} "
+                               f"(ids look like {[d.id for d in self.corpus[:2]]})")
+        qrels = {q: {d: g for d, g in rel.items() if d not in out} for q, rel in self.qrels.items()}
+        keep = [q for q in self.queries if q.id not in self.qrels or qrels[q.id]]
+        ds = self._with_queries(keep, self.name)
+        return ds.model_copy(update={
+            "corpus": [d for d in self.corpus if d.id not in out],
+            "qrels": {q: r for q, r in qrels.items() if r and q in {k.id for k in keep}},
+            "spans": {q: [s for s in v if s.doc_id not in out] for q, v in ds.spans.items()},
+            "name": f"{self.name}[-{'|'.join(prefixes)}]"})
+
     def _with_queries(self, queries: list[Query], name: str) -> Dataset:
         ids = {q.id for q in queries}
         return self.model_copy(update={

@@ -205,17 +205,27 @@ def python_library_qa(path: str | Path | None = None) -> Dataset:
 
 def load_local(docs: str | Path, questions: str | Path, name: str = "local",
                knowable: bool = True, unanswerable: bool = True) -> Dataset:
-    """A folder (or file) of .md/.rst/.txt documents and a JSONL or CSV of questions with
-    `question` (or `query`/`text`), optional `id`, `answer`/`answers`, `doc_ids` (ids are the
-    paths `agentic-rag index` would give, e.g. `docs/install.md`; several separated by `|`
-    in CSV). A generated set (`agentic-rag testset`) also carries `spans` (the answer's
-    `{doc_id, start, end}` in its document: the gold of span metrics and `answer@k`), `split`
-    (its seeded dev/test split, kept), `answerable`, `knowable`, `chunk_type` and `intent`
-    (in each query's metadata). `knowable=False` leaves out the questions the model answered
-    without context; `unanswerable=False` the ones with no answer in the corpus."""
+    """A folder (or file) of .md/.rst/.txt documents and a JSONL or CSV of questions
+    (`with_questions` reads them: the fields are described there)."""
     corpus = [read_document(f, did) for f, did in iter_document_paths([docs])]
-    by_id = {d.id: d for d in corpus}
+    return with_questions(Dataset(name=name, corpus=corpus, queries=[], qrels={}), questions,
+                          knowable=knowable, unanswerable=unanswerable, where_docs=str(docs))
+
+
+def with_questions(ds: Dataset, questions: str | Path, knowable: bool = True,
+                   unanswerable: bool = True, where_docs: str | None = None) -> Dataset:
+    """`ds`'s corpus with the questions of a JSONL or CSV file instead of its own: `question`
+    (or `query`/`text`), optional `id`, `answer`/`answers`, `doc_ids` (ids of `ds.corpus`;
+    for a folder, the paths `agentic-rag index` would give, e.g. `docs/install.md`; several
+    separated by `|` in CSV). A generated set (`agentic-rag testset`) also carries `spans`
+    (the answer's `{doc_id, start, end}` in its document: the gold of span metrics and
+    `answer@k`), `split` (its seeded dev/test split, kept), `answerable`, `knowable`,
+    `chunk_type` and `intent` (in each query's metadata). `knowable=False` leaves out the
+    questions the model answered without context; `unanswerable=False` the ones with no
+    answer in the corpus."""
+    by_id = {d.id: d for d in ds.corpus}
     known = set(by_id)
+    docs = where_docs or ds.name
     qpath = Path(questions)
     if not qpath.exists():
         raise DatasetMissing(f"{qpath}: questions file not found")
@@ -275,8 +285,8 @@ def load_local(docs: str | Path, questions: str | Path, name: str = "local",
             if r["split"] not in ("dev", "test"):
                 raise DatasetError(f"{where}: split {r['split']!r} must be dev or test")
             fixed[qid] = r["split"]
-    return Dataset(name=name, corpus=corpus, queries=queries, qrels=qrels, spans=spans,
-                   fixed_split=fixed)
+    return ds.model_copy(update={"queries": queries, "qrels": qrels, "spans": spans,
+                                 "fixed_split": fixed})
 
 
 def _spans(value: Any, where: str, docs: dict[str, Document]) -> list[GoldSpan]:

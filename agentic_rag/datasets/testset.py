@@ -46,7 +46,7 @@ from ..llm_pool import map_calls
 from ..llm_types import ChatModel, LLMError
 from .qa import find_answer
 
-PROMPT_VERSION = "testset-v1"
+PROMPT_VERSION = "testset-v2"
 STRATA = ("prose", "code", "table", "list")
 INTENT_OF = {"prose": "fact", "code": "code", "table": "data", "list": "procedure"}
 REASONS = ("llm error", "malformed reply", "answer too long", "answer not in source",
@@ -59,21 +59,24 @@ _KIND_HINT = {
     "procedure": "a question asking how to do something, answered by the passage's steps",
 }
 _SYSTEM = (
-    "You write test questions for a documentation search engine. Given one passage, write "
-    "{kind}. Phrase it the way a user who has NOT read the passage would ask it: use your own "
-    "words, do not copy phrases from the passage, and make it specific enough to have one "
-    "answer (name the product, module or function it is about). Then give the answer: a short "
-    "exact quote from the passage (1 to 10 words) that answers it. Reply with JSON "
-    "{{\"question\": ..., \"answer\": ...}}.")
+    "You write test questions for a documentation search engine. Given one passage: first copy "
+    "a short answer from it, exactly as written (a name, number, value, option, command or "
+    "phrase of 1 to 8 words); then write {kind}, whose answer is that text. Phrase the question "
+    "the way a user who has NOT read the passage would ask it: in your own words, not copying "
+    "phrases from the passage, and specific enough to have one answer (name the product, module "
+    "or function it is about). Reply with JSON {{\"answer\": ..., \"question\": ...}}.")
 _SYSTEM_UNANSWERABLE = (
     "You write test questions for a documentation search engine. Given one passage, write a "
     "question a user might ask about the same subject that the passage does NOT answer: ask "
     "for a detail, option or value it does not mention. Use your own words. Reply with JSON "
-    "{\"question\": ..., \"answer\": \"\"}.")
+    "{\"answer\": \"\", \"question\": ...}.")
 _CLOSED_BOOK = ("Answer the question in a few words, from what you know. If you do not know, "
                 "say \"I don't know\".")
-_SCHEMA = {"type": "object", "required": ["question", "answer"],
-           "properties": {"question": {"type": "string"}, "answer": {"type": "string"}}}
+# the answer first (a grammar-constrained reply follows the properties' order): the model
+# picks a short quote, then asks for it, rather than asking and then summarising the passage
+_SCHEMA = {"type": "object", "required": ["answer", "question"],
+           "properties": {"answer": {"type": "string", "maxLength": 80},
+                          "question": {"type": "string", "maxLength": 300}}}
 _WORD = re.compile(r"[a-z0-9_]+")
 
 
