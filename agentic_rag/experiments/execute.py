@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RAGConfig
-from ..datasets import Dataset, Query, load_dataset, load_local
+from ..datasets import Dataset, Query, load_dataset, load_local, with_questions
 from ..embeddings import make_embedder
 from ..index import AgenticIndex
 from ..pipeline import Pipeline  # noqa: F401 (the executors build pipelines through this module)
@@ -31,8 +31,14 @@ LLM_GROUPS = {"answers", "hallucination", "ragas", "ragas_nonllm", "agent"}
 
 def load_spec_dataset(spec: SweepSpec) -> Dataset:
     d = spec.dataset
-    ds = load_local(d.docs, d.questions) if d.name == "local" else load_dataset(d.name)
-    return ds.split(d.split).sample(d.n, d.seed, d.corpus_size)
+    if d.name == "local":
+        ds = load_local(d.docs, d.questions, knowable=d.knowable, unanswerable=d.unanswerable)
+        return ds.without_documents(d.exclude).split(d.split).sample(d.n, d.seed, d.corpus_size)
+    ds = load_dataset(d.name).without_documents(d.exclude).split(d.split).sample(
+        d.n, d.seed, d.corpus_size)
+    if d.questions:  # the same corpus, other questions (a generated set over it)
+        ds = with_questions(ds, d.questions, knowable=d.knowable, unanswerable=d.unanswerable)
+    return ds
 
 
 def index_key(cfg: RAGConfig, corpus_fp: str) -> str:

@@ -31,7 +31,18 @@ class DatasetSpec(_Strict):
     seed: int = 0
     corpus_size: int | None = Field(None, ge=1, description="gold docs + seeded distractors")
     docs: str | None = Field(None, description="name=local: folder of documents")
-    questions: str | None = Field(None, description="name=local: JSONL/CSV of questions")
+    questions: str | None = Field(
+        None, description="name=local: JSONL/CSV of questions; with a packaged dataset: "
+        "questions (e.g. a generated set, `agentic-rag testset`) that replace its own, all of "
+        "them, over the corpus that split / n / seed / corpus_size select (their gold must "
+        "be in it): human and generated questions compared on one corpus")
+    exclude: list[str] = Field(
+        default_factory=list, description="document-id prefixes taken out of the corpus "
+        "(e.g. 'pydocs/faq/'); questions whose gold is all taken out go too")
+    knowable: bool = Field(True, description="keep generated questions the model answered "
+                           "without context")
+    unanswerable: bool = Field(True, description="keep generated questions with no answer in "
+                               "the corpus (no gold: retrieval metrics skip them)")
 
 
 class RandomSearch(_Strict):
@@ -138,8 +149,13 @@ class SweepSpec(_Strict):
 
     def spec_hash(self) -> str:
         # how the rows are computed is not what is run: the executor stays out of the hash
-        blob = json.dumps(self.model_dump(mode="json", exclude={"executor", "ray"}),
-                          sort_keys=True)
+        data = self.model_dump(mode="json", exclude={"executor", "ray"})
+        # dataset fields added later count only when set: older runs keep their hash (resume)
+        defaults = DatasetSpec().model_dump(mode="json")
+        for key in ("exclude", "knowable", "unanswerable"):
+            if data["dataset"][key] == defaults[key]:
+                del data["dataset"][key]
+        blob = json.dumps(data, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     @classmethod
