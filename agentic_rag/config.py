@@ -127,6 +127,13 @@ class QueryConfig(_Section):
         "off", description="hard: search only the intent's chunk types; soft: also rank a "
         "filtered dense list into the fusion (boosts those types, never empties the list); "
         "off: classify the intent but never filter")
+    expansion: Literal["none", "multi_query", "hyde"] = Field(
+        "none", description="first-pass LLM query expansion (expansion.py): multi_query: the "
+        "LLM writes expansion_n paraphrases, each searched like the query and fused with it "
+        "by RRF; hyde: the LLM writes a hypothetical answer passage, searched by the dense "
+        "retriever beside the query and fused by RRF. A failed call serves the unexpanded "
+        "list and is recorded (the row's strategy_error)")
+    expansion_n: int = Field(3, ge=1, le=10, description="multi_query: paraphrases asked for")
 
 
 Expansion = Literal["relax_filters", "rewrite_query", "add_retriever", "widen_k"]
@@ -218,6 +225,20 @@ class FusionConfig(_Section):
 
     def weight(self, name: str) -> float:
         return 1.0 if not self.weights else float(self.weights.get(name, 1.0))
+
+
+class RerankConfig(_Section):
+    """Reranking of the gate's final list (`rerank.py`); `none` keeps the fused order."""
+
+    kind: Literal["none", "llm"] = Field(
+        "none", description="llm: the configured chat model (llm section) reorders the top "
+        "`depth` hits; a failed call keeps the fused order and is recorded")
+    mode: Literal["pointwise", "listwise"] = Field(
+        "pointwise", description="pointwise: one call per hit, scored by P(yes) to 'does the "
+        "passage answer the question?' from the reply's log-probabilities; listwise: one "
+        "call that returns the order of all `depth` passages")
+    depth: int = Field(10, ge=1, le=100, description="hits reranked; the gate is asked for "
+                       "max(k, depth) hits, the first k of the reranked list are served")
 
 
 class ContextConfig(_Section):
@@ -363,6 +384,7 @@ class RAGConfig(_Section):
     query: QueryConfig = QueryConfig()
     gate: GateConfig = GateConfig()
     fusion: FusionConfig = FusionConfig()
+    rerank: RerankConfig = RerankConfig()
     context: ContextConfig = ContextConfig()
     tiers: TiersConfig = TiersConfig()
     llm: LLMConfig = LLMConfig()

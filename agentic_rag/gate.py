@@ -105,6 +105,9 @@ class RetrievalResult(BaseModel):
     confidence: float
     skipped: list[str] = []  # expansions that returned the same list (not iterations)
     widened_to: int | None = None  # widen_k: final k, when coverage was widened
+    # LLM strategies (query expansion, rerank; pipeline.py): their calls' cost and any
+    # failure (the strategy then served the list without it), {} when none ran
+    strategy: dict[str, Any] = {}
 
     @property
     def iterations(self) -> int:
@@ -252,11 +255,17 @@ class DynamicRetriever:
             return list(lists[-1][0])
         if how == "best":  # highest confidence; ties → the earlier list
             return list(max(enumerate(lists), key=lambda t: (t[1][1], -t[0]))[1][0])
-        by_id: dict[str, Hit] = {}
-        for hits, _ in lists:
-            for h in hits:
-                by_id.setdefault(h.chunk.id, h)
-        fused = rrf([[h.chunk.id for h in hits] for hits, _ in lists], k=60.0)
-        top = len(lists) / 61.0
-        return [by_id[cid].model_copy(update={"score": min(1.0, s / top), "raw_score": s})
-                for cid, s in fused]
+        return rrf_hits([hits for hits, _ in lists])
+
+
+def rrf_hits(lists: Sequence[Sequence[Hit]], k: float = 60.0) -> list[Hit]:
+    """Hit lists fused by RRF (the gate's iterations, a query's expansions): each id's first
+    hit, `raw_score` its RRF value, `score` that value over an item first in every list."""
+    by_id: dict[str, Hit] = {}
+    for hits in lists:
+        for h in hits:
+            by_id.setdefault(h.chunk.id, h)
+    fused = rrf([[h.chunk.id for h in hits] for hits in lists], k=k)
+    top = len(lists) / (k + 1.0)
+    return [by_id[cid].model_copy(update={"score": min(1.0, s / top), "raw_score": s})
+            for cid, s in fused]

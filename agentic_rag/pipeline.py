@@ -7,6 +7,10 @@
 Components are created lazily; each gets only its own sub-config. Intent filters on
 chunk types the index does not contain are dropped before the search and recorded in
 `intent.dropped_filters` (a prose-only corpus never empties a "data" question's list).
+
+LLM strategies (`query.expansion`, `rerank.kind`) run around the gate: the expansion's extra
+queries join every search it makes (`expansion.py`), the reranker reorders its final list
+(`rerank.py`); their cost and any failure are in `RetrievalResult.strategy`.
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ from typing import Any
 from .config import RAGConfig
 from .context import AgenticContextFormatter, FormattedContext
 from .documents import Hit
+from .expansion import ExpandedSearch, LLMCost, expand
 from .gate import DynamicRetriever, RetrievalResult, evidence_confidence
 from .index import AgenticIndex
 from .llm import ChatModel, make_chat_model
 from .query import AgentQueryBuilder, RetrievalIntent, apply_history_penalty, rewrite_keywords
+from .rerank import Reranker, make_reranker
 from .retrievers import CandidateMemo, FusionRetriever
 
 
@@ -34,6 +40,7 @@ class Pipeline:
         self._builder: AgentQueryBuilder | None = None
         self._types: dict[str, bool] = {}
         self._confidence = None
+        self._reranker: Reranker | None = None
         self.candidates: CandidateMemo | None = None  # shared memo of candidate lists
         self.formatter = AgenticContextFormatter(config.context)
 
@@ -60,12 +67,25 @@ class Pipeline:
     def fusion(self) -> FusionRetriever:
         return FusionRetriever(self.config.fusion, self.index, self.candidates)
 
-    def retriever(self) -> DynamicRetriever:
+    @property
+    def reranker(self) -> Reranker | None:
+        if self._reranker is None and self.config.rerank.kind != "none":
+            self._reranker = make_reranker(self.config.rerank, self.chat_model)
+        return self._reranker
+
+    def retriever(self, extra: Sequence[str] = ()) -> DynamicRetriever:
+        """The gate over the fusion; `extra` queries (an expansion's) join every search."""
         gate = self.config.gate
         rewrite = rewrite_keywords if gate.rewriter == "keywords" else self.builder.rewrite
         if self._confidence is None:
             self._confidence = evidence_confidence(gate)
-        return DynamicRetriever(gate, self.fusion(), rewrite=rewrite,
+        search = self.fusion()
+        if extra:
+            names = self.config.fusion.retrievers  # hyde: the passage's embedding, beside
+            dense = ("dense",) if self.config.query.expansion == "hyde" and "dense" in names \
+                else None
+            search = ExpandedSearch(search, list(extra), dense)  # type: ignore[assignment]
+        return DynamicRetriever(gate, search, rewrite=rewrite,
                                 retrievers=tuple(self.config.fusion.retrievers),
                                 filter_mode=self.config.query.filter_mode,
                                 confidence=self._confidence)
@@ -100,8 +120,21 @@ class Pipeline:
         intent = self.usable_filters(
             self.builder.build_query(message, agent_state, previous_retrievals))
         filters = intent.filters if self.config.query.filter_mode != "off" else None
-        result = self.retriever().retrieve(intent.query, filters or None,
-                                           intent.min_confidence, k=k)
+        q, rr = self.config.query, self.config.rerank
+        cost = LLMCost()
+        extra = expand(q, self.chat_model, intent.query, cost) if q.expansion != "none" else []
+        want = k or self.config.gate.initial_k
+        result = self.retriever(extra).retrieve(
+            intent.query, filters or None, intent.min_confidence,
+            k=max(want, rr.depth) if self.reranker is not None else k)
+        if self.reranker is not None:
+            hits = self.reranker.rerank(intent.query, result.hits, cost)
+            result = result.model_copy(
+                update={"hits": hits[:max(want, result.widened_to or 0)]})
+        if q.expansion != "none" or self.reranker is not None:
+            result = result.model_copy(update={"strategy": {
+                "expansion": q.expansion, "extra_queries": extra, "rerank": rr.kind
+                if rr.kind == "none" else f"{rr.kind} {rr.mode} {rr.depth}", **cost.record()}})
         if served:
             hits = apply_history_penalty(result.hits, served, self.config.query.history_penalty)
             result = result.model_copy(update={"hits": hits})

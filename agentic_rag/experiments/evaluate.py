@@ -132,6 +132,8 @@ def _retrieve(spec: SweepSpec, pipe: Pipeline, q: Query) -> tuple[list, Formatte
     if memo is not None:
         cost, fresh = memo.take()
         retrieval_s += cost - fresh
+    strategy = strategy_columns(result.strategy)
+    retrieval_s += result.strategy.get("llm_cached_s", 0.0)  # cached replies: their recorded s
     return hits, ctx, {
         "intent": intent.intent, "iterations": result.iterations,
         "stop_reason": result.stop_reason, "confidence": result.confidence,
@@ -141,7 +143,23 @@ def _retrieve(spec: SweepSpec, pipe: Pipeline, q: Query) -> tuple[list, Formatte
         "n_hits": len(hits), "context_tokens": ctx.tokens,
         "expanded_hits": sum("child_id" in h.chunk.metadata for h in hits),  # small-to-big
         "latency_retrieval_ms": 1000 * retrieval_s, "latency_context_ms": 1000 * (t3 - t2),
-        "latency_ms": 1000 * (retrieval_s + (t3 - t2))}
+        "latency_ms": 1000 * (retrieval_s + (t3 - t2)), **strategy}
+
+
+def strategy_columns(strategy: dict[str, Any]) -> dict[str, Any]:
+    """The LLM strategies' columns (query expansion, rerank: `expansion.LLMCost`), only for
+    configs that use one: calls, replies read from the reply cache, tokens and seconds (a
+    cached reply charged what it cost when made), and `strategy_error`, a failed call whose
+    strategy was not applied (a failure: the row is not stored, a rerun retries it)."""
+    if not strategy:
+        return {}
+    return {"strategy_llm_calls": strategy["llm_calls"],
+            "strategy_llm_cached": strategy["llm_cached"],
+            "strategy_llm_prompt_tokens": strategy["llm_prompt_tokens"],
+            "strategy_llm_completion_tokens": strategy["llm_completion_tokens"],
+            "strategy_llm_s": strategy["llm_s"],
+            "strategy_extra_queries": len(strategy["extra_queries"]),
+            "strategy_error": strategy["error"]}
 
 
 def _answer_metrics(pipe: Pipeline, q: Query, hits: list, ctx: FormattedContext,

@@ -11,6 +11,10 @@ notebook shows the sliders when opened in JupyterLab and stays plain under nbmak
 
     tuner = Tuner("halueval-qa", n=100, chunk_sizes=(64, 256))
     tuner.score(min_confidence=0.6, rrf_k=20, weights=(1.0, 0.5), mode="gated")
+
+LLM strategies (`query.expansion`, `rerank.kind`) are refused: they make LLM calls per query,
+which a replay of stored lists cannot promise to avoid. Sweep them (`experiments/strategies.py`,
+`LLM_STRATEGIES`): a sweep's replay memo covers them (expansion.py, rerank.py).
 """
 
 from __future__ import annotations
@@ -64,6 +68,12 @@ class Tuner:
             corpus_size = 2000
         self.ds = ds.split(split).sample(n, seed, corpus_size)
         self.base = base or RAGConfig()
+        if self.base.query.expansion != "none" or self.base.rerank.kind != "none":
+            raise ValueError(
+                f"Tuner: query.expansion={self.base.query.expansion!r} / rerank.kind="
+                f"{self.base.rerank.kind!r} call the LLM per query; the tuner replays stored "
+                "candidate lists with no new call: sweep them instead (experiments/strategies.py "
+                "LLM_STRATEGIES)")
         self.pipes: dict[int, Pipeline] = {}
         for size in chunk_sizes:
             cfg, index = open_index(self.base.with_overrides({"chunking.max_tokens": size}),
