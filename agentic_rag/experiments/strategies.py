@@ -11,6 +11,12 @@ sweep too, for the rule that chose today's defaults.
     choose({name: strategy_table(r.summary) for name, r in dev.items()})
 
 `experiments/strategies-<dataset>.yaml` are the same specs for `agentic-rag sweep`.
+
+The LLM strategies (`LLM_STRATEGIES`: multi-query, HyDE, LLM rerank) are a sweep of their
+own, `strategy_spec(dataset, names=LLM_NAMES, base=llm_base(url))`, written as
+`experiments/strategies-llm-<dataset>.yaml`: they call the chat model per query (the spec's
+`llm.base_url`, a server that must be running: a retrieval-only sweep starts none), and
+their rows carry `strategy_llm_*` cost columns.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..config import RAGConfig
 from .spec import DatasetSpec, SweepSpec
 
 TITLE = ["dense", "bm25", "title"]
@@ -46,6 +53,24 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 }
 COMPONENTS = ("dense", "bm25", "title alone")
 
+# LLM strategies (expansion.py, rerank.py): rerank depth 10 = the sweep's k, equal budget
+LLM_STRATEGIES: dict[str, dict[str, Any]] = {
+    "multi-query 3": {"query.expansion": "multi_query", "query.expansion_n": 3},
+    "hyde": {"query.expansion": "hyde"},
+    "rerank pointwise 10": {"rerank.kind": "llm", "rerank.mode": "pointwise", "rerank.depth": 10},
+    "rerank listwise 10": {"rerank.kind": "llm", "rerank.mode": "listwise", "rerank.depth": 10},
+    "multi-query 3 + pointwise 10": {"query.expansion": "multi_query", "query.expansion_n": 3,
+                                     "rerank.kind": "llm", "rerank.mode": "pointwise",
+                                     "rerank.depth": 10},
+}
+LLM_NAMES = ("default", *LLM_STRATEGIES)
+LLM_BASE_URL = "http://127.0.0.1:8765/v1"  # the local server the lead's runs keep up
+
+
+def llm_base(base_url: str = LLM_BASE_URL) -> RAGConfig:
+    """The default config calling the chat model at `base_url` (an LLM strategy sweep's base)."""
+    return RAGConfig().with_overrides({"llm.base_url": base_url})
+
 # dataset → (dev n, test n, corpus_size): HaluEval on 2,000 paragraphs as its other sweeps
 SAMPLES: dict[str, tuple[int | None, int | None, int | None]] = {
     "halueval-qa": (100, 200, 2000),
@@ -61,19 +86,24 @@ _UNSET: Any = object()
 
 
 def strategy_spec(dataset: str, split: str = "dev", names: tuple[str, ...] | None = None,
-                  n: int | None = _UNSET, corpus_size: int | None = _UNSET) -> SweepSpec:
-    """The sweep of `names` (default: every strategy) on `dataset`'s split; `n` and
-    `corpus_size` override the sample of `SAMPLES` (a notebook's CI size)."""
+                  n: int | None = _UNSET, corpus_size: int | None = _UNSET,
+                  base: RAGConfig | None = None) -> SweepSpec:
+    """The sweep of `names` (default: every strategy of `STRATEGIES`; `LLM_NAMES` for the
+    LLM ones) on `dataset`'s split; `n` and `corpus_size` override the sample of `SAMPLES`
+    (a notebook's CI size); `base` the default config (`llm_base` for LLM strategies)."""
     dev_n, test_n, size = SAMPLES[dataset]
     n = (dev_n if split == "dev" else test_n) if n is _UNSET else n
     corpus_size = size if corpus_size is _UNSET else corpus_size
     names = names or tuple(STRATEGIES)
     if names[0] != "default":
         raise ValueError(f"strategies: the first variant is the baseline, 'default' (got {names})")
-    return SweepSpec(name=f"strategies-{dataset}-{split}",
+    every = {**STRATEGIES, **LLM_STRATEGIES}
+    llm = any(x in LLM_STRATEGIES for x in names)
+    return SweepSpec(name=f"strategies{'-llm' if llm else ''}-{dataset}-{split}",
                      dataset=DatasetSpec(name=dataset, split=split, n=n, seed=0,
                                          corpus_size=corpus_size),
-                     variants=[STRATEGIES[n] for n in names], metrics=["retrieval"], k=10)
+                     base=base or RAGConfig(),
+                     variants=[every[n] for n in names], metrics=["retrieval"], k=10)
 
 
 def run_strategies(dataset: str, split: str = "dev", names: tuple[str, ...] | None = None,
@@ -90,7 +120,7 @@ def strategy_table(summary: pd.DataFrame, results: pd.DataFrame | None = None) -
     and that difference's 95 % CI, context tokens, hits expanded by small-to-big, latency.
     A metric the summary has no mean of (span_recall@5 is only paired there) is averaged
     from `results` (per query first) when they are given."""
-    by_label = {_label(o): n for n, o in STRATEGIES.items()}
+    by_label = {_label(o): n for n, o in {**STRATEGIES, **LLM_STRATEGIES}.items()}
     rows = []
     for _, s in summary.iterrows():
         row: dict[str, Any] = {"strategy": by_label.get(s["config"], s["config"]),
@@ -108,6 +138,11 @@ def strategy_table(summary: pd.DataFrame, results: pd.DataFrame | None = None) -
                     row[f"{m} Δ CI"] = (s[f"{d}_ci_low"], s[f"{d}_ci_high"])
         if mine is not None and "expanded_hits" in mine:
             row["expanded_hits"] = mine["expanded_hits"].mean()
+        if mine is not None and "strategy_llm_calls" in mine:  # LLM strategies' cost per query
+            for c in ("strategy_llm_calls", "strategy_llm_prompt_tokens",
+                      "strategy_llm_completion_tokens", "strategy_llm_s"):
+                row[c.replace("strategy_", "")] = mine[c].mean()
+            row["llm_failures"] = int(mine["strategy_error"].notna().sum())
         row["context_tokens"] = s["context_tokens_mean"]
         row["iterations"] = s["iterations_mean"]
         row["latency_p50_ms"] = s["latency_p50_ms"]
@@ -156,7 +191,8 @@ def choose(tables: dict[str, pd.DataFrame],
 
 
 def save_specs(folder: str | Path = "experiments") -> list[Path]:
-    """Write the dev specs as `strategies-<dataset>.yaml` (for `agentic-rag sweep`)."""
+    """Write the dev specs as `strategies-<dataset>.yaml` and the LLM strategies' as
+    `strategies-llm-<dataset>.yaml` (for `agentic-rag sweep`)."""
     import yaml
 
     paths = []
@@ -167,6 +203,17 @@ def save_specs(folder: str | Path = "experiments") -> list[Path]:
         head = (f"# Retrieval strategies vs the default (the first variant) on {name} dev, "
                 "equal budget (k 10).\n# Written by agentic_rag.experiments.strategies."
                 "save_specs(); the base is the shipped default config.\n")
+        p.write_text(head + yaml.safe_dump(spec, sort_keys=False))
+        paths.append(p)
+        p = Path(folder) / f"strategies-llm-{name}.yaml"
+        spec = strategy_spec(name, "dev", LLM_NAMES).model_dump(
+            mode="json", include={"name", "dataset", "variants", "metrics", "k"})
+        spec = {**spec, "base": {"llm": {"base_url": LLM_BASE_URL}}}
+        head = (f"# LLM strategies (multi-query, HyDE, LLM rerank) vs the default on {name} dev, "
+                "equal budget (k 10, rerank depth 10).\n# Written by agentic_rag.experiments."
+                "strategies.save_specs(); the base is the default config with llm.base_url: an\n"
+                "# OpenAI-compatible server must be running there (a retrieval-only sweep starts "
+                "none).\n")
         p.write_text(head + yaml.safe_dump(spec, sort_keys=False))
         paths.append(p)
     return paths
