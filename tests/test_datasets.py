@@ -81,3 +81,26 @@ def test_load_local_jsonl_csv_and_errors(tmp_path):
     qs.write_text("{not json\n")
     with pytest.raises(ValueError, match=r"q.jsonl:1"):
         load_local(docs, qs)
+
+
+def test_sample_folder_is_a_reproducible_stand_in_for_a_users_folder(tmp_path):
+    from agentic_rag.datasets.corpora import banking_documents, sample_folder
+    from agentic_rag.documents import iter_document_paths
+
+    folder = sample_folder("banking", 5, 0, tmp_path / "a")
+    assert folder.name == "banking-5-s0"
+    ids = [did for _, did in iter_document_paths([folder])]
+    again = sample_folder("banking", 5, 0, tmp_path / "b")  # elsewhere: the same doc ids
+    assert [did for _, did in iter_document_paths([again])] == ids and len(ids) == 5
+    assert all(did.startswith("banking-5-s0/doc_") and did.endswith(".md") for did in ids)
+    other = sample_folder("banking", 5, 1, tmp_path / "a")
+    assert {p.name for p in other.iterdir()} != {p.name for p in folder.iterdir()}
+    by_id = {d.id: d for d in banking_documents()}
+    f = sorted(folder.iterdir())[0]
+    d = by_id[f.name.removesuffix(".md")]
+    assert f.read_text(encoding="utf-8") == f"# {d.title}\n\n{d.text}"
+    (folder / "stale.md").write_text("# not in the sample\n")
+    sample_folder("banking", 5, 0, tmp_path / "a")
+    assert not (folder / "stale.md").exists() and len(list(folder.iterdir())) == 5
+    with pytest.raises(ValueError, match="n=999"):
+        sample_folder("banking", 999, 0, tmp_path)

@@ -90,3 +90,33 @@ def load_corpus(name: str) -> list[Document]:
     if name not in CORPORA:
         raise ValueError(f"unknown corpus {name!r}; choose one of {sorted(CORPORA)}")
     return CORPORA[name]()
+
+
+def sample_folder(corpus: str, n: int, seed: int, dest: str | Path) -> Path:
+    """Write a seeded sample of `n` documents of a packaged corpus as files, one per document,
+    into `dest/<corpus>-<n>-s<seed>/` (returned): a stand-in for a user's own folder.
+
+    The folder name depends only on (corpus, n, seed), so the doc ids that `agentic-rag index`
+    or `testset` give its files (`<folder>/<id>.md`) are the same wherever `dest` is. Each file
+    is the document's text under a `# <title>` heading (Markdown; `.rst` for python-docs);
+    other files already in that folder are removed, so it always holds exactly the sample."""
+    docs = sorted(load_corpus(corpus), key=lambda d: d.id)
+    if not 1 <= n <= len(docs):
+        raise ValueError(f"sample_folder: n={n}, but corpus {corpus!r} has {len(docs)} documents")
+    import random
+
+    picked = sorted(random.Random(seed).sample(docs, n), key=lambda d: d.id)
+    folder = Path(dest) / f"{corpus}-{n}-s{seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    wanted = set()
+    for d in picked:
+        name = d.id.replace("/", "__") + (".rst" if d.format == "rst" else ".md")
+        text = d.text if d.format == "rst" else f"# {d.title}\n\n{d.text}"
+        path = folder / name
+        wanted.add(name)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    for f in folder.iterdir():
+        if f.is_file() and f.name not in wanted:
+            f.unlink()
+    return folder
