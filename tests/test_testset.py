@@ -32,6 +32,8 @@ DOCS = {
                 "any branch.\n2. Show a photo identity document.\n3. Deposit at least 25 "
                 "dollars.\n\n```python\nclient = harbor.connect(token='abc', timeout=30)\n"
                 "client.accounts.list(active_only=True)\n```\n",
+    "limits.md": "# Limits\n\nDaily cash withdrawals are capped at 600 dollars per card, at "
+                 "Harbor machines and at partner machines alike, reset at midnight.\n",
     "cards.md": "# Cards\n\nA lost card is blocked within four minutes of the call; the "
                 "replacement card arrives by post after six working days, free of charge, "
                 "the first time each calendar year.\n",
@@ -87,6 +89,9 @@ class ScriptedGenerator:
                                                  "answer": "harbor.login()"}))
         if "intake form" in user:
             return ChatReply(content="not json at all")
+        if "cash withdrawals" in user:
+            return ChatReply(content=json.dumps({"question": "What is the cap stated in this "
+                                                 "paragraph?", "answer": "600 dollars"}))
         if "lost card" in user:
             return ChatReply(content=json.dumps({"question": "How fast is a missing card stopped?",
                                                  "answer": "within four minutes"}))
@@ -120,7 +125,8 @@ def test_every_filter_records_its_reason_and_spans_point_at_the_answer():
     res = _generate()
     by_id = {d.id: d for d in _docs()}
     reasons = {r["reason"] for r in res.rejected}
-    assert {"copies the source", "answer not in source", "malformed reply"} <= reasons
+    assert {"copies the source", "answer not in source", "malformed reply",
+            "refers to the passage"} <= reasons
     assert all(r["detail"] and r["chunk_id"] and r["reason"] in REASONS for r in res.rejected)
     answerable = [r for r in res.records if r.answerable]
     assert answerable and all(r.spans and r.doc_ids for r in answerable)

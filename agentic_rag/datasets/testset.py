@@ -15,8 +15,9 @@
    answer; those have no gold and measure abstention.
 3. **Filters**, each rejection recorded with its reason (`REASONS`): the reply must parse;
    the answer must be short and occur in the source document (its character span is the
-   gold); the question must not copy a run of `max_copied_words` words of the passage (a
-   lexical shortcut); near-duplicates of an accepted question are dropped.
+   gold); the question must not contain its answer, nor point at "the passage" (meaningless
+   to someone searching the whole corpus), nor copy a run of `max_copied_words` words of the
+   passage (a lexical shortcut); near-duplicates of an accepted question are dropped.
 4. **Knowable:** the model answers each accepted question without context; token F1 against
    the reference ≥ `knowable_f1` marks it `knowable` (kept, selectable:
    `load_local(..., knowable=False)`).
@@ -50,7 +51,13 @@ PROMPT_VERSION = "testset-v2"
 STRATA = ("prose", "code", "table", "list")
 INTENT_OF = {"prose": "fact", "code": "code", "table": "data", "list": "procedure"}
 REASONS = ("llm error", "malformed reply", "answer too long", "answer not in source",
-           "copies the source", "near-duplicate", "question repeats the answer")
+           "copies the source", "near-duplicate", "question repeats the answer",
+           "refers to the passage")
+# a question that points at the text it was written from ("the person described in the
+# passage") has no meaning for someone searching the whole corpus
+_DEICTIC = re.compile(r"\b(?:the|this|that|given|above|following) (?:passage|text|paragraph|"
+                      r"section|excerpt|snippet|article|document|context)\b|\b(?:mentioned|"
+                      r"described|stated|shown) (?:above|here|in the (?:passage|text))\b", re.I)
 
 _KIND_HINT = {
     "fact": "a factual question (what, which, who, when, why) that the passage answers",
@@ -347,6 +354,8 @@ def _check(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
             return {"reason": "answer not in source", "detail": f"{a!r} not in {doc.id}", **seen}
         if len(a) > 3 and a.lower() in q.lower():
             return {"reason": "question repeats the answer", "detail": a, **seen}
+    if m := _DEICTIC.search(q):
+        return {"reason": "refers to the passage", "detail": m.group(0), **seen}
     run = longest_common_run(q, chunk.text)
     if run >= max_copied:
         return {"reason": "copies the source", "detail": f"{run} consecutive words of the "
