@@ -36,7 +36,7 @@ def use_hashing_embedder() -> None:
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"worker_process_setup_hook":
                           "tests.test_ray_executor.use_hashing_embedder",
                           "env_vars": {"PYTHONPATH": str(Path(__file__).parents[1])}})
@@ -186,3 +186,24 @@ def test_capped_meter_and_bad_executor_are_refused(corpus, tmp_path):
     assert spec.with_executor("ray").spec_hash() == spec.spec_hash()  # one run folder for both
     with pytest.raises(Exception, match="executor"):
         SweepSpec.model_validate({"name": "x", "executor": "dask"})
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_a_second_sweep_of_one_run_folder_is_refused(corpus, tmp_path, executor):
+    """Two sweeps that would write the same run folder: the second is refused (rows.jsonl is
+    locked by the first), whichever the executor; once the first is gone, a rerun resumes."""
+    from agentic_rag.experiments import runner
+
+    spec = _spec(corpus, executor, sizes=(64,))
+    run_dir, _ = runner._open_run_dir(tmp_path / "runs", spec, spec.configs())
+    first = runner._Rows(run_dir / "rows.jsonl")  # the first sweep, still writing
+    try:
+        with pytest.raises(runner.RunFolderBusy, match=rf"{run_dir}.*another sweep"):
+            run_sweep(spec, tmp_path / "runs", tmp_path / "cache", progress=False,
+                      log=lambda *_: None)
+    finally:
+        first.close()
+    if executor == "local":  # the first one stopped: the same folder is resumed and finished
+        again = run_sweep(spec, tmp_path / "runs", tmp_path / "cache", progress=False,
+                          log=lambda *_: None)
+        assert again.run_dir == run_dir and len(again.results) == 3 * len(QS)

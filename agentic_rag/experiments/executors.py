@@ -205,7 +205,8 @@ def connect_ray(settings: RaySpec, log=print) -> bool:  # noqa: ANN001
         ray.init(address="auto", log_to_driver=False)
         log("ray: connected to the cluster running on this machine")
     except ConnectionError:
-        ray.init(num_cpus=settings.num_cpus, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=settings.num_cpus, include_dashboard=False,
+                 log_to_driver=False)
         log(f"ray: started a local cluster ({settings.num_cpus or os.cpu_count()} CPUs)")
     return True
 

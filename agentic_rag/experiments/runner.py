@@ -26,6 +26,7 @@ runs (`llm_cost.py`).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from dataclasses import dataclass
@@ -93,15 +94,30 @@ class SweepResult:
         return plot_metric(self.summary, param, metric, path)
 
 
+class RunFolderBusy(RuntimeError):
+    """Another sweep is writing this run folder."""
+
+
 class _Rows:
-    """Append-only JSONL of finished rows; tolerant of a torn last line."""
+    """Append-only JSONL of finished rows; tolerant of a torn last line. Held under an
+    exclusive lock (`flock` on rows.jsonl, released when closed or when the process dies):
+    a second sweep that would write the same run folder is refused, whatever its executor."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.done: set[tuple[str, str, int]] = set()
         self.rows: list[dict] = []
         self.lines: list[str] = []  # each kept row's JSON line, in the same order
-        if path.exists():
+        self._f = path.open("a", encoding="utf-8")
+        try:
+            fcntl.flock(self._f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._f.close()
+            raise RunFolderBusy(
+                f"{path.parent}: another sweep of this spec is writing this run folder "
+                f"({path.name} is locked); wait for it to finish or stop it, then rerun to "
+                "resume") from None
+        if path.stat().st_size:
             raw = path.read_bytes()
             good = 0
             for line in raw.splitlines(keepends=True):
@@ -116,7 +132,6 @@ class _Rows:
             if good != len(raw):
                 with path.open("r+b") as f:
                     f.truncate(good)
-        self._f = path.open("a", encoding="utf-8")
 
     def _keep(self, row: dict, line: str) -> None:
         key = (row["config_id"], row["query_id"], row["repeat"])
@@ -203,30 +218,34 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
     configs = spec.configs()
     run_dir, resumed = _open_run_dir(runs_dir, spec, configs)
     rows = _Rows(run_dir / "rows.jsonl")
-    llm_ids = frozenset(q.id for q in ds.queries[:spec.llm_sample])  # the sample is seeded
-    packages = versions()
-    cache = RowCache(row_cache if row_cache is not None else cache_dir / "rows.sqlite")
-    keys = RowKeys([cfg for _, _, cfg in configs], ds, evaluation_settings(spec), llm_ids,
-                   {"packages": packages}, cache)
-    units = plan_units(spec, ds, configs, rows.done, keys, cache, use_cache)
-    from_cache = sum(u.cached for u in units)
-    to_compute = sum(u.to_compute for u in units)
-    conc = max_concurrency or spec.base.llm.slots  # max_concurrency per endpoint
-    meter = meter if meter is not None else CallMeter()
-    llm_rows = _llm_rows_to_compute(spec, units, llm_ids)
-    meta = _meta(spec, ds, configs, keys, packages, cache, from_cache)
-    meta["llm"]["max_concurrency"] = conc
-    if llm_rows and spec.base.llm.base_url is None and not spec.base.llm.endpoints:
-        # the embedded server: its build
-        meta["llm"].update(local_server_meta(spec.base.llm.server))
-    write_meta(run_dir, meta)  # + commit, Python, platform
-    total = len(configs) * len(ds.queries) * spec.repeats
-    _announce(spec, ds, configs, run_dir, len(rows.done) if resumed else None, total,
-              from_cache, to_compute, len(units), log)
-    if llm_rows:
-        _announce_llm(spec, ds, configs, cache_dir, llm_rows, conc, log)
-    llm_progress = Progress(llm_rows, log, f"{spec.name} LLM rows", meter)
-    bar = tqdm(total=total, initial=len(rows.done), desc=spec.name, disable=not progress)
+    try:  # the lock on rows.jsonl is released whatever fails before the loop
+        llm_ids = frozenset(q.id for q in ds.queries[:spec.llm_sample])  # the sample is seeded
+        packages = versions()
+        cache = RowCache(row_cache if row_cache is not None else cache_dir / "rows.sqlite")
+        keys = RowKeys([cfg for _, _, cfg in configs], ds, evaluation_settings(spec), llm_ids,
+                       {"packages": packages}, cache)
+        units = plan_units(spec, ds, configs, rows.done, keys, cache, use_cache)
+        from_cache = sum(u.cached for u in units)
+        to_compute = sum(u.to_compute for u in units)
+        conc = max_concurrency or spec.base.llm.slots  # max_concurrency per endpoint
+        meter = meter if meter is not None else CallMeter()
+        llm_rows = _llm_rows_to_compute(spec, units, llm_ids)
+        meta = _meta(spec, ds, configs, keys, packages, cache, from_cache)
+        meta["llm"]["max_concurrency"] = conc
+        if llm_rows and spec.base.llm.base_url is None and not spec.base.llm.endpoints:
+            # the embedded server: its build
+            meta["llm"].update(local_server_meta(spec.base.llm.server))
+        write_meta(run_dir, meta)  # + commit, Python, platform
+        total = len(configs) * len(ds.queries) * spec.repeats
+        _announce(spec, ds, configs, run_dir, len(rows.done) if resumed else None, total,
+                  from_cache, to_compute, len(units), log)
+        if llm_rows:
+            _announce_llm(spec, ds, configs, cache_dir, llm_rows, conc, log)
+        llm_progress = Progress(llm_rows, log, f"{spec.name} LLM rows", meter)
+        bar = tqdm(total=total, initial=len(rows.done), desc=spec.name, disable=not progress)
+    except BaseException:
+        rows.close()
+        raise
     try:
         make = RayExecutor if spec.executor == "ray" else LocalExecutor
         with make(spec, ds, configs, cache_dir, llm_ids, compute=to_compute > 0,
