@@ -252,6 +252,25 @@ def test_rerank_needs_a_chat_model_and_the_tuner_refuses_llm_strategies(tmp_path
         Tuner(ds, n=2, split="dev", base=base, cache_dir=tmp_path, prefill=False, log=None)
 
 
+def test_llm_strategies_sweep_spec_matches_the_committed_yaml():
+    from pathlib import Path
+
+    from agentic_rag.experiments.spec import SweepSpec
+    from agentic_rag.experiments.strategies import LLM_NAMES, llm_base, strategy_spec
+
+    spec = strategy_spec("tau2-banking", "dev", LLM_NAMES, base=llm_base())
+    yaml_spec = SweepSpec.load(Path(__file__).parents[1] / "experiments"
+                               / "strategies-llm-tau2-banking.yaml")
+    assert spec.name == yaml_spec.name == "strategies-llm-tau2-banking-dev"
+    assert [c[2] for c in spec.configs()] == [c[2] for c in yaml_spec.configs()]
+    cfgs = [c[2] for c in spec.configs()]
+    assert cfgs[0].rerank.kind == "none" and cfgs[0].llm.base_url == "http://127.0.0.1:8765/v1"
+    assert {(c.query.expansion, c.rerank.kind, c.rerank.mode) for c in cfgs[1:]} == {
+        ("multi_query", "none", "pointwise"), ("hyde", "none", "pointwise"),
+        ("none", "llm", "pointwise"), ("none", "llm", "listwise"),
+        ("multi_query", "llm", "pointwise")}
+
+
 # ---- the real local model ---------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.llm

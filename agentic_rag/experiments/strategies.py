@@ -108,11 +108,11 @@ def strategy_spec(dataset: str, split: str = "dev", names: tuple[str, ...] | Non
 
 def run_strategies(dataset: str, split: str = "dev", names: tuple[str, ...] | None = None,
                    n: int | None = _UNSET, corpus_size: int | None = _UNSET,
-                   **kw: Any):  # noqa: ANN201 - a SweepResult
+                   base: RAGConfig | None = None, **kw: Any):  # noqa: ANN201 - a SweepResult
     """Run (or read back from the row cache) the strategies sweep; `kw` go to `run_sweep`."""
     from .runner import run_sweep
 
-    return run_sweep(strategy_spec(dataset, split, names, n, corpus_size), **kw)
+    return run_sweep(strategy_spec(dataset, split, names, n, corpus_size, base), **kw)
 
 
 def strategy_table(summary: pd.DataFrame, results: pd.DataFrame | None = None) -> pd.DataFrame:
