@@ -104,3 +104,19 @@ def test_sample_folder_is_a_reproducible_stand_in_for_a_users_folder(tmp_path):
     assert not (folder / "stale.md").exists() and len(list(folder.iterdir())) == 5
     with pytest.raises(ValueError, match="n=999"):
         sample_folder("banking", 999, 0, tmp_path)
+
+
+def test_the_committed_generated_set_loads_on_its_sample_folder(tmp_path):
+    """notebooks/data/banking-20.jsonl was generated from sample_folder("banking", 40, 0):
+    written anywhere, that folder gives the set's doc ids, and every gold span is its answer."""
+    from pathlib import Path
+
+    from agentic_rag.datasets.corpora import sample_folder
+
+    qs = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "banking-20.jsonl"
+    ds = load_local(sample_folder("banking", 40, 0, tmp_path), qs)
+    assert len(ds.queries) == 20 and ds.spans and set(ds.fixed_split.values()) == {"dev", "test"}
+    docs = {d.id: d for d in ds.corpus}
+    for q in ds.queries:
+        for s in ds.spans.get(q.id, []):
+            assert docs[s.doc_id].text[s.start:s.end].lower() == q.answers[0].lower(), q.id
