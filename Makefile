@@ -55,6 +55,7 @@ claims: install datasets
 bench: install datasets
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/llm_throughput.py
+	$(BIN)/python benchmarks/ray_overhead.py
 	$(BIN)/python benchmarks/reliability_report.py
 
 bench-ann: install datasets

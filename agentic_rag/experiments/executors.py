@@ -205,8 +205,16 @@ def connect_ray(settings: RaySpec, log=print) -> bool:  # noqa: ANN001
         ray.init(address="auto", log_to_driver=False)
         log("ray: connected to the cluster running on this machine")
     except ConnectionError:
-        ray.init(address="local", num_cpus=settings.num_cpus, include_dashboard=False,
-                 log_to_driver=False)
+        for attempt in (1, 2):  # a raylet can miss its start-up deadline on a loaded machine
+            try:
+                ray.init(address="local", num_cpus=settings.num_cpus, include_dashboard=False,
+                         log_to_driver=False)
+                break
+            except Exception as exc:
+                if attempt == 2 or "timed out during startup" not in str(exc):
+                    raise
+                log(f"ray: the local cluster did not start ({exc}); trying once more")
+                ray.shutdown()
         log(f"ray: started a local cluster ({settings.num_cpus or os.cpu_count()} CPUs)")
     return True
 
