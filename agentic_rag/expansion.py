@@ -151,7 +151,7 @@ def expand(config: QueryConfig, chat: ChatModel, query: str, cost: LLMCost) -> l
         if config.expansion == "hyde":
             return [hyde_passage(charged, query)]
     except LLMError as exc:
-        cost.fail(config.expansion, exc)
+        cost.fail(f"query.expansion={config.expansion}", exc)
     return []
 
 

@@ -122,7 +122,7 @@ class LLMReranker:
             else:
                 head = self._listwise(chat, query, head)
         except LLMError as exc:
-            cost.fail(f"rerank {self.config.mode}", exc)
+            cost.fail(f"rerank.kind=llm rerank.mode={self.config.mode}", exc)
             return list(hits)
         return ranked(head + tail)
 
