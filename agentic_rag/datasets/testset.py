@@ -14,10 +14,12 @@
    (`unanswerable`) instead asks for a question on the passage's subject that it does not
    answer; those have no gold and measure abstention.
 3. **Filters**, each rejection recorded with its reason (`REASONS`): the reply must parse;
-   the answer must be short and occur in the source document (its character span is the
-   gold); the question must not contain its answer, nor point at "the passage" (meaningless
-   to someone searching the whole corpus), nor copy a run of `max_copied_words` words of the
-   passage (a lexical shortcut); near-duplicates of an accepted question are dropped.
+   the answer must be short, not generic ("yes", "no", a single character) and occur in the
+   passage itself (its character span in the document is the gold; a heading of the
+   chunk's path or the same words elsewhere in the document do not count); the question
+   must not contain its answer, nor point at "the passage" (meaningless to someone
+   searching the whole corpus), nor copy a run of `max_copied_words` words of the passage
+   (a lexical shortcut); near-duplicates of an accepted question are dropped.
 4. **Knowable:** the model answers each accepted question without context; token F1 against
    the reference ≥ `knowable_f1` marks it `knowable` (kept, selectable:
    `load_local(..., knowable=False)`).
@@ -42,17 +44,18 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..documents import Chunk, Document
-from ..evaluation.answers import token_f1
+from ..evaluation.answers import normalize_answer, token_f1
 from ..llm_pool import map_calls
 from ..llm_types import ChatModel, LLMError
 from .qa import find_answer
 
-PROMPT_VERSION = "testset-v2"
+PROMPT_VERSION = "testset-v2"  # the prompts; the filters are versioned by the code
 STRATA = ("prose", "code", "table", "list")
 INTENT_OF = {"prose": "fact", "code": "code", "table": "data", "list": "procedure"}
 REASONS = ("llm error", "malformed reply", "answer too long", "answer not in source",
            "copies the source", "near-duplicate", "question repeats the answer",
-           "refers to the passage")
+           "refers to the passage", "answer too generic")
+_GENERIC = {"yes", "no", "true", "false", "none", "n/a", "not", "it", "this", "that"}
 # a question that points at the text it was written from ("the person described in the
 # passage") has no meaning for someone searching the whole corpus
 _DEICTIC = re.compile(r"\b(?:the|this|that|given|above|following) (?:passage|text|paragraph|"
@@ -340,18 +343,25 @@ def _check(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
     a = data.get("answer") if isinstance(data, dict) else None
     if not isinstance(q, str) or not q.strip() or not isinstance(a, str):
         return {"reason": "malformed reply", "detail": reply.content[:200]}
-    q, a = " ".join(q.split()), " ".join(a.split()).strip(" .\"'")
+    q = " ".join(q.split())
+    # an unanswerable question has no reference: whatever the model put there is dropped
+    a = " ".join(a.split()).strip(" .\"'") if answerable else ""
     seen = {"question": q, "answer": a}
     span = None
     if answerable:
         if not a or len(a.split()) > max_answer_words:
             return {"reason": "answer too long" if a else "malformed reply",
                     "detail": f"{len(a.split())} words (at most {max_answer_words})", **seen}
-        region = doc.text[chunk.start_char:chunk.end_char]
-        at = find_answer(region, a)
-        span = (chunk.start_char + at[0], chunk.start_char + at[1]) if at else find_answer(doc.text, a)
-        if span is None:
-            return {"reason": "answer not in source", "detail": f"{a!r} not in {doc.id}", **seen}
+        if normalize_answer(a) in _GENERIC or len(normalize_answer(a)) < 2:
+            return {"reason": "answer too generic", "detail": f"{a!r} would be found in "
+                    "almost any passage", **seen}
+        # in the passage itself (its span in the document): a heading of the chunk's
+        # path, or the same words elsewhere in the document, are not what the passage says
+        at = find_answer(doc.text[chunk.start_char:chunk.end_char], a)
+        if at is None:
+            return {"reason": "answer not in source", "detail": f"{a!r} not in the passage "
+                    f"({doc.id} [{chunk.start_char}:{chunk.end_char}])", **seen}
+        span = (chunk.start_char + at[0], chunk.start_char + at[1])
         if len(a) > 3 and a.lower() in q.lower():
             return {"reason": "question repeats the answer", "detail": a, **seen}
     if m := _DEICTIC.search(q):
