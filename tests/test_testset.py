@@ -250,6 +250,18 @@ def test_rank_agreement_is_kendall_tau_b_with_a_bootstrap_ci():
     tied = rank_agreement(_rows(spread, noise=0), _rows({"a": 0.2, "b": 0.2, "c": 0.6, "d": 0.8},
                                                         noise=0), n_boot=50)
     assert tied["tau_b"] == round(5 / (6 * 5) ** 0.5, 3)
+    # the noise ceiling: halves of a set whose configs differ by far more than the noise agree
+    assert same["human_split_half_tau_b"] == 1.0
+    noisy = rank_agreement(_rows(dict.fromkeys("abcdef", 0.5), noise=0.2),
+                           _rows(spread), n_boot=200)
+    assert abs(noisy["human_split_half_tau_b"]) < 0.5  # tied configs: halves rank at random
+    labels = {"x=1,r=['a', 'b']": 0.9, "x=2,r=['a', 'b']": 0.8, "x=1,r=['a']": 0.5,
+              "x=2,r=['a']": 0.4}
+    fx = rank_agreement(_rows(labels, noise=0), _rows({k: 1 - v if "x=1" in k else v for k, v in
+                                                       labels.items()}, noise=0), n_boot=20)
+    eff = fx["main_effects"]
+    assert eff["r"]["human"] == {"['a', 'b']": 0.85, "['a']": 0.45} and eff["r"]["same_order"]
+    assert eff["x"]["human"] == {"1": 0.7, "2": 0.6} and not eff["x"]["same_order"]
     with pytest.raises(ValueError, match=">= 3 configs"):
         rank_agreement(_rows({"a": 0.1, "b": 0.2}), _rows({"a": 0.1, "b": 0.2}))
 

@@ -95,15 +95,51 @@ def rank_agreement(human: pd.DataFrame, generated: pd.DataFrame, metric: str = "
         t = kendalltau(va[:, ia].mean(axis=1), vb[:, ib].mean(axis=1)).statistic
         if t == t:  # NaN when a resample ties every config
             taus.append(t)
+    # the noise ceiling: two random halves of the human questions, ranked against each other
+    halves = []
+    for _ in range(n_boot):
+        idx = rng.permutation(va.shape[1])
+        t = kendalltau(va[:, idx[: len(idx) // 2]].mean(axis=1),
+                       va[:, idx[len(idx) // 2:]].mean(axis=1)).statistic
+        if t == t:
+            halves.append(t)
     best_a, best_b = ma.idxmax(), mb.idxmax()
     return {"metric": metric, "configs": len(configs), "human_queries": va.shape[1],
             "generated_queries": vb.shape[1], "tau_b": round(tau, 3),
             "tau_b_ci": [round(float(np.percentile(taus, 2.5)), 3),
                          round(float(np.percentile(taus, 97.5)), 3)],
+            "human_split_half_tau_b": round(float(np.median(halves)), 3),
+            "human_split_half_tau_b_ci": [round(float(np.percentile(halves, 2.5)), 3),
+                                          round(float(np.percentile(halves, 97.5)), 3)],
+            "main_effects": main_effects(ma, mb),
             "best_human": best_a, "best_generated": best_b, "same_best": best_a == best_b,
             "best_human_on_generated_rank": int((mb > mb[best_a]).sum()) + 1,
             "means": {c: {"human": round(float(ma[c]), 4), "generated": round(float(mb[c]), 4)}
                       for c in configs}}
+
+
+def main_effects(human: pd.Series, generated: pd.Series) -> dict[str, Any]:
+    """Per swept setting, the mean over configs of each of its values on both sets, and
+    whether both sets order the values alike (a coarser agreement than the full ranking).
+    Config labels are `key=value,key=value` (the runner's)."""
+    out: dict[str, Any] = {}
+    params = _params(human.index)
+    for key in sorted({k for p in params.values() for k in p}):
+        levels: dict[str, dict[str, float]] = {}
+        for name, m in (("human", human), ("generated", generated)):
+            by: dict[str, list[float]] = {}
+            for c, v in m.items():
+                by.setdefault(params[c].get(key, "?"), []).append(float(v))
+            levels[name] = {lv: round(float(np.mean(vs)), 4) for lv, vs in by.items()}
+        order = {name: sorted(lv, key=lambda x, d=lv: -d[x]) for name, lv in levels.items()}
+        out[key] = {**levels, "same_order": order["human"] == order["generated"]}
+    return out
+
+
+def _params(labels: Any) -> dict[str, dict[str, str]]:
+    import re
+
+    return {c: dict(re.findall(r"([\w.]+)=(\[[^\]]*\]|[^,]+)", c)) for c in labels}
 
 
 def _table(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
