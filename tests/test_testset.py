@@ -290,3 +290,20 @@ def test_a_packaged_corpus_takes_other_questions_and_drops_excluded_documents(tm
     qs.write_text(json.dumps({"question": "faq?", "doc_ids": ["pydocs/faq/a.rst"]}) + "\n")
     with pytest.raises(DatasetError, match=r"doc_ids \['pydocs/faq/a.rst'\] not in"):
         with_questions(cut, qs)
+
+
+@pytest.mark.parametrize("question, unnamed", [
+    ("What is the name of the town?", True),
+    ("What is the title of the documentary?", True),
+    ("What is the name of the actress, singer and producer?", True),
+    ("What is the name of the fee for the Blue Account?", False),   # the subject is named
+    ("What was the name of the band credited for the film 'Tenebrae'?", False),
+    ("How do I sort a list in place?", False),
+])
+def test_a_question_for_the_name_of_an_unnamed_subject_is_rejected(question, unnamed):
+    from agentic_rag.datasets.testset import _check
+
+    chunk = _chunker(_docs()[0])[0]
+    reply = ChatReply(content=json.dumps({"question": question, "answer": "7 dollars"}))
+    out = _check(reply, chunk, _docs()[0], True, [], 6, 12, 0.8)
+    assert (isinstance(out, dict) and out["reason"] == "names no subject") == unnamed

@@ -18,7 +18,8 @@
    passage itself (its character span in the document is the gold; a heading of the
    chunk's path or the same words elsewhere in the document do not count); the question
    must not contain its answer, nor point at "the passage" (meaningless to someone
-   searching the whole corpus), nor copy a run of `max_copied_words` words of the passage
+   searching the whole corpus), nor ask for the name of a subject it does not name ("What
+   is the name of the town?"), nor copy a run of `max_copied_words` words of the passage
    (a lexical shortcut); near-duplicates of an accepted question are dropped.
 4. **Knowable:** the model answers each accepted question without context; token F1 against
    the reference ≥ `knowable_f1` marks it `knowable` (kept, selectable:
@@ -54,13 +55,19 @@ STRATA = ("prose", "code", "table", "list")
 INTENT_OF = {"prose": "fact", "code": "code", "table": "data", "list": "procedure"}
 REASONS = ("llm error", "malformed reply", "answer too long", "answer not in source",
            "copies the source", "near-duplicate", "question repeats the answer",
-           "refers to the passage", "answer too generic")
+           "refers to the passage", "answer too generic", "names no subject")
 _GENERIC = {"yes", "no", "true", "false", "none", "n/a", "not", "it", "this", "that"}
 # a question that points at the text it was written from ("the person described in the
 # passage") has no meaning for someone searching the whole corpus
 _DEICTIC = re.compile(r"\b(?:the|this|that|given|above|following) (?:passage|text|paragraph|"
                       r"section|excerpt|snippet|article|document|context)\b|\b(?:mentioned|"
                       r"described|stated|shown) (?:above|here|in the (?:passage|text))\b", re.I)
+
+# "What is the name of the town?": asks for the name of a subject it does not name (Qwen
+# 1.5B's commonest question from an encyclopaedic passage, with prompts that forbid it);
+# lower-case words only after "the": a named subject ("the Blue Account") passes
+_UNNAMED = re.compile(r"^(?:[Ww]hat|[Ww]hich)(?: is| was| are| were|'s)? the (?:name|title) of "
+                      r"(?:the|a|an|this|that|his|her|its|their) [a-z][a-z ,'-]*\?$")
 
 _KIND_HINT = {
     "fact": "a factual question (what, which, who, when, why) that the passage answers",
@@ -366,6 +373,9 @@ def _check(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
             return {"reason": "question repeats the answer", "detail": a, **seen}
     if m := _DEICTIC.search(q):
         return {"reason": "refers to the passage", "detail": m.group(0), **seen}
+    if _UNNAMED.match(q):
+        return {"reason": "names no subject", "detail": "asks for the name of a subject it "
+                "does not name", **seen}
     run = longest_common_run(q, chunk.text)
     if run >= max_copied:
         return {"reason": "copies the source", "detail": f"{run} consecutive words of the "
