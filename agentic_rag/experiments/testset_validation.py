@@ -11,8 +11,8 @@ whether both sets pick the same best config.
 
 Corpora (`CORPORA`):
 - `halueval`: the quick sweep's HaluEval-QA sample (100 dev questions written by people for
-  HotpotQA, over their 2,000-paragraph corpus); questions are generated from the gold
-  paragraphs of those 100 questions.
+  HotpotQA, over their 2,000-paragraph corpus); questions are generated from the same 2,000
+  paragraphs (their 178 gold paragraphs alone gave 38 questions past the filters).
 - `python`: python-library-qa (66 questions written for this project from the Python 3.11
   library reference) with the FAQ files taken out of the corpus (the FAQ's questions are
   its own headings); questions are generated from the 52 gold pages.
@@ -62,11 +62,22 @@ def _corpus(corpus: str) -> DatasetSpec:
     return CORPORA[corpus]
 
 
-def source_documents(corpus: str) -> list:
-    """The documents the human questions are about (their gold), which the generator reads."""
+# what the generator reads: the human questions' gold documents, or the whole corpus the
+# sweep indexes (HaluEval's 178 gold paragraphs give too few usable questions, see the README)
+SOURCE = {"halueval": "corpus", "python": "gold"}
+
+
+def source_documents(corpus: str, source: str | None = None) -> list:
+    """The documents the generator reads: `gold` (those the human questions are about) or
+    `corpus` (every document the sweep indexes); default `SOURCE[corpus]`."""
     from .execute import load_spec_dataset
 
+    source = source or SOURCE[corpus]
     ds = load_spec_dataset(human_spec(corpus))
+    if source == "corpus":
+        return list(ds.corpus)
+    if source != "gold":
+        raise ValueError(f"source {source!r}: use gold or corpus")
     gold = {d for rel in ds.qrels.values() for d in rel}
     return [d for d in ds.corpus if d.id in gold]
 
@@ -165,9 +176,11 @@ def validate_testset(corpus: str, chat: Any, n: int = 150, seed: int = 0,
     path = folder / "generated.jsonl"
     if not path.exists():
         docs = source_documents(corpus)
-        log(f"{corpus}: generating {n} questions from {len(docs)} gold documents")
+        log(f"{corpus}: generating {n} questions from {len(docs)} documents "
+            f"({SOURCE[corpus]})")
+        # 4 draws per question: about a quarter of Qwen 1.5B's questions pass the filters
         res = generate_testset(docs, chat, n=n, seed=seed, max_concurrency=max_concurrency,
-                               progress=progress)
+                               max_draws=4 * n, progress=progress)
         res.write(path)
         log(f"  {res.summary['accepted']} accepted, rejected {res.summary['rejected']}")
     runs = {}
@@ -176,6 +189,7 @@ def validate_testset(corpus: str, chat: Any, n: int = 150, seed: int = 0,
         runs[arm] = run_sweep(spec, runs_dir, cache_dir, progress=False, log=log)
     result = rank_agreement(runs["human"].results, runs["generated"].results)
     result.update({"corpus": corpus, "dataset": CORPORA[corpus].model_dump(mode="json"),
+                   "generated_from": SOURCE[corpus],
                    "runs": {k: str(v.run_dir) for k, v in runs.items()},
                    "generated_set": str(path),
                    "generation": json.loads(path.with_name("generated.summary.json").read_text())})
