@@ -23,9 +23,9 @@ interleaved (local, ray, local, ray, ...) so background load falls on both alike
 average is recorded at every arm's start. Both arms' rows.jsonl are compared (every
 non-latency column). Ratio = ray wall / local wall, per round and over the sum of rounds.
 
-Projection (`projection()`): from the local arms of `grid48`, the index build seconds per
-index (the runner's log lines: chunk + embed + store + BM25) and the compute seconds per row
-(the rows' `latency_ms`), Ray's fixed start cost (a cluster and 2 actors, measured here),
+Projection (`projection()`): from the local arms of `grid48` (else `quick`), the index
+build seconds per index (the runner's log lines: chunk + embed + store + BM25) and the
+compute seconds per row (the rows' `latency_ms`), Ray's fixed start cost (a cluster and 2 actors, measured here),
 and the LLM seconds per call measured by `benchmarks/llm_throughput.py` (LLM_THROUGHPUT.json,
 one local server), for N machines of w cores (w workers each) and one LLM endpoint each:
 
@@ -47,6 +47,7 @@ import os
 import platform
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -127,7 +128,7 @@ def llm_seconds_per_call() -> tuple[float, str]:
 
 
 def projection(local_arms: list[dict], t_start: float, n_docs: int, embeddings: str,
-               workers: int = 2) -> list[str]:
+               source: str, workers: int = 2) -> list[str]:
     builds = [s for arm in local_arms for _, s in arm["builds"]]
     b = sum(builds) / max(1, len(builds))
     rows = [r for arm in local_arms for r in arm["rows"]]
@@ -137,7 +138,7 @@ def projection(local_arms: list[dict], t_start: float, n_docs: int, embeddings: 
     R = n_cfg * q
     L = ["", f"Projection for N machines of w = {workers} cores (one worker per core, one LLM "
          "endpoint per machine), from the measured per-unit costs: index build b = "
-         f"{b:.1f} s (mean of {len(builds)} builds of `grid48`'s local arms on its "
+         f"{b:.1f} s (mean of {len(builds)} builds of `{source}`'s local arms on its "
          f"{n_docs:,}-document corpus: chunk, embed ({embeddings}), store, BM25), t_row = "
          f"{1000 * t_row:.1f} ms per row (mean `latency_ms`, retrieval + context), t_start = "
          f"{t_start:.1f} s (a local Ray cluster and 2 actors, started and stopped), t_call = "
@@ -207,7 +208,12 @@ def measure(args: argparse.Namespace, stamp: dict) -> dict[str, list[dict]]:
         snapshot = None
         if not args.empty_embeddings:
             snapshot = Path(tmp) / "embeddings-snapshot"
-            shutil.copytree(ROOT / "experiments" / "cache" / "embeddings", snapshot)
+            snapshot.mkdir()
+            # SQLite's backup API: a consistent copy even while another process writes it
+            src = sqlite3.connect(ROOT / "experiments" / "cache" / "embeddings" / "embeddings.sqlite")
+            with sqlite3.connect(snapshot / "embeddings.sqlite") as dst:
+                src.backup(dst)
+            src.close()
         for r in range(max(rounds.values())):
             for name in [n for n in args.sweeps if r < rounds[n]]:
                 for executor in ("local", "ray"):
@@ -257,11 +263,13 @@ def render(results: dict[str, list[dict]], args: argparse.Namespace, cmd: str, s
         if tot["local"]:
             L.append(f"| {name} | {n_cfg} × {n_q} | all | {tot['local']:.0f} | "
                      f"{tot['ray']:.0f} | **{tot['ray'] / tot['local']:.2f}** | |")
-    local48 = [a for a in results.get("grid48", []) if a["executor"] == "local"]
-    if local48:
-        L += projection(local48, t_start, args.corpus48,
-                        "every chunk" if args.empty_embeddings else
-                        "what the snapshot lacks")
+    source = "grid48" if any(a["executor"] == "local" for a in results.get("grid48", [])) \
+        else "quick"
+    local = [a for a in results.get(source, []) if a["executor"] == "local"]
+    if local:
+        L += projection(local, t_start, args.corpus48 if source == "grid48" else 2000,
+                        "every chunk" if args.empty_embeddings else "what the snapshot lacks",
+                        source)
     L += ["", END]
     section = "\n".join(L) + "\n"
     print(section)
