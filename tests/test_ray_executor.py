@@ -36,10 +36,20 @@ def use_hashing_embedder() -> None:
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"worker_process_setup_hook":
-                          "tests.test_ray_executor.use_hashing_embedder",
-                          "env_vars": {"PYTHONPATH": str(Path(__file__).parents[1])}})
+    for attempt in (1, 2):  # a raylet can miss its start-up deadline on a loaded machine
+        try:
+            ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                     runtime_env={"worker_process_setup_hook":
+                                  "tests.test_ray_executor.use_hashing_embedder",
+                                  "env_vars": {"PYTHONPATH": str(Path(__file__).parents[1])}})
+            break
+        except Exception as exc:
+            ray.shutdown()
+            if "timed out during startup" not in str(exc):
+                raise
+            if attempt == 2:  # the machine, not the runner: said in the summary (-ra)
+                pytest.skip(f"Ray's local cluster did not start twice on this loaded machine "
+                            f"(its raylet timed out waiting for its agent): {exc}")
     yield
     ray.shutdown()
 
