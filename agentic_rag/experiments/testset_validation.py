@@ -106,7 +106,8 @@ def rank_agreement(human: pd.DataFrame, generated: pd.DataFrame, metric: str = "
         t = kendalltau(va[:, ia].mean(axis=1), vb[:, ib].mean(axis=1)).statistic
         if t == t:  # NaN when a resample ties every config
             taus.append(t)
-    # the noise ceiling: two random halves of the human questions, ranked against each other
+    # the noise floor of the ceiling: two random halves of the human questions ranked against
+    # each other (halves are noisier than the whole set, so this understates its reliability)
     halves = []
     for _ in range(n_boot):
         idx = rng.permutation(va.shape[1])
