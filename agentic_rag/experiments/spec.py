@@ -149,13 +149,8 @@ class SweepSpec(_Strict):
 
     def spec_hash(self) -> str:
         # how the rows are computed is not what is run: the executor stays out of the hash
-        data = self.model_dump(mode="json", exclude={"executor", "ray"})
-        # dataset fields added later count only when set: older runs keep their hash (resume)
-        defaults = DatasetSpec().model_dump(mode="json")
-        for key in ("exclude", "knowable", "unanswerable"):
-            if data["dataset"][key] == defaults[key]:
-                del data["dataset"][key]
-        blob = json.dumps(data, sort_keys=True)
+        blob = json.dumps(self.model_dump(mode="json", exclude={"executor", "ray"}),
+                          sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     @classmethod
