@@ -307,3 +307,39 @@ def test_a_question_for_the_name_of_an_unnamed_subject_is_rejected(question, unn
     reply = ChatReply(content=json.dumps({"question": question, "answer": "7 dollars"}))
     out = _check(reply, chunk, _docs()[0], True, [], 6, 12, 0.8)
     assert (isinstance(out, dict) and out["reason"] == "names no subject") == unnamed
+
+
+@pytest.mark.parametrize("question, pronoun", [
+    ("What did he found in 1902?", "he"),
+    ("When was it built?", "it"),
+    ("What does this function return?", "this"),
+    ("Which team did he play for from 1993 to 1999?", "he"),  # HaluEval, generated
+    ("What other films did he star in besides 'The Three Musketeers'?", "he"),  # named later
+    ("In what year did she retire?", "she"),
+    ("What is its monthly fee?", "its"),
+    ("Does it support async calls?", "it"),
+    ("What is the population of this town?", "this"),
+    ("He founded which company in 1902?", "He"),
+    # the subject named, then a pronoun; a pronoun bound to the wh-word; the empty "it"
+    ("Where was Chief Joseph born and what is his place of origin?", None),
+    ("Who is best known for her work with architects Daniel Libeskind and Zaha Hadid?", None),
+    ("Which country has its capital on the coast?", None),
+    ("How long does it take to open a Harbor account?", None),
+    ("Is it possible to pass a timeout to harbor.connect?", None),
+    ("What happens to a Harbor card when it is reported lost?", None),
+    ("How do I sort a list in place?", None),
+    # a demonstrative with a description that names something (HotpotQA's style); a title
+    ("In which year was this arms smuggler, the subject of 'The Notorious Mr. Bout', born?", None),
+    ("It Takes a Family is a response to which 1996 book?", None),
+])
+def test_a_question_whose_subject_is_a_pronoun_is_rejected(question, pronoun):
+    from agentic_rag.datasets.testset import _check, pronoun_subject
+
+    assert pronoun_subject(question) == pronoun
+    chunk = _chunker(_docs()[0])[0]
+    reply = ChatReply(content=json.dumps({"question": question, "answer": "7 dollars"}))
+    out = _check(reply, chunk, _docs()[0], True, [], 6, 12, 0.8)
+    rejected = isinstance(out, dict) and out["reason"] == "pronoun without antecedent"
+    assert rejected == (pronoun is not None)
+    if rejected:
+        assert repr(pronoun) in out["detail"] and out["question"] == question

@@ -19,8 +19,9 @@
    chunk's path or the same words elsewhere in the document do not count); the question
    must not contain its answer, nor point at "the passage" (meaningless to someone
    searching the whole corpus), nor ask for the name of a subject it does not name ("What
-   is the name of the town?"), nor copy a run of `max_copied_words` words of the passage
-   (a lexical shortcut); near-duplicates of an accepted question are dropped.
+   is the name of the town?"), nor have a pronoun or a bare demonstrative as its subject
+   ("When was it built?"), nor copy a run of `max_copied_words` words of the passage (a
+   lexical shortcut); near-duplicates of an accepted question are dropped.
 4. **Knowable:** the model answers each accepted question without context; token F1 against
    the reference ≥ `knowable_f1` marks it `knowable` (kept, selectable:
    `load_local(..., knowable=False)`).
@@ -55,7 +56,8 @@ STRATA = ("prose", "code", "table", "list")
 INTENT_OF = {"prose": "fact", "code": "code", "table": "data", "list": "procedure"}
 REASONS = ("llm error", "malformed reply", "answer too long", "answer not in source",
            "copies the source", "near-duplicate", "question repeats the answer",
-           "refers to the passage", "answer too generic", "names no subject")
+           "refers to the passage", "answer too generic", "names no subject",
+           "pronoun without antecedent")
 _GENERIC = {"yes", "no", "true", "false", "none", "n/a", "not", "it", "this", "that"}
 # a question that points at the text it was written from ("the person described in the
 # passage") has no meaning for someone searching the whole corpus
@@ -68,6 +70,50 @@ _DEICTIC = re.compile(r"\b(?:the|this|that|given|above|following) (?:passage|tex
 # lower-case words only after "the": a named subject ("the Blue Account") passes
 _UNNAMED = re.compile(r"^(?:[Ww]hat|[Ww]hich)(?: is| was| are| were|'s)? the (?:name|title) of "
                       r"(?:the|a|an|this|that|his|her|its|their) [a-z][a-z ,'-]*\?$")
+# "What did he found in 1902?", "When was it built?", "What does this function return?": the
+# question's subject is a pronoun or a bare demonstrative, so it names nothing a reader could
+# look up. Only the subject's place counts: right after the opening (a wh-phrase of up to 3
+# more words, then an auxiliary; or an auxiliary alone; or "the <words> of" after it), or the
+# question's first word when a lower-case word follows it ("It Takes a Family" is a title).
+# A pronoun after the subject is named ("Where was Chief Joseph born and what is his place of
+# origin?") or bound to the wh-word ("Who is best known for her work with Zaha Hadid?") is not
+# there. After has/have/had (a main verb too) a possessive belongs to the wh-phrase ("Which
+# country has its capital on the coast?"): only a subject pronoun counts there.
+_AUX = "is|was|are|were|do|does|did|can|could|will|would|should|shall|may|might|must"
+_SUBJECT_PRONOUN = re.compile(
+    r"^(?:(?:(?:in|on|at|for|from|by|with|during|since|until) )?"
+    r"(?:(?:what|which|who|whose|when|where|why|how)(?: [\w'-]+){0,3}? )?"
+    rf"(?:(?:{_AUX}) (?:the [a-z]+(?: [a-z]+){{0,2}} of )?"
+    r"(?P<pro>he|she|it|they|this|that|these|those|his|her|its|their)"
+    r"|(?:has|have|had) (?P<pro2>he|she|it|they|this|that|these|those))"
+    r"|(?P<pro3>he|she|it|they|this|these|those|his|her|its|their)(?=(?-i: [a-z])))\b(?P<rest>.*)$",
+    re.I)
+# the empty "it" ("How long does it take to install pip?", "Is it possible to ...", "Is it
+# true that ...")
+_EMPTY_IT = re.compile(r"^(?: (?:true|possible|necessary|safe|ok|okay|allowed|advisable|better|"
+                       r"best|required|recommended|worth|wise)\b|(?: [\w-]+){0,3} "
+                       r"(?:to|that|whether|if) \w)", re.I)
+# a demonstrative followed by a description that names something is not bare: people write
+# "this American actor who starred in 'Veep'" (HotpotQA); a capital, a digit, a quote or a
+# relative clause after it is such a description ("this Italian adventure film" passes too)
+_DESCRIBED = re.compile(r"[A-Z0-9\"'`]|\b(?:who|whom|whose|which|that|where)\b")
+
+
+def pronoun_subject(question: str) -> str | None:
+    """The pronoun or bare demonstrative that is `question`'s subject (`_SUBJECT_PRONOUN`),
+    or None when the question names its subject."""
+    m = _SUBJECT_PRONOUN.match(question.strip())
+    if m is None:
+        return None
+    pro = m.group("pro") or m.group("pro2") or m.group("pro3")
+    rest = m.group("rest")
+    if pro[0].isupper() and m.start("rest") > len(pro):
+        return None  # a capital inside the question: a title ("What do It's a Small World ...")
+    if pro.lower() == "it" and _EMPTY_IT.match(rest):
+        return None
+    if pro.lower() in ("this", "that", "these", "those") and _DESCRIBED.search(rest):
+        return None
+    return pro
 
 _KIND_HINT = {
     "fact": "a factual question (what, which, who, when, why) that the passage answers",
@@ -376,6 +422,9 @@ def _check(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
     if _UNNAMED.match(q):
         return {"reason": "names no subject", "detail": "asks for the name of a subject it "
                 "does not name", **seen}
+    if pro := pronoun_subject(q):
+        return {"reason": "pronoun without antecedent", "detail": f"its subject is {pro!r}, "
+                "which names nothing a reader could look up", **seen}
     run = longest_common_run(q, chunk.text)
     if run >= max_copied:
         return {"reason": "copies the source", "detail": f"{run} consecutive words of the "
