@@ -58,7 +58,7 @@ def testset(
         with server:
             chat = MeteredChatModel(make_chat_model(cfg.llm, cfg.home), meter)
             res = generate_testset(documents, chat, n=n, seed=seed, unanswerable=unanswerable,
-                                   chunker=chunker.chunk, check_knowable=knowable,
+                                   chunks=chunks, check_knowable=knowable,
                                    max_concurrency=conc,
                                    progress=Progress(n, typer.echo, "testset", meter))
     except LLMCallCap as stop:

@@ -343,3 +343,17 @@ def test_a_question_whose_subject_is_a_pronoun_is_rejected(question, pronoun):
     assert rejected == (pronoun is not None)
     if rejected:
         assert repr(pronoun) in out["detail"] and out["question"] == question
+
+
+def test_chunks_passed_in_give_the_set_the_chunker_gives():
+    """The CLI chunks once (for its estimate) and passes the chunks in."""
+    chunks = [c for d in _docs() for c in _chunker(d)]
+    by_chunker = _generate(n=4)
+    by_chunks = _generate(n=4, chunker=None, chunks=chunks)
+    assert [r.model_dump() for r in by_chunks.records] == [r.model_dump() for r in
+                                                           by_chunker.records]
+    assert by_chunks.rejected == by_chunker.rejected and by_chunks.summary == by_chunker.summary
+    with pytest.raises(ValueError, match="not both"):
+        _generate(n=4, chunks=chunks)
+    with pytest.raises(ValueError, match=r"chunk '.*': its document 'docs/fees.md' is not in"):
+        generate_testset(_docs()[1:], ScriptedGenerator(), n=2, chunks=chunks)

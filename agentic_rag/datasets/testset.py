@@ -267,14 +267,17 @@ def _split(qid: str, seed: int) -> Literal["dev", "test"]:
 
 def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, seed: int = 0,
                      unanswerable: float = 0.1, chunker: Callable[[Document], list[Chunk]]
-                     | None = None, max_copied_words: int = 6, max_answer_words: int = 12,
+                     | None = None, chunks: Sequence[Chunk] | None = None,
+                     max_copied_words: int = 6, max_answer_words: int = 12,
                      duplicate_jaccard: float = 0.8, knowable_f1: float = 0.5,
                      check_knowable: bool = True, max_draws: int | None = None,
                      max_concurrency: int = 1, min_tokens: int = 25,
                      progress: Any = None) -> TestsetResult:
     """`n` accepted questions (about `unanswerable` of them without an answer in the corpus)
     from `docs`, drawing chunks in `sample_chunks` order until `n` pass the filters or the
-    first `max_draws` chunks of that order (default 3 × n) are used up. `chunker`: the index's chunker (default:
+    first `max_draws` chunks of that order (default 3 × n) are used up. `chunks`: the
+    documents' chunks, when the caller has them already (the CLI chunks once, for its
+    estimate and for this); else `chunker` makes them (the index's chunker; default
     `AgenticChunker()` with the default config). `max_concurrency`: generation calls in
     flight; the set is the same at any value (draws are judged in order). `progress`: an
     object whose `advance()` is called per accepted question (`llm_cost.Progress`).
@@ -286,12 +289,18 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
         raise ValueError(f"unanswerable: {unanswerable} is not a share in [0, 1)")
     if not docs:
         raise ValueError("no documents to generate questions from")
-    if chunker is None:
-        from ..chunking import AgenticChunker
-
-        chunker = AgenticChunker().chunk
     by_id = {d.id: d for d in docs}
-    chunks = [c for d in docs for c in chunker(d)]
+    if chunks is not None:
+        if chunker is not None:
+            raise ValueError("pass chunks or a chunker, not both")
+        if stray := next((c for c in chunks if c.doc_id not in by_id), None):
+            raise ValueError(f"chunk {stray.id!r}: its document {stray.doc_id!r} is not in docs")
+    else:
+        if chunker is None:
+            from ..chunking import AgenticChunker
+
+            chunker = AgenticChunker().chunk
+        chunks = [c for d in docs for c in chunker(d)]
     quota = {False: round(n * unanswerable)}
     quota[True] = n - quota[False]
     every = max(2, round(1 / unanswerable)) if quota[False] else 0
