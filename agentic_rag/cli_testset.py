@@ -48,9 +48,12 @@ def testset(
     chunks = [c for d in documents for c in chunker.chunk(d)]
     conc = max_concurrency or cfg.llm.max_concurrency
     typer.echo(f"{len(documents)} documents, {len(chunks)} chunks → {n} questions")
-    typer.echo(estimate_line(estimate(n, chunks, knowable),
-                             measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]), conc,
-                             serves_in_parallel(cfg.llm)))
+    est = estimate(n, chunks, knowable, unanswerable)
+    typer.echo(estimate_line(est, measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]),
+                             conc, serves_in_parallel(cfg.llm))
+               + (f"; of the calls, {est['corpus_checks']} check the unanswerable questions "
+                  f"against the corpus (one each: {unanswerable:.0%} of n)"
+                  if est["corpus_checks"] else ""))
     local = cfg.llm.base_url is None and not cfg.llm.endpoints
     server = LlamaServer(cfg.llm.server, home=cfg.home) if local else contextlib.nullcontext()
     meter = CallMeter(max_llm_calls)

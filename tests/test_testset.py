@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 
 import pytest
 
@@ -60,7 +61,9 @@ def _generate(chat=None, **kw):  # noqa: ANN001, ANN003
 class ScriptedGenerator:
     """Writes a question and a quoted answer from the passage, with a defect chosen by the
     passage's content so that every filter has something to reject; closed-book, it
-    "knows" the answer to questions about cards."""
+    "knows" the answer to questions about cards. Its "unanswerable" question from the hours
+    page asks for the wire fee, which the fees page answers: the corpus check, given the
+    passages, answers it (and says "I don't know" to the others)."""
 
     model_id = "scripted"
 
@@ -71,6 +74,13 @@ class ScriptedGenerator:
     def chat(self, messages, *, json_schema=None, max_tokens=None, **kw) -> ChatReply:  # noqa: ANN001
         self.calls += 1
         system, user = messages[0]["content"], messages[-1]["content"]
+        if system.startswith("Answer the question from the passages"):  # the corpus check
+            if self.fail_on and self.fail_on in user:
+                raise LLMError("timed out after 3 attempts", "timeout", 3)
+            question = user.rsplit("Question: ", 1)[-1]
+            if "wire" in question and "12 dollars" in user:
+                return ChatReply(content="A wire transfer costs 12 dollars.")
+            return ChatReply(content="I don't know.")
         if json_schema is None:  # the closed-book check
             return ChatReply(content="four minutes" if "card" in user.lower() else "no idea")
         if self.fail_on and self.fail_on in user:
@@ -78,8 +88,12 @@ class ScriptedGenerator:
         if "cash withdrawals" in user:  # as an answerable or an unanswerable draw
             return ChatReply(content=json.dumps({"question": "What is the cap stated in this "
                                                  "paragraph?", "answer": "600 dollars"}))
+        if "does NOT answer" in system and "public holidays" in user:
+            return ChatReply(content=json.dumps({"question": "What does Harbor charge to send "
+                                                 "a wire?", "answer": ""}))
         if "does NOT answer" in system:
-            return ChatReply(content=json.dumps({"question": f"Is there an age limit? ({self.calls})",
+            return ChatReply(content=json.dumps({"question": f"Is there an age limit? "
+                                                 f"({zlib.crc32(user.encode()) % 997})",
                                                  "answer": "What is the age limit?"}))
         if "monthly fee" in user:  # copies the passage word for word
             return ChatReply(content=json.dumps({"question": "is there no fee unless the balance "
@@ -357,3 +371,53 @@ def test_chunks_passed_in_give_the_set_the_chunker_gives():
         _generate(n=4, chunks=chunks)
     with pytest.raises(ValueError, match=r"chunk '.*': its document 'docs/fees.md' is not in"):
         generate_testset(_docs()[1:], ScriptedGenerator(), n=2, chunks=chunks)
+
+
+class CountingChecks(ScriptedGenerator):
+    """Counts the corpus checks; `fail_checks`: each one fails as a timed-out call."""
+
+    def __init__(self, fail_checks: bool = False) -> None:
+        super().__init__()
+        self.checks, self.fail_checks = 0, fail_checks
+
+    def chat(self, messages, **kw) -> ChatReply:  # noqa: ANN001, ANN003
+        if messages[0]["content"].startswith("Answer the question from the passages"):
+            self.checks += 1
+            if self.fail_checks:
+                raise LLMError("timed out after 3 attempts", "timeout", 3)
+        return super().chat(messages, **kw)
+
+
+def test_an_unanswerable_question_the_corpus_answers_is_rejected():
+    chat = CountingChecks()
+    res = _generate(chat, unanswerable=0.2, seed=3)  # seed 3: the hours page's draw is one
+    (rej,) = [r for r in res.rejected if r["reason"] == "answerable from the corpus"]
+    assert rej["question"] == "What does Harbor charge to send a wire?"
+    assert rej["chunk_id"] == "docs/hours.md#prose@9-143" and not rej["answerable"]
+    assert "12 dollars" in rej["corpus_answer"] and "12 dollars" in rej["detail"]
+    assert rej["corpus_chunks"][0] == "docs/fees.md#table_row@159-189"  # BM25's top chunk
+    kept = [r for r in res.records if not r.answerable]
+    assert kept and not any("wire" in r.question for r in kept)
+    # one call per unanswerable question that passed the other filters: kept + rejected here
+    assert chat.checks == res.summary["unanswerable_checked"] == len(kept) + 1
+    assert res.summary["settings"]["corpus_check_k"] == 5
+    off = _generate(unanswerable=0.2, seed=3, check_unanswerable=False)
+    assert any("wire" in r.question for r in off.records if not r.answerable)
+    assert off.summary["unanswerable_checked"] == 0
+
+
+def test_a_failed_corpus_check_rejects_the_question_unchecked():
+    res = _generate(CountingChecks(fail_checks=True), unanswerable=0.2, seed=3)
+    failed = [r for r in res.rejected if r["reason"] == "llm error" and not r["answerable"]]
+    assert failed and all(r["detail"].startswith("corpus check: timeout") for r in failed)
+    assert not any(not r.answerable for r in res.records)
+
+
+def test_the_estimate_counts_one_corpus_check_per_unanswerable_question():
+    from agentic_rag.datasets.testset import estimate
+
+    chunks = [c for d in _docs() for c in _chunker(d)]
+    base, checked = estimate(100, chunks), estimate(100, chunks, unanswerable=0.1)
+    assert checked["corpus_checks"] == 10 and base["corpus_checks"] == 0
+    assert checked["llm_calls"] == base["llm_calls"] + 10
+    assert checked["prompt_tokens_est"] > base["prompt_tokens_est"]

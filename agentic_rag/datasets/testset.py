@@ -22,6 +22,11 @@
    is the name of the town?"), nor have a pronoun or a bare demonstrative as its subject
    ("When was it built?"), nor copy a run of `max_copied_words` words of the passage (a
    lexical shortcut); near-duplicates of an accepted question are dropped.
+   An unanswerable question is also checked against the whole corpus (`check_unanswerable`):
+   BM25 over the same chunks retrieves its top `CORPUS_CHECK_K`, and the model answers from
+   them or says it does not know (`agent_support.is_abstention`, the agent's own detector); a
+   question it answers is rejected ("answerable from the corpus", with its answer and the
+   chunk ids). One call per unanswerable question that passed the other filters.
 4. **Knowable:** the model answers each accepted question without context; token F1 against
    the reference ≥ `knowable_f1` marks it `knowable` (kept, selectable:
    `load_local(..., knowable=False)`).
@@ -57,7 +62,7 @@ INTENT_OF = {"prose": "fact", "code": "code", "table": "data", "list": "procedur
 REASONS = ("llm error", "malformed reply", "answer too long", "answer not in source",
            "copies the source", "near-duplicate", "question repeats the answer",
            "refers to the passage", "answer too generic", "names no subject",
-           "pronoun without antecedent")
+           "pronoun without antecedent", "answerable from the corpus")
 _GENERIC = {"yes", "no", "true", "false", "none", "n/a", "not", "it", "this", "that"}
 # a question that points at the text it was written from ("the person described in the
 # passage") has no meaning for someone searching the whole corpus
@@ -133,6 +138,11 @@ _SYSTEM_UNANSWERABLE = (
     "question a user might ask about the same subject that the passage does NOT answer: ask "
     "for a detail, option or value it does not mention. Use your own words. Reply with JSON "
     "{\"answer\": \"\", \"question\": ...}.")
+# the unanswerable check: the model, given the passages BM25 finds for the question, answers
+# or says it cannot (the words `agent_support.is_abstention` reads as an abstention)
+CORPUS_CHECK_K = 5
+_FROM_PASSAGES = ("Answer the question from the passages below only, in a few words. If they "
+                  "do not answer it, reply exactly: I don't know.")
 _CLOSED_BOOK = ("Answer the question in a few words, from what you know. If you do not know, "
                 "say \"I don't know\".")
 # the answer first (a grammar-constrained reply follows the properties' order): the model
@@ -270,7 +280,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                      | None = None, chunks: Sequence[Chunk] | None = None,
                      max_copied_words: int = 6, max_answer_words: int = 12,
                      duplicate_jaccard: float = 0.8, knowable_f1: float = 0.5,
-                     check_knowable: bool = True, max_draws: int | None = None,
+                     check_knowable: bool = True, check_unanswerable: bool = True,
+                     max_draws: int | None = None,
                      max_concurrency: int = 1, min_tokens: int = 25,
                      progress: Any = None) -> TestsetResult:
     """`n` accepted questions (about `unanswerable` of them without an answer in the corpus)
@@ -282,7 +293,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     flight; the set is the same at any value (draws are judged in order). `progress`: an
     object whose `advance()` is called per accepted question (`llm_cost.Progress`).
     `min_tokens`: shorter chunks are not drawn (a heading line or a one-line stub has no
-    question in it)."""
+    question in it). `check_unanswerable`: each unanswerable question is answered from the
+    `CORPUS_CHECK_K` chunks BM25 ranks first for it, and rejected when the model answers."""
     if n < 1:
         raise ValueError(f"n: {n} is not >= 1")
     if not 0.0 <= unanswerable < 1.0:
@@ -324,8 +336,9 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
         chunk, answerable = item
         return _ask(chat, chunk, by_id[chunk.doc_id], answerable)
 
-    draws = 0
+    draws, corpus_checks = 0, 0
     drawn = []
+    lexical = None  # BM25 over `chunks`, built for the first unanswerable question
     for _, reply in map_calls(ask, _tee(plan(), drawn), max_concurrency):
         chunk, answerable = drawn.pop(0)
         if done[answerable] >= quota[answerable]:
@@ -341,6 +354,17 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
             rejected.append({**base, **outcome})
             continue
         question, answer, span = outcome
+        if not answerable and check_unanswerable:
+            if lexical is None:
+                from ..lexical import LexicalIndex
+
+                # what the index's BM25 reads: the chunk under its heading path
+                lexical = LexicalIndex().build(list(chunks), [c.index_text() for c in chunks])
+            corpus_checks += 1
+            answered = _answer_from_corpus(chat, question, lexical, by_id)
+            if answered is not None:
+                rejected.append({**base, **answered, "question": question, "answer": ""})
+                continue
         qid = f"g{len(records) + 1:04d}-{hashlib.sha1(chunk.id.encode()).hexdigest()[:8]}"
         records.append(GeneratedQuestion(
             id=qid, question=question, answer=answer,
@@ -357,19 +381,26 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
         records = [checked[i] for i in range(len(records))]
     summary = _summary(records, rejected, n, draws, seed, gen, unanswerable, max_copied_words,
                        duplicate_jaccard, knowable_f1, len(chunks))
+    summary["unanswerable_checked"] = corpus_checks
+    summary["settings"]["corpus_check_k"] = CORPUS_CHECK_K if check_unanswerable else None
     return TestsetResult(records, rejected, summary)
 
 
-def estimate(n: int, chunks: Sequence[Chunk], check_knowable: bool = True) -> dict[str, int]:
+def estimate(n: int, chunks: Sequence[Chunk], check_knowable: bool = True,
+             unanswerable: float = 0.0) -> dict[str, int]:
     """The calls and tokens `generate_testset` should take for `n` questions: 1.5 draws per
     accepted question (an assumption until a run measures its rejection rate; the summary
     reports it), each the prompt (~180 tokens) + a passage of the chunks' mean size, ~40
-    tokens out; the closed-book check ~60 in, ~15 out."""
+    tokens out; the closed-book check ~60 in, ~15 out; the corpus check of each unanswerable
+    question (`corpus_checks`: `unanswerable` × n) ~60 + `CORPUS_CHECK_K` passages in, ~20 out."""
     mean = sum(c.token_count for c in chunks) / len(chunks) if chunks else 0
     draws = round(1.5 * n)
     k = n if check_knowable else 0
-    return {"llm_calls": draws + k, "prompt_tokens_est": round(draws * (180 + mean) + k * 60),
-            "completion_tokens_est": draws * 40 + k * 15}
+    u = round(n * unanswerable)
+    return {"llm_calls": draws + k + u,
+            "prompt_tokens_est": round(draws * (180 + mean) + k * 60
+                                       + u * (60 + CORPUS_CHECK_K * (mean + 10))),
+            "completion_tokens_est": draws * 40 + k * 15 + u * 20, "corpus_checks": u}
 
 
 def _tee(items: Iterator[Any], seen: list[Any]) -> Iterator[Any]:
@@ -442,6 +473,33 @@ def _check(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
         if _jaccard(q, r.question) >= dup_jaccard:
             return {"reason": "near-duplicate", "detail": f"of {r.id}: {r.question!r}", **seen}
     return q, a, span
+
+
+def _answer_from_corpus(chat: ChatModel, question: str, lexical: Any,
+                        docs: dict[str, Document]) -> dict[str, Any] | None:
+    """None when the model, given the top `CORPUS_CHECK_K` BM25 chunks for `question`, says it
+    does not know (or BM25 finds no chunk); else the rejection: "answerable from the corpus" with the answer it gave
+    and the chunk ids (an LLM failure is an "llm error" rejection: the question is unchecked)."""
+    from ..agent_support import is_abstention
+
+    hits = lexical.search(question, CORPUS_CHECK_K)
+    if not hits:
+        return None  # no chunk shares a word with it: nothing to answer from, no call
+    passages = "\n\n".join(f"Passage {i}:\n{_passage(h.chunk, docs[h.chunk.doc_id])}"
+                            for i, h in enumerate(hits, 1))
+    ids = [h.chunk.id for h in hits]
+    try:
+        reply = chat.chat([{"role": "system", "content": _FROM_PASSAGES},
+                           {"role": "user", "content": f"{passages}\n\nQuestion: {question}"}],
+                          max_tokens=60)
+    except LLMError as exc:
+        return {"reason": "llm error", "detail": f"corpus check: {exc.kind}: {str(exc)[:200]}",
+                "corpus_chunks": ids}
+    said = " ".join(reply.content.split())
+    if not said or is_abstention(said):
+        return None
+    return {"reason": "answerable from the corpus", "detail": f"answered {said[:200]!r} from "
+            f"the top {len(ids)} BM25 chunks", "corpus_answer": said, "corpus_chunks": ids}
 
 
 def _knowable(chat: ChatModel, r: GeneratedQuestion, threshold: float) -> GeneratedQuestion:
