@@ -85,6 +85,91 @@ def testset(
                f"dataset: {{name: local, docs: {docs[0]}, questions: {out}}}")
 
 
+@app.command()
+def abstention(
+    docs: Annotated[Path, typer.Argument(help="the folder the set was generated from (and "
+                                              "indexed: agentic-rag index DOCS)")],
+    questions: Annotated[Path, typer.Argument(help="a set from agentic-rag testset, with "
+                                                   "unanswerable questions")],
+    answerable: Annotated[int | None, typer.Option(
+        min=0, help="answerable questions asked for contrast, drawn with --seed (default: as "
+                    "many as the unanswerable ones)")] = None,
+    seed: Annotated[int, typer.Option(help="which answerable questions are drawn")] = 0,
+    out: Annotated[Path | None, typer.Option(
+        help="the per-question rows (JSONL); default <questions stem>.abstention.jsonl, "
+             "with the report in <stem>.abstention.json")] = None,
+    config: ConfigOpt = None, home: HomeOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
+) -> None:
+    """How often the agent says it does not know on the set's unanswerable questions, and
+    answers on its answerable ones (experiments/abstention.py): the agent (agent.* of the
+    config) over the index at --home, through the configured LLM; every call is cached."""
+    from .datasets import DatasetError, load_local
+    from .experiments.abstention import (
+        abstention_report,
+        ask_questions,
+        report_lines,
+        select_questions,
+    )
+    from .experiments.llm_cost import agent_cost, estimate_line, measured_rates, serves_in_parallel
+    from .llm import CallMeter, LLMCallCap, MeteredChatModel, make_chat_model
+    from .pipeline import Pipeline
+    from .server import LlamaServer, ServerError
+    from .tool import AgenticRAGTool
+
+    cfg = _config(config, home)
+    try:
+        queries = select_questions(load_local(docs, questions).queries, answerable, seed)
+    except (DatasetError, ValueError) as exc:
+        _fail(str(exc))
+    pipe = Pipeline(cfg)
+    if pipe.index.count() == 0:
+        _fail(f"the index at {cfg.home} is empty: run `agentic-rag index {docs}` first "
+              f"(with the same --config / --home)")
+    n_no = sum(q.metadata.get("answerable") is False for q in queries)
+    typer.echo(f"{n_no} unanswerable + {len(queries) - n_no} answerable questions from "
+               f"{questions}; policy {cfg.agent.policy}, index {cfg.home}")
+    typer.echo(estimate_line(agent_cost(len(queries)),
+                             measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]), 1,
+                             serves_in_parallel(cfg.llm)))
+    out = out or questions.with_name(f"{questions.stem}.abstention.jsonl")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    local = cfg.llm.base_url is None and not cfg.llm.endpoints
+    server = LlamaServer(cfg.llm.server, home=cfg.home) if local else contextlib.nullcontext()
+    meter = CallMeter(max_llm_calls)
+    try:
+        with server, out.open("w", encoding="utf-8") as f:
+            chat = MeteredChatModel(make_chat_model(cfg.llm, cfg.home), meter)
+            pipe = Pipeline(cfg, index=pipe.index, chat_model=chat)
+
+            def write(row: dict) -> None:  # each row as it is made: a cut run keeps them
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+
+            rows = ask_questions(queries, chat, AgenticRAGTool(pipe), cfg.agent, on_row=write)
+    except LLMCallCap as stop:
+        _stopped_at_cap(stop, f"{out} holds the rows done so far; the report is not written")
+    except (ServerError, ValueError) as exc:
+        _fail(str(exc))
+    report = abstention_report(rows)
+    # a set generated before the corpus check (its summary has no unanswerable_checked) may
+    # hold "unanswerable" questions the corpus answers
+    summary = questions.with_name(f"{questions.stem}.summary.json")
+    checked = json.loads(summary.read_text()).get("unanswerable_checked") \
+        if summary.exists() else None
+    report_path = out.with_suffix(".json")
+    report_path.write_text(json.dumps({**report, "questions": str(questions),
+                                       "policy": cfg.agent.policy,
+                                       "unanswerable_checked_against_corpus": checked}, indent=2))
+    for line in report_lines(report):
+        typer.echo(line)
+    if checked is None:
+        typer.secho(f"{questions}: its unanswerable questions were not checked against the "
+                    f"corpus ({summary.name} has no unanswerable_checked): some may be "
+                    "answerable; read them before you report the share", fg=typer.colors.YELLOW)
+    typer.echo(f"rows: {out}; report: {report_path}; {meter.calls} new LLM calls, "
+               f"{meter.cached} cached")
+
+
 @app.command("validate-testset")
 def validate_testset_cmd(
     corpus: Annotated[str, typer.Option(help="halueval or python (testset_validation.CORPORA)")],
