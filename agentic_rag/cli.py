@@ -243,7 +243,7 @@ def ask(question: str, config: ConfigOpt = None, home: HomeOpt = None,
         _fail(str(exc))
     srv = LlamaServer(cfg.llm.server, home=cfg.home)
     started = False
-    if cfg.llm.base_url is None and serve and not srv.running():
+    if cfg.llm.uses_local_server and serve and not srv.running():
         typer.echo("starting the local LLM server ...", err=True)
         srv.start()
         started = True

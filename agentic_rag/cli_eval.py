@@ -188,9 +188,11 @@ def validate_judge_cmd(
     seed: Annotated[int, typer.Option()] = 0,
     metric: Annotated[str, typer.Option(help="judge or ragas-faithfulness")] = "judge",
     out: Annotated[Path, typer.Option()] = Path("experiments/hallucination-validation.json"),
-    config: ConfigOpt = None, home: HomeOpt = None,
+    config: ConfigOpt = None, home: HomeOpt = None, max_concurrency: MaxConcurrencyOpt = None,
 ) -> None:
-    """Check a hallucination metric on HaluEval: does it tell right from hallucinated answers?"""
+    """Check a hallucination metric on HaluEval: does it tell right from hallucinated answers?
+    The judge calls `llm.base_url` / `llm.endpoints` when set (no local server is started),
+    up to `llm.max_concurrency` calls in flight per endpoint."""
 
     from .evaluation.llm_judge import validate_judge
     from .llm import make_chat_model
@@ -202,14 +204,14 @@ def validate_judge_cmd(
     pairs = halueval_pairs(n, seed)
     items = [(p["context"], p["right"], p["hallucinated"]) for p in pairs]
     srv = LlamaServer(cfg.llm.server, home=cfg.home)
-    started = cfg.llm.base_url is None and not srv.running()
+    started = cfg.llm.uses_local_server and not srv.running()
     if started:
         srv.start()
     t0 = time.perf_counter()
     try:
         chat = make_chat_model(cfg.llm, cfg.home)
         if metric == "judge":
-            res = validate_judge(chat, items)
+            res = validate_judge(chat, items, max_concurrency or cfg.llm.slots)
         elif metric == "ragas-faithfulness":
             from .evaluation.ragas_metrics import validate_faithfulness
 
@@ -220,7 +222,7 @@ def validate_judge_cmd(
         if started:
             srv.stop()
     res.update({"metric": metric, "n_questions": n, "seed": seed, "model": cfg.llm.server.model
-                if cfg.llm.base_url is None else cfg.llm.model,
+                if cfg.llm.uses_local_server else cfg.llm.model,
                 "seconds": round(time.perf_counter() - t0, 1)})
     out.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads(out.read_text()) if out.exists() else {}

@@ -3,7 +3,6 @@ own documents by the configured LLM (`datasets.testset.generate_testset`)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 from typing import Annotated
@@ -35,7 +34,7 @@ def testset(
     from .documents import DocumentError, iter_document_paths, read_document
     from .experiments.llm_cost import Progress, estimate_line, measured_rates, serves_in_parallel
     from .llm import CallMeter, LLMCallCap, MeteredChatModel, make_chat_model
-    from .server import LlamaServer, ServerError
+    from .server import ServerError, serve_local
 
     cfg = _config(config, home)
     try:
@@ -54,8 +53,7 @@ def testset(
                + (f"; of the calls, {est['corpus_checks']} check the unanswerable questions "
                   f"against the corpus (one each: {unanswerable:.0%} of n)"
                   if est["corpus_checks"] else ""))
-    local = cfg.llm.base_url is None and not cfg.llm.endpoints
-    server = LlamaServer(cfg.llm.server, home=cfg.home) if local else contextlib.nullcontext()
+    server = serve_local(cfg.llm, cfg.home)
     meter = CallMeter(max_llm_calls)
     try:
         with server:
@@ -113,7 +111,7 @@ def abstention(
     from .experiments.llm_cost import agent_cost, estimate_line, measured_rates, serves_in_parallel
     from .llm import CallMeter, LLMCallCap, MeteredChatModel, make_chat_model
     from .pipeline import Pipeline
-    from .server import LlamaServer, ServerError
+    from .server import ServerError, serve_local
     from .tool import AgenticRAGTool
 
     cfg = _config(config, home)
@@ -133,8 +131,7 @@ def abstention(
                              serves_in_parallel(cfg.llm)))
     out = out or questions.with_name(f"{questions.stem}.abstention.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
-    local = cfg.llm.base_url is None and not cfg.llm.endpoints
-    server = LlamaServer(cfg.llm.server, home=cfg.home) if local else contextlib.nullcontext()
+    server = serve_local(cfg.llm, cfg.home)
     meter = CallMeter(max_llm_calls)
     try:
         with server, out.open("w", encoding="utf-8") as f:
@@ -185,13 +182,12 @@ def validate_testset_cmd(
     from .experiments.llm_cost import Progress
     from .experiments.testset_validation import CORPORA, validate_testset
     from .llm import CallMeter, LLMCallCap, MeteredChatModel, make_chat_model
-    from .server import LlamaServer, ServerError
+    from .server import ServerError, serve_local
 
     if corpus not in CORPORA:
         _fail(f"--corpus {corpus!r}: use one of {sorted(CORPORA)}")
     cfg = _config(config, home)
-    local = cfg.llm.base_url is None and not cfg.llm.endpoints
-    server = LlamaServer(cfg.llm.server, home=cfg.home) if local else contextlib.nullcontext()
+    server = serve_local(cfg.llm, cfg.home)
     meter = CallMeter(max_llm_calls)
     # the set is committed; its LLM replies travel with it, so a fresh machine regenerates
     # the same set from the pack instead of asking the model again

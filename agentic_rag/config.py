@@ -320,6 +320,13 @@ class LLMConfig(_Section):
         """LLM calls in flight at once: `max_concurrency` per endpoint."""
         return self.max_concurrency * len(self.endpoints or ("one",))
 
+    @property
+    def uses_local_server(self) -> bool:
+        """Whether calls go to the embedded llama.cpp server (neither `base_url` nor
+        `endpoints` set): the one rule every command follows to decide whether to start it
+        (`server.serve_local`); otherwise the endpoints are called and nothing is started."""
+        return self.base_url is None and not self.endpoints
+
 
 class TiersConfig(_Section):
     """Hot (memory, TTL) / warm (persistent index) / cold (compressed archive) tiers."""

@@ -25,11 +25,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import AbstractContextManager, nullcontext
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .config import ServerConfig
+from .config import LLMConfig, ServerConfig
 from .models import resolve_model
 
 
@@ -213,3 +214,14 @@ class LlamaServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def serve_local(llm: LLMConfig, home: str | Path,
+                server: ServerConfig | None = None) -> AbstractContextManager[LlamaServer | None]:
+    """The embedded server for `llm` as a context manager, when `llm.uses_local_server`: started
+    (with `server`, default `llm.server`), or reused when one answers on its port, and stopped
+    on exit only if started here. Otherwise (`llm.base_url` / `llm.endpoints` set) nothing is
+    started and the context is None: the calls go to those endpoints (`llm.make_chat_model`)."""
+    if not llm.uses_local_server:
+        return nullcontext(None)
+    return LlamaServer(server or llm.server, home=home)

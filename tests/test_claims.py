@@ -323,7 +323,8 @@ def test_agent_protocol_runs_the_agent_evaluation_in_process(tmp_path, monkeypat
     claim = next(c for c in CLAIMS if c.id == "a-agent-tool-calls")
     calls = []
 
-    def fake_main(argv, prog, meter):  # noqa: ANN001
+    def fake_main(argv, prog, meter, llm=None):  # noqa: ANN001
+        assert llm is None  # none given: the agent evaluation uses its own local server
         calls.append((list(argv), prog))
         assert meter.calls == 0  # the claims' meter: every LLM call counted (and capped) there
         runs = Path(argv[argv.index("--runs-dir") + 1])

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..llm import ChatModel, ChatReply, LLMError, ask_json_field
+from ..llm import ChatModel, ChatReply, LLMError, ask_json_field, map_calls
 from .detection import auroc
 
 ANSWER_PROMPT = ("Answer the question using only the context. Reply with the answer only, in "
@@ -72,19 +72,27 @@ def judge_correctness(chat: ChatModel, question: str, reference: str,
                           lambda v: isinstance(v, bool), max_tokens=16)
 
 
-def validate_judge(chat: ChatModel, items: Sequence[tuple[str, str, str]]) -> dict[str, float]:
+def validate_judge(chat: ChatModel, items: Sequence[tuple[str, str, str]],
+                   max_concurrency: int = 1) -> dict[str, float]:
     """items: (context, right answer, hallucinated answer). Label 1 = hallucinated; the judge's
-    score is 1 − supported. Failures are counted, not scored."""
+    score is 1 − supported. Failures are counted, not scored. Up to `max_concurrency` judge
+    calls in flight (`llm.map_calls`: the same result at any concurrency)."""
+    def one(job: tuple[str, str, int]) -> tuple[int, bool | None]:
+        context, answer, label = job
+        try:
+            return label, judge_support(chat, context, answer)[0]
+        except LLMError:
+            return label, None
+
+    jobs = [(context, answer, label) for context, right, wrong in items
+            for answer, label in ((right, 0), (wrong, 1))]
     labels, scores, failures = [], [], 0
-    for context, right, wrong in items:
-        for answer, label in ((right, 0), (wrong, 1)):
-            try:
-                supported, _ = judge_support(chat, context, answer)
-            except LLMError:
-                failures += 1
-                continue
-            labels.append(label)
-            scores.append(0.0 if supported else 1.0)
+    for _, (label, supported) in map_calls(one, jobs, max_concurrency):
+        if supported is None:
+            failures += 1
+            continue
+        labels.append(label)
+        scores.append(0.0 if supported else 1.0)
     y, s = np.asarray(labels), np.asarray(scores)
     acc = float((s.round() == y).mean()) if len(y) else float("nan")
     return {"n": len(labels), "failures": failures, "accuracy": acc, "auroc": auroc(labels, scores),

@@ -1,6 +1,10 @@
 """ragas metrics, run against the configured OpenAI-compatible model (the local
 llama.cpp server by default) through ragas' own LLM wrapper (`llm_factory` with our
-`AsyncOpenAI` client — ragas never builds its default client here).
+`AsyncOpenAI` client — ragas never builds its default client here). With `llm.base_url` or
+`llm.endpoints` set, that client's chat completions are answered by `llm.make_chat_model`
+(`chat_model_client`): the same requests (messages, JSON mode, max_tokens, temperature 0),
+sent through the one call path every other LLM call takes, so a pool spreads them over its
+endpoints, `llm.max_concurrency` each, and a dead endpoint's calls go to the others.
 
 - LLM metrics: Faithfulness, FactualCorrectness, ContextPrecision, ContextRecall.
   Slow on 2 cores (tens of seconds to minutes per sample with the 1.5B model): run them
@@ -49,6 +53,32 @@ def _base_url(cfg: LLMConfig) -> str:
     return cfg.base_url or f"http://{cfg.server.host}:{cfg.server.port}/v1"
 
 
+def chat_model_client(chat: Any) -> Any:
+    """An `AsyncOpenAI` client whose `chat.completions.create` is answered by `chat` (a
+    `ChatModel`: one endpoint or an `EndpointPool`, with its reply cache): the request's
+    messages, JSON mode (`response_format`) and `max_tokens` are passed on; an `LLMError`
+    (every endpoint failed) is raised to ragas, which records the metric as failed."""
+    from openai import AsyncOpenAI
+    from openai.types.chat import ChatCompletion
+
+    async def create(*, messages: list[dict[str, Any]], max_tokens: int | None = None,
+                     response_format: dict | None = None, **_: Any) -> ChatCompletion:
+        reply = await asyncio.to_thread(chat.chat, list(messages), max_tokens=max_tokens,
+                                        json_mode=response_format is not None)
+        return ChatCompletion.model_validate({
+            "id": "chat-model", "object": "chat.completion", "created": 0,
+            "model": chat.model_id,
+            "choices": [{"index": 0, "finish_reason": reply.finish_reason or "stop",
+                         "message": {"role": "assistant", "content": reply.content}}],
+            "usage": {"prompt_tokens": reply.prompt_tokens,
+                      "completion_tokens": reply.completion_tokens,
+                      "total_tokens": reply.prompt_tokens + reply.completion_tokens}})
+
+    client = AsyncOpenAI(base_url="http://chat-model.invalid/v1", api_key="unused")
+    client.chat.completions.create = create  # the only method instructor calls
+    return client
+
+
 class RagasScorer:
     def __init__(self, llm: LLMConfig, metrics: Sequence[str] = LLM_METRICS,
                  timeout_s: float = 600.0, cache_dir: str | None = None) -> None:
@@ -74,9 +104,15 @@ class RagasScorer:
                 Faithfulness,
             )
 
-            key = os.environ.get(self.config.api_key_env) or "not-needed-for-local"
-            client = AsyncOpenAI(base_url=_base_url(self.config), api_key=key,
-                                 timeout=self.config.timeout_s)
+            if self.config.uses_local_server:
+                key = os.environ.get(self.config.api_key_env) or "not-needed-for-local"
+                client = AsyncOpenAI(base_url=_base_url(self.config), api_key=key,
+                                     timeout=self.config.timeout_s)
+            else:  # llm.base_url / llm.endpoints: through make_chat_model, at temperature 0
+                from ..llm import make_chat_model
+
+                client = chat_model_client(make_chat_model(
+                    self.config.model_copy(update={"temperature": 0.0}), self.cache_dir))
             # ragas' own disk cache (keyed by the prompt): a rerun makes no LLM call
             llm = llm_factory(self.config.model, client=client, max_tokens=768, temperature=0,
                               cache=DiskCacheBackend(cache_dir=self.cache_dir))

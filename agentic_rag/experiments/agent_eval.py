@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from ..agent import AgentResult, run_agent
-from ..config import AgentConfig, RAGConfig, ServerConfig
+from ..config import AgentConfig, LLMConfig, RAGConfig, ServerConfig
 from ..evaluation.answers import token_f1
 from ..evaluation.llm_judge import judge_correctness, judge_support
 from ..index import AgenticIndex
@@ -62,11 +62,12 @@ from ..llm import (
     LLMError,
     MeteredChatModel,
     OpenAIChatModel,
+    make_chat_model,
     map_calls,
     model_identity,
 )
 from ..pipeline import Pipeline
-from ..server import LlamaServer
+from ..server import serve_local
 from ..tool import AgenticRAGTool
 from .agent_eval_summary import BASELINE, compare, markdown, read_jsonl, summarize
 from .agent_eval_tasks import customer_openings, load
@@ -169,27 +170,38 @@ def _key(r: dict) -> tuple:
     return r["dataset"], r["split"], r["cell"], r["qid"]
 
 
-def run(args: argparse.Namespace, meter: CallMeter | None = None) -> None:
+def run(args: argparse.Namespace, meter: CallMeter | None = None,
+        llm: LLMConfig | None = None) -> None:
     """The agent pass and the judge pass of `args.cells` on `args.datasets`, appended to
-    `args.runs_dir/args.run/` (with the LLM server started for the run). Every LLM call goes
-    through `meter` (default: one capped at `args.max_llm_calls`); at its cap
-    `llm.LLMCallCap` propagates, with every finished row written."""
+    `args.runs_dir/args.run/`. The LLM: `llm` when it sets `llm.base_url` / `llm.endpoints`
+    (called through `make_chat_model`, no server started), else the local server started for
+    the run (`--port`, `--threads`). Every LLM call goes through `meter` (default: one capped
+    at `args.max_llm_calls`); at its cap `llm.LLMCallCap` propagates, with every finished
+    row written."""
     cells = check(args)
     meter = meter if meter is not None else CallMeter(args.max_llm_calls)
-    conc = args.max_concurrency or RAGConfig().llm.max_concurrency
+    cfg = RAGConfig()
+    remote = llm is not None and not llm.uses_local_server
+    if remote:
+        cfg = cfg.model_copy(update={"llm": llm})
+    conc = args.max_concurrency or cfg.llm.slots
     run_dir = Path(args.runs_dir) / args.run
     run_dir.mkdir(parents=True, exist_ok=True)
     rows_path, judged_path = run_dir / "rows.jsonl", run_dir / "judgements.jsonl"
     meta_path = run_dir / f"meta-{args.split}.json"
     overrides = {"context.max_tokens": args.context_tokens}
     server = ServerConfig(port=args.port, n_ctx=8192, n_threads=args.threads)
-    srv = LlamaServer(server, home=args.home)
-    srv.start()
-    try:
-        cfg = RAGConfig()
-        chat = MeteredChatModel(OpenAIChatModel(cfg.llm, base_url=srv.base_url,
-                                                cache=ChatCache(Path(args.home) / "llm.sqlite")),
-                                meter)
+    with serve_local(cfg.llm, args.home, server) as srv:
+        if srv is None:  # llm.base_url / llm.endpoints: the pool or the one endpoint
+            model = make_chat_model(cfg.llm, args.home)
+            where = ", ".join(cfg.llm.endpoints or (cfg.llm.base_url,))
+            llm_meta = {"identity": model.model_id}
+        else:
+            model = OpenAIChatModel(cfg.llm, base_url=srv.base_url,
+                                    cache=ChatCache(Path(args.home) / "llm.sqlite"))
+            where = srv.base_url
+            llm_meta = {"identity": model_identity(cfg.llm.model_copy(update={"server": server}))}
+        chat = MeteredChatModel(model, meter)
         loaded = {d: load(d, args.split, args.n, args.seed, args.corpus_size.get(d))
                   for d in args.datasets}
         items = {d: v[0] for d, v in loaded.items()}
@@ -198,10 +210,9 @@ def run(args: argparse.Namespace, meter: CallMeter | None = None) -> None:
             items["tau2-banking"] = customer_openings(
                 items["tau2-banking"], chat, {q.id: q.text for q in ds.queries},
                 run_dir / f"openings-{args.split}.jsonl")
-        llm = {"identity": model_identity(cfg.llm.model_copy(update={"server": server})),
-               "reply_cache_key": chat.model_id, "max_concurrency": conc,
-               **local_server_meta(server)}
-        _write_meta(meta_path, args, cfg, srv.base_url, overrides, loaded, llm)
+        llm_meta.update({"reply_cache_key": chat.model_id, "max_concurrency": conc,
+                         **(local_server_meta(server) if srv is not None else {})})
+        _write_meta(meta_path, args, cfg, where, overrides, loaded, llm_meta)
         if not args.judge_only:
             gates = sorted({parse_cell(c)[2] for c in cells} - {None}, key=str)
             pipes = {(d, g): build_pipeline(v[1], Path(args.home), {**overrides, "gate.mode": g},
@@ -210,8 +221,6 @@ def run(args: argparse.Namespace, meter: CallMeter | None = None) -> None:
             _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path, conc, meter)
         if not args.no_judge:
             _judge_pass(args, items, chat, rows_path, judged_path, conc, meter)
-    finally:
-        srv.stop()
 
 
 def check(args: argparse.Namespace) -> list[str]:
@@ -238,7 +247,8 @@ def _write_meta(meta_path: Path, args: argparse.Namespace, cfg: RAGConfig, serve
     invocation on this run folder (passes, resumptions, the judge pass), in order."""
     meta = {**base_meta(), "command": args.command, "git_commit": git_commit(),
             "llm": llm,
-            "model": cfg.llm.server.model, "server": server, "seed": args.seed,
+            "model": cfg.llm.server.model if cfg.llm.uses_local_server else cfg.llm.model,
+            "server": server, "seed": args.seed,
             "overrides": overrides, "agent_defaults": AgentConfig().model_dump(),
             "banking_question": args.banking_question,
             "max_steps": args.max_steps, "corpus_size": args.corpus_size,
@@ -364,6 +374,10 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=ServerConfig().n_threads,
                    help="llama.cpp threads (1 is faster on an oversubscribed 2-core machine)")
     p.add_argument("--home", default=HOME, help="the LLM cache and the indexes")
+    p.add_argument("--config", default=None, metavar="YAML",
+                   help="a config file whose llm section is used when it sets llm.base_url or "
+                        "llm.endpoints: the calls go there (max_concurrency per endpoint) and no "
+                        "local server is started; otherwise the local server (--port, --threads)")
     p.add_argument("--corpus-size", nargs="*", default=["python-faq=80", "tau2-banking=250"],
                    help="DATASET=N: index the sampled questions' gold documents plus seeded "
                    "distractors up to N documents (none = the whole corpus)")
@@ -389,12 +403,13 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None,
-         meter: CallMeter | None = None) -> pd.DataFrame | None:
+         meter: CallMeter | None = None, llm: LLMConfig | None = None) -> pd.DataFrame | None:
     """Run (unless --summarize-only), judge, summarize; print the summary. `argv`: the options
     (default: the process's); `prog`: the command they follow, recorded with them in the run's
     meta file (default: the process's `sys.argv[0]`). `meter`: the caller's (the claims
     share one across protocols), whose `LLMCallCap` propagates; without it, `--max-llm-calls`
-    stops the run with a message and no summary (None)."""
+    stops the run with a message and no summary (None). `llm`: the caller's LLM settings
+    (the claims' config), else `--config`'s (`run`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = prog or sys.argv[0]
     p = parser(prog)
@@ -404,10 +419,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None,
     if not args.summarize_only:
         try:
             check(args)
-        except ValueError as exc:
+            if llm is None and args.config:
+                llm = RAGConfig.load(args.config).llm
+        except ValueError as exc:  # a ConfigError is one, naming the file and field
             p.exit(1, f"{exc}\n")
         try:
-            run(args, meter)
+            run(args, meter, llm)
         except LLMCallCap as stop:
             if meter is not None:
                 raise

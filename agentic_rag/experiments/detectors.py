@@ -334,7 +334,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
 
     from ..config import RAGConfig
     from ..llm import make_chat_model
-    from ..server import LlamaServer
+    from ..server import serve_local
 
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200, help="HaluEval questions (2 answers each)")
@@ -342,10 +342,13 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     ap.add_argument("--split", default="dev")
     ap.add_argument("--out", default="experiments/detectors/halueval-dev")
     ap.add_argument("--home", default="experiments/cache", help="reply cache and server logs")
+    ap.add_argument("--config", default=None, metavar="YAML",
+                    help="a config file whose llm section is used (llm.base_url / llm.endpoints: "
+                         "the calls go there and no local server is started)")
     ap.add_argument("--no-llm", action="store_true", help="lexical baseline only")
     ap.add_argument("--max-llm-calls", type=int, default=None)
     ap.add_argument("--max-concurrency", type=int, default=None,
-                    help="judge calls in flight (default: llm.max_concurrency)")
+                    help="judge calls in flight (default: llm.max_concurrency per endpoint)")
     ap.add_argument("--own-answers", type=int, default=0, metavar="N",
                     help="set (ii) instead: the local model's own answers to the first N "
                          "HaluEval test questions of the (b)/(c) protocols' hybrid arm, then "
@@ -359,7 +362,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
                     help="with --own-answers: only generate the answers (for labelling)")
     args = ap.parse_args(argv)
     cfg = RAGConfig()
-    conc = args.max_concurrency or cfg.llm.max_concurrency
+    if args.config:
+        try:
+            cfg = cfg.model_copy(update={"llm": RAGConfig.load(args.config).llm})
+        except ValueError as exc:  # a ConfigError, naming the file and field
+            ap.exit(2, f"{exc}\n")
+    conc = args.max_concurrency or cfg.llm.slots
     if args.own_answers:
         _own_main(args, cfg, conc)
         return
@@ -367,8 +375,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     if args.no_llm:
         rows = run_validation(None, items, args.out, max_calls=args.max_llm_calls)
     else:
-        with LlamaServer(cfg.llm.server, home=args.home) as srv:
-            chat = make_chat_model(cfg.llm, args.home, base_url=srv.base_url)
+        with serve_local(cfg.llm, args.home) as srv:
+            chat = make_chat_model(cfg.llm, args.home, base_url=srv and srv.base_url)
             rows = run_validation(chat, items, args.out, max_calls=args.max_llm_calls,
                                   max_concurrency=conc)
     table = detector_table(with_combined(rows))
@@ -378,10 +386,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
 
 def _own_main(args: Any, cfg: Any, conc: int) -> None:
     from ..llm import make_chat_model
-    from ..server import LlamaServer
+    from ..server import serve_local
 
-    with LlamaServer(cfg.llm.server, home=args.home) as srv:
-        chat = make_chat_model(cfg.llm, args.home, base_url=srv.base_url)
+    with serve_local(cfg.llm, args.home) as srv:
+        chat = make_chat_model(cfg.llm, args.home, base_url=srv and srv.base_url)
         own_answers(chat, args.out, args.own_answers, args.seed, args.home,
                     max_calls=args.max_llm_calls)
         if not args.answers_only:

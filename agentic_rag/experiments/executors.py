@@ -73,8 +73,7 @@ class LocalExecutor:
         """The local LLM server, if the metrics need an LLM and no remote endpoint is set."""
         spec = self.spec
         llm_groups = LLM_GROUPS & set(spec.metrics)
-        local = spec.base.llm.base_url is None and not spec.base.llm.endpoints
-        if llm_groups - {"ragas_nonllm"} and local:
+        if llm_groups - {"ragas_nonllm"} and spec.base.llm.uses_local_server:
             from ..server import LlamaServer
 
             self.server = LlamaServer(spec.base.llm.server, home=self.cache_dir)

@@ -85,7 +85,7 @@ def serves_in_parallel(llm: LLMConfig) -> bool:
     """Whether calls in flight are served at once: a configured endpoint (a hosted API) is
     assumed to, as is a pool (`llm.endpoints`); the embedded llama.cpp server (`llm.base_url`
     unset) has one slot."""
-    return llm.base_url is not None or bool(llm.endpoints)
+    return not llm.uses_local_server
 
 
 def estimate_line(est: dict[str, int], rates: Rates, concurrency: int, parallel: bool) -> str:

@@ -232,7 +232,7 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
         llm_rows = _llm_rows_to_compute(spec, units, llm_ids)
         meta = _meta(spec, ds, configs, keys, packages, cache, from_cache)
         meta["llm"]["max_concurrency"] = conc
-        if llm_rows and spec.base.llm.base_url is None and not spec.base.llm.endpoints:
+        if llm_rows and spec.base.llm.uses_local_server:
             # the embedded server: its build
             meta["llm"].update(local_server_meta(spec.base.llm.server))
         write_meta(run_dir, meta)  # + commit, Python, platform

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...config import RAGConfig
+from ...config import LLMConfig, RAGConfig
 from ...llm import CallMeter
 from ..runfolder import git_commit, mark_complete, new_run_dir, write_meta
 from ..spec import DatasetSpec
@@ -56,9 +56,9 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
     """Run the selected claims' protocols (all by default) on every deployment they apply
     to; keep the other claims' rows from the existing claims.json; write REPORT.md and
     claims.json. `smoke`: tiny samples, LLM-bound protocols recorded as not run.
-    LLM protocols run up to `max_concurrency` calls at once (default `llm.max_concurrency`)
-    and share one `meter`: with a cap, `llm.LLMCallCap` stops the claims there (the run
-    folders stay resumable; a rerun continues). The expected LLM cost is logged first.
+    LLM protocols run up to `max_concurrency` calls at once (default `llm.slots`:
+    `llm.max_concurrency` per endpoint) and share one `meter`: with a cap, `llm.LLMCallCap`
+    stops the claims there (the run folders stay resumable; a rerun continues). The expected LLM cost is logged first.
     `llm_sample`: questions per arm of the answer-level protocols (b-answers, c-boundaries;
     default `LLM_SAMPLE`); the rows carry their n."""
     base = base or RAGConfig()
@@ -66,7 +66,7 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
     chosen = {c.id for c in select(only)}
     previous = previous_rows(Path(out_dir) / "claims.json", smoke)
     session = _Session(base, runs_dir, cache_dir, agent_runs, smoke, log,
-                       max_concurrency or base.llm.max_concurrency, meter or CallMeter())
+                       max_concurrency or base.llm.slots, meter or CallMeter())
     if not smoke:
         _announce_llm(base, chosen, cache_dir, session.max_concurrency, log, llm_sample)
     rows = {}
@@ -139,9 +139,9 @@ class _Session:
             if detector is not None:  # hallucinated = support below threshold (graded)
                 row.update(detector_fields(detector))
             else:  # a run judged by the binary JSON judge (before the graded detectors)
-                self.judge = self.judge or run_judge_validation(self.base, self.runs_dir,
-                                                                self.cache_dir, self.log,
-                                                                self.meter)
+                self.judge = self.judge or run_judge_validation(
+                    self.base, self.runs_dir, self.cache_dir, self.log, self.meter,
+                    self.max_concurrency)
                 row.update(self.judge)
         return row
 
@@ -154,7 +154,8 @@ class _Session:
 
             def run() -> Path:
                 return run_agent_claim(claim, self.runs_dir, self.agent_runs, log=self.log,
-                                       max_concurrency=self.max_concurrency, meter=self.meter)
+                                       max_concurrency=self.max_concurrency, meter=self.meter,
+                                       llm=self.base.llm)
         else:
             from ..runner import run_sweep
 
@@ -184,10 +185,13 @@ class _Session:
 
 def run_agent_claim(claim: Claim, runs_dir: str | Path = "experiments/runs",
                     agent_runs: str | Path = AGENT_RUNS, log=print,  # noqa: ANN001
-                    max_concurrency: int = 1, meter: CallMeter | None = None) -> Path:
+                    max_concurrency: int = 1, meter: CallMeter | None = None,
+                    llm: LLMConfig | None = None) -> Path:
     """Run (or resume: rows and LLM calls are kept) the agent evaluation of both arms in this
     process (`agent_eval.main`, what `agentic-rag agent-eval` runs), then
-    `agent_run_folder`. Its LLM calls go through `meter` (`LLMCallCap` propagates)."""
+    `agent_run_folder`. Its LLM calls go through `meter` (`LLMCallCap` propagates), to
+    `llm.base_url` / `llm.endpoints` when `llm` sets them (else the agent evaluation's own
+    local server)."""
     from .. import agent_eval
 
     argv = ["--run", AGENT_RUN, "--datasets", "tau2-banking", "--split", "test",
@@ -196,7 +200,7 @@ def run_agent_claim(claim: Claim, runs_dir: str | Path = "experiments/runs",
     if max_concurrency > 1:
         argv += ["--max-concurrency", str(max_concurrency)]
     log(f"agent protocol {claim.id}: {AGENT_EVAL} {' '.join(argv)}")
-    agent_eval.main(argv, prog=AGENT_EVAL, meter=meter or CallMeter())
+    agent_eval.main(argv, prog=AGENT_EVAL, meter=meter or CallMeter(), llm=llm)
     return agent_run_folder(Path(agent_runs) / AGENT_RUN, runs_dir, claim,
                             name=f"claim-{claim.id}-tau2-banking")
 
@@ -296,15 +300,17 @@ def run_detector(run_dir: Path) -> str | None:
 
 
 def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str | Path,
-                         log=print, meter: CallMeter | None = None) -> dict[str, Any]:  # noqa: ANN001
-    """The support judge on HaluEval dev (right vs hallucinated answers, `validate_judge`),
-    in a run folder `<stamp>-judge-validation`; an earlier run with the same model and
-    sample is reused. Returns the ledger's judge_* fields."""
+                         log=print, meter: CallMeter | None = None,  # noqa: ANN001
+                         max_concurrency: int = 1) -> dict[str, Any]:
+    """The support judge on HaluEval dev (right vs hallucinated answers, `validate_judge`,
+    up to `max_concurrency` calls in flight), in a run folder `<stamp>-judge-validation`; an
+    earlier run with the same model and sample is reused. Returns the ledger's judge_*
+    fields."""
     from ...evaluation.llm_judge import validate_judge
     from ...llm import MeteredChatModel, make_chat_model
     from ...server import LlamaServer
 
-    model = base.llm.server.model if base.llm.base_url is None else base.llm.model
+    model = base.llm.server.model if base.llm.uses_local_server else base.llm.model
     want = {"model": model, "n_questions": JUDGE_VALIDATION["n"], "seed": JUDGE_VALIDATION["seed"]}
     for d in sorted(Path(runs_dir).glob("*-judge-validation"), reverse=True):
         res = json.loads((d / "validation.json").read_text()) if (d / "validation.json").exists() \
@@ -316,13 +322,14 @@ def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str |
     items = [(p["context"], p["right"], p["hallucinated"])
              for p in halueval_pairs(JUDGE_VALIDATION["n"], JUDGE_VALIDATION["seed"])]
     server = LlamaServer(base.llm.server, home=cache_dir)
-    started = base.llm.base_url is None and not server.running()
+    started = base.llm.uses_local_server and not server.running()
     if started:
         log(f"starting the local LLM server ({base.llm.server.model}) for the judge validation")
         server.start()
     try:
         chat = make_chat_model(base.llm, Path(cache_dir) / "judge-validation")
-        res = validate_judge(MeteredChatModel(chat, meter or CallMeter()), items)
+        res = validate_judge(MeteredChatModel(chat, meter or CallMeter()), items,
+                             max_concurrency)
     finally:
         if started:
             server.stop()
@@ -330,7 +337,7 @@ def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str |
     run_dir = new_run_dir(runs_dir, "judge-validation")
     (run_dir / "validation.json").write_text(json.dumps(res, indent=2))
     write_meta(run_dir, {"dataset": "halueval-qa:dev", **want,
-                         "llm": {"identity": chat.model_id, "max_concurrency": 1}})  # serial
+                         "llm": {"identity": chat.model_id, "max_concurrency": max_concurrency}})
     return judge_fields(res, run_dir.name)
 
 
