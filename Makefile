@@ -67,8 +67,8 @@ demo: install datasets
 # then every notebook, with its small CI parameters, by nbmake (10 min limit per notebook)
 NB_TIMEOUT ?= 600
 test: install datasets chromium
-	$(BIN)/python -m pytest
-	$(BIN)/python -m pytest --nbmake --nbmake-timeout=$(NB_TIMEOUT) notebooks/
+	$(BIN)/python -m pytest --durations=25
+	$(BIN)/python -m pytest --durations=10 --nbmake --nbmake-timeout=$(NB_TIMEOUT) notebooks/
 
 # Debian's chromium, for the test that drives JupyterLab in a browser (tests/test_browser_tuner.py,
 # Playwright; no browser is downloaded): apt-get installs it when missing, if we are root
