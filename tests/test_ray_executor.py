@@ -7,7 +7,9 @@ address, a capped meter, a bad executor name) are clear errors."""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,21 @@ QS = SWEEP_QS + [("q5", "How much is an ATM fee?", "fees.md", "$2"),
 def use_hashing_embedder() -> None:
     """Each Ray worker process's set-up (`worker_process_setup_hook`): the test embedder."""
     execute.make_embedder = lambda config, cache_dir=None: HashingEmbedder()
+
+
+class NodeNotingEmbedder(HashingEmbedder):
+    """The hashing embedder, leaving a file named after the Ray node it embeds on in
+    $AGENTIC_RAG_TEST_NODES: which nodes did work, not only hosted a worker."""
+
+    def embed(self, texts: list[str]):  # noqa: ANN201
+        node = ray.get_runtime_context().get_node_id()
+        (Path(os.environ["AGENTIC_RAG_TEST_NODES"]) / node).touch()
+        return super().embed(texts)
+
+
+def use_node_noting_embedder() -> None:
+    """The two-node test's worker set-up hook."""
+    execute.make_embedder = lambda config, cache_dir=None: NodeNotingEmbedder()
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +234,84 @@ def test_a_second_sweep_of_one_run_folder_is_refused(corpus, tmp_path, executor)
         again = run_sweep(spec, tmp_path / "runs", tmp_path / "cache", progress=False,
                           log=lambda *_: None)
         assert again.run_dir == run_dir and len(again.results) == 3 * len(QS)
+
+
+# ---- two raylets on one machine -------------------------------------------------------------
+@pytest.fixture
+def two_nodes(monkeypatch):
+    """A head node and a second node, separate raylets of 1 CPU each
+    (`ray.cluster_utils.Cluster`), under their own temp dir, so that neither a sweep
+    elsewhere on the machine that looks for "a cluster on this machine" reads its address
+    file nor its clean-up touches another cluster. The module's single-node cluster is shut
+    down first: a driver joins one cluster at a time. Fewer processes start than by default
+    (no idle workers started ahead, no autoscaler monitor or log monitor, no usage stats):
+    on a loaded machine each raylet must see its agents start within Ray's deadline."""
+    from ray.cluster_utils import Cluster
+
+    if ray.is_initialized():
+        ray.shutdown()
+    tmp = tempfile.mkdtemp(prefix="r2n-")  # short: Ray's socket paths live under it
+    monkeypatch.setenv("RAY_TMPDIR", tmp)
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    monkeypatch.setenv("RAY_enable_worker_prestart", "0")
+    monkeypatch.setenv("RAY_prestart_worker_first_driver", "0")
+    node = {"num_cpus": 1, "include_dashboard": False}
+    for attempt in (1, 2):  # as `cluster`: a raylet can miss its deadline on a loaded machine
+        made = None
+        try:
+            made = Cluster(initialize_head=True, head_node_args={
+                **node, "include_log_monitor": False, "no_monitor": True})
+            made.add_node(**node)
+            made.wait_for_nodes()
+            break
+        except Exception as exc:
+            if made is not None:
+                made.shutdown()
+            _kill_processes_under(tmp)  # a node that failed to start leaves its agents
+            if attempt == 2:
+                pytest.skip(f"a two-node local Ray cluster did not start twice on this machine: "
+                            f"{type(exc).__name__}: {str(exc)[:300]}")
+    yield made
+    made.shutdown()
+    _kill_processes_under(tmp)
+
+
+def _kill_processes_under(tmp: str) -> None:
+    """SIGKILL the processes holding a file under `tmp` (this test's own Ray temp dir: only
+    processes of the cluster it started)."""
+    import signal
+
+    for proc in Path("/proc").glob("[0-9]*"):
+        if int(proc.name) == os.getpid():  # this process (the driver's log files)
+            continue
+        try:
+            if any(os.readlink(fd).startswith(tmp) for fd in (proc / "fd").iterdir()):
+                os.kill(int(proc.name), signal.SIGKILL)
+        except OSError:  # gone, or not ours to read
+            continue
+
+
+def test_two_nodes_at_ray_address_give_local_rows_with_work_on_both(
+        two_nodes, corpus, local_rows, tmp_path, monkeypatch):
+    """The sweep joins the cluster by its address (`--ray-address`, `spec.ray.address`); the
+    workers get the test embedder from the job's runtime env (the variable `ray job submit`
+    sets), since the runner, not the test, calls `ray.init`."""
+    noted = tmp_path / "nodes"
+    noted.mkdir()
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps({"runtime_env": {
+        "worker_process_setup_hook": "tests.test_ray_executor.use_node_noting_embedder",
+        "env_vars": {"PYTHONPATH": str(Path(__file__).parents[1]),
+                     "AGENTIC_RAG_TEST_NODES": str(noted)}}}))
+    lines: list[str] = []
+    spec = _spec(corpus, "ray").with_executor("ray", two_nodes.address)
+    on_ray = _run(spec, tmp_path / "ray", lines.append)
+    assert _rows(on_ray.run_dir) == local_rows
+    assert f"ray: connected to {two_nodes.address}" in lines
+    assert any(line.startswith("ray: 2 worker(s) on 2 cluster CPU(s)") for line in lines)
+    nodes = {n["NodeID"] for n in two_nodes.global_state.node_table() if n["Alive"]}
+    assert len(nodes) == 2
+    workers = [a for a in two_nodes.global_state.actor_table(None).values()
+               if a["Name"].startswith(executors.WORKER_NAME)]
+    assert len(workers) == 2 and {a["Address"]["NodeID"] for a in workers} == nodes
+    assert {p.name for p in noted.iterdir()} == nodes  # both nodes embedded queries
+    assert not ray.is_initialized()  # the runner joined the cluster and left it
