@@ -255,13 +255,14 @@ def two_nodes(monkeypatch):
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     monkeypatch.setenv("RAY_enable_worker_prestart", "0")
     monkeypatch.setenv("RAY_prestart_worker_first_driver", "0")
-    node = {"num_cpus": 1, "include_dashboard": False}
+    monkeypatch.setattr(ray._private.services, "start_ray_process",
+                        _raylet_told_its_agent_port(ray._private.services.start_ray_process))
     for attempt in (1, 2):  # as `cluster`: a raylet can miss its deadline on a loaded machine
         made = None
         try:
             made = Cluster(initialize_head=True, head_node_args={
-                **node, "include_log_monitor": False, "no_monitor": True})
-            made.add_node(**node)
+                **_node_args(), "include_log_monitor": False, "no_monitor": True})
+            made.add_node(**_node_args())
             made.wait_for_nodes()
             break
         except Exception as exc:
@@ -274,6 +275,31 @@ def two_nodes(monkeypatch):
     yield made
     made.shutdown()
     _kill_processes_under(tmp)
+
+
+def _node_args() -> dict:
+    """One CPU; the agents' ports chosen here, so the raylet is given them rather than
+    waiting for the files its agents write once up (it gave up after ~15 s on a loaded
+    machine, before its dashboard agent had imported ray)."""
+    return {"num_cpus": 1, "include_dashboard": False,
+            **{k: _free_port() for k in ("metrics_agent_port", "metrics_export_port",
+                                         "dashboard_agent_listen_port",
+                                         "runtime_env_agent_port")}}
+
+
+def _raylet_told_its_agent_port(start):  # noqa: ANN001, ANN202
+    """Ray's process launcher, passing the raylet its dashboard agent's listen port (a flag
+    the raylet takes but Ray's launcher leaves out, so the raylet waits for its file)."""
+    import re
+
+    def launch(command, process_type, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if process_type == ray._private.ray_constants.PROCESS_TYPE_RAYLET:
+            found = re.search(r"--listen-port=(\d+)", " ".join(command))
+            if found and found.group(1) != "0":
+                command = [*command, f"--dashboard_agent_listen_port={found.group(1)}"]
+        return start(command, process_type, *args, **kwargs)
+
+    return launch
 
 
 def _kill_processes_under(tmp: str) -> None:
