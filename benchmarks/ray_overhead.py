@@ -110,11 +110,17 @@ def ray_start_cost() -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def same_rows(a: list[dict], b: list[dict]) -> bool:
-    def strip(rows: list[dict]) -> list[dict]:
-        return [{k: v for k, v in r.items() if not k.startswith("latency_")} for r in rows]
-
-    return strip(a) == strip(b)
+def row_differences(a: list[dict], b: list[dict]) -> str:
+    """"yes" when both rows.jsonl are equal in order and in every non-latency column, else
+    "NO" with the row count and the columns that differ (and in how many rows)."""
+    if len(a) != len(b):
+        return f"NO ({len(a)} vs {len(b)} rows)"
+    cols: dict[str, int] = {}
+    for x, y in zip(a, b, strict=True):
+        for k in sorted(set(x) | set(y)):
+            if not k.startswith("latency_") and x.get(k) != y.get(k):
+                cols[k] = cols.get(k, 0) + 1
+    return "yes" if not cols else "NO (" + ", ".join(f"{k}: {n} rows" for k, n in cols.items()) + ")"
 
 
 def llm_seconds_per_call() -> tuple[float, str]:
@@ -170,6 +176,8 @@ def main() -> None:
     ap.add_argument("--empty-embeddings", action="store_true",
                     help="no embedding cache either: every arm embeds the corpus")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--note", default="",
+                    help="what else ran on the machine, stated in the section (e.g. 'a build at nice 19')")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "ray_overhead.json"),
                     help="every arm, rows included (written after each arm)")
     args = ap.parse_args()
@@ -232,8 +240,9 @@ def render(results: dict[str, list[dict]], args: argparse.Namespace, cmd: str, s
     L = [BEGIN, "## Ray overhead on one machine (`executor: ray` vs `local`)", "",
          f"Measured {stamp} at commit {commit}{' + uncommitted changes' if dirty else ''} by "
          f"`{cmd}` on {platform.machine()} {os.cpu_count()} CPUs, Python "
-         f"{platform.python_version()}, ray 2.60.0, while the lead's LLM job ran on the same "
-         "cores (load average at each arm's start below). Method in "
+         f"{platform.python_version()}, ray 2.60.0"
+         + (f", {args.note}" if args.note else "")
+         + " (the load average at each arm's start is in the table). Method in "
          "`benchmarks/ray_overhead.py`'s docstring: each arm is `agentic-rag sweep` in a fresh "
          "process from empty index and row caches ("
          + ("and no embedding cache" if args.empty_embeddings else
@@ -259,7 +268,7 @@ def render(results: dict[str, list[dict]], args: argparse.Namespace, cmd: str, s
             L.append(f"| {name} | {n_cfg} × {n_q} | {r + 1} | {lo['wall_s']:.0f} "
                      f"({lo['load_start']:.1f}) | {ra['wall_s']:.0f} ({ra['load_start']:.1f}) | "
                      f"{ra['wall_s'] / lo['wall_s']:.2f} | "
-                     f"{'yes' if same_rows(lo['rows'], ra['rows']) else 'NO'} |")
+                     f"{row_differences(lo['rows'], ra['rows'])} |")
         if tot["local"]:
             L.append(f"| {name} | {n_cfg} × {n_q} | all | {tot['local']:.0f} | "
                      f"{tot['ray']:.0f} | **{tot['ray'] / tot['local']:.2f}** | |")

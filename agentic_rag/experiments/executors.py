@@ -234,11 +234,33 @@ class _ShardExecutor(LocalExecutor):
         return self._pipes[key]
 
 
+def intra_op_threads() -> int | None:
+    """torch's intra-op thread count in this process (None when torch is not installed)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return int(torch.get_num_threads())
+
+
+def use_intra_op_threads(n: int | None) -> None:
+    """Embed with `n` intra-op threads, as the driver (a local run) does. Ray starts a
+    1-CPU actor with OMP_NUM_THREADS=1, and a query embedded with 1 thread can differ from
+    the 2-thread one in its last bit (measured: 1 of 40 HaluEval queries, 1.2e-7), which
+    moved `confidence` in 238 of the quick sweep's 1,800 rows: same thread count, same rows."""
+    if n:
+        import torch
+
+        torch.set_num_threads(n)
+
+
 class _Worker:
     """A Ray actor: one `_ShardExecutor`; `rows(shard)` returns the shard's finished rows."""
 
     def __init__(self, spec: SweepSpec, ds: Dataset, configs: list, cache_dir: str,
-                 llm_ids: frozenset[str], max_concurrency: int) -> None:
+                 llm_ids: frozenset[str], max_concurrency: int,
+                 torch_threads: int | None = None) -> None:
+        use_intra_op_threads(torch_threads)
         self.executor = _ShardExecutor(spec, ds, configs, cache_dir, llm_ids,
                                        max_concurrency=max_concurrency)
         self.executor.make_scorer()
@@ -297,6 +319,7 @@ class RayExecutor(LocalExecutor):
         self._actors: list[Any] = []
         self._made = 0
         self._token = uuid.uuid4().hex[:8]
+        self._torch_threads = intra_op_threads()  # the workers embed as a local run does
 
     def __enter__(self) -> RayExecutor:
         if not self.compute:  # every row is cached: no cluster needed
@@ -319,7 +342,7 @@ class RayExecutor(LocalExecutor):
         actor = self.ray.remote(num_cpus=1, max_restarts=0)(_Worker)
         return actor.options(name=f"{WORKER_NAME}-{self._token}-{self._made}").remote(
             self.spec, self._ds_ref, self.configs, str(self.cache_dir.resolve()),
-            self.llm_ids, self.max_concurrency)
+            self.llm_ids, self.max_concurrency, self._torch_threads)
 
     def __exit__(self, *exc: object) -> None:
         for actor in self._actors:
