@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import tempfile
 import threading
@@ -275,11 +276,13 @@ def two_nodes(monkeypatch):
                 made.shutdown()
             _kill_processes_under(tmp)  # a node that failed to start leaves its agents
             if attempt == 2:
+                shutil.rmtree(tmp, ignore_errors=True)
                 pytest.skip(f"a two-node local Ray cluster did not start twice on this machine: "
                             f"{type(exc).__name__}: {str(exc)[:300]}")
     yield made
     made.shutdown()
     _kill_processes_under(tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _node_args() -> dict:
