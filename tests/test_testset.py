@@ -13,14 +13,8 @@ import pytest
 
 from agentic_rag.chunking import AgenticChunker
 from agentic_rag.datasets import DatasetError, load_local
-from agentic_rag.datasets.testset import (
-    REASONS,
-    GeneratedQuestion,
-    generate_testset,
-    longest_common_run,
-    sample_chunks,
-    stratum,
-)
+from agentic_rag.datasets.testset import GeneratedQuestion, generate_testset, sample_chunks, stratum
+from agentic_rag.datasets.testset_filters import REASONS, check_reply, longest_common_run, pronoun_subject
 from agentic_rag.documents import Chunk, Document
 from agentic_rag.llm_types import ChatReply, LLMError
 
@@ -315,11 +309,10 @@ def test_a_packaged_corpus_takes_other_questions_and_drops_excluded_documents(tm
     ("How do I sort a list in place?", False),
 ])
 def test_a_question_for_the_name_of_an_unnamed_subject_is_rejected(question, unnamed):
-    from agentic_rag.datasets.testset import _check
 
     chunk = _chunker(_docs()[0])[0]
     reply = ChatReply(content=json.dumps({"question": question, "answer": "7 dollars"}))
-    out = _check(reply, chunk, _docs()[0], True, [], 6, 12, 0.8)
+    out = check_reply(reply, chunk, _docs()[0], True, [], 6, 12, 0.8)
     assert (isinstance(out, dict) and out["reason"] == "names no subject") == unnamed
 
 
@@ -347,12 +340,11 @@ def test_a_question_for_the_name_of_an_unnamed_subject_is_rejected(question, unn
     ("It Takes a Family is a response to which 1996 book?", None),
 ])
 def test_a_question_whose_subject_is_a_pronoun_is_rejected(question, pronoun):
-    from agentic_rag.datasets.testset import _check, pronoun_subject
 
     assert pronoun_subject(question) == pronoun
     chunk = _chunker(_docs()[0])[0]
     reply = ChatReply(content=json.dumps({"question": question, "answer": "7 dollars"}))
-    out = _check(reply, chunk, _docs()[0], True, [], 6, 12, 0.8)
+    out = check_reply(reply, chunk, _docs()[0], True, [], 6, 12, 0.8)
     rejected = isinstance(out, dict) and out["reason"] == "pronoun without antecedent"
     assert rejected == (pronoun is not None)
     if rejected:

@@ -1,0 +1,158 @@
+"""The generated test set's filters: each turns a generator reply into (question, answer, span)
+or a rejection with its reason (`REASONS`), recorded in `rejected.jsonl`. Used by
+`testset.generate_testset` (`check_reply`); pure functions of the reply, the passage and the questions already
+accepted, so they are tested without a model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from ..documents import Chunk, Document
+from ..evaluation.answers import normalize_answer
+from ..llm_types import LLMError
+from .qa import find_answer
+
+REASONS = ("llm error", "malformed reply", "answer too long", "answer not in source",
+           "copies the source", "near-duplicate", "question repeats the answer",
+           "refers to the passage", "answer too generic", "names no subject",
+           "pronoun without antecedent", "answerable from the corpus")
+_GENERIC = {"yes", "no", "true", "false", "none", "n/a", "not", "it", "this", "that"}
+# a question that points at the text it was written from ("the person described in the
+# passage") has no meaning for someone searching the whole corpus
+_DEICTIC = re.compile(r"\b(?:the|this|that|given|above|following) (?:passage|text|paragraph|"
+                      r"section|excerpt|snippet|article|document|context)\b|\b(?:mentioned|"
+                      r"described|stated|shown) (?:above|here|in the (?:passage|text))\b", re.I)
+
+# "What is the name of the town?": asks for the name of a subject it does not name (Qwen
+# 1.5B's commonest question from an encyclopaedic passage, with prompts that forbid it);
+# lower-case words only after "the": a named subject ("the Blue Account") passes
+_UNNAMED = re.compile(r"^(?:[Ww]hat|[Ww]hich)(?: is| was| are| were|'s)? the (?:name|title) of "
+                      r"(?:the|a|an|this|that|his|her|its|their) [a-z][a-z ,'-]*\?$")
+# "What did he found in 1902?", "When was it built?", "What does this function return?": the
+# question's subject is a pronoun or a bare demonstrative, so it names nothing a reader could
+# look up. Only the subject's place counts: right after the opening (a wh-phrase of up to 3
+# more words, then an auxiliary; or an auxiliary alone; or "the <words> of" after it), or the
+# question's first word when a lower-case word follows it ("It Takes a Family" is a title).
+# A pronoun after the subject is named ("Where was Chief Joseph born and what is his place of
+# origin?") or bound to the wh-word ("Who is best known for her work with Zaha Hadid?") is not
+# there. After has/have/had (a main verb too) a possessive belongs to the wh-phrase ("Which
+# country has its capital on the coast?"): only a subject pronoun counts there.
+_AUX = "is|was|are|were|do|does|did|can|could|will|would|should|shall|may|might|must"
+_SUBJECT_PRONOUN = re.compile(
+    r"^(?:(?:(?:in|on|at|for|from|by|with|during|since|until) )?"
+    r"(?:(?:what|which|who|whose|when|where|why|how)(?: [\w'-]+){0,3}? )?"
+    rf"(?:(?:{_AUX}) (?:the [a-z]+(?: [a-z]+){{0,2}} of )?"
+    r"(?P<pro>he|she|it|they|this|that|these|those|his|her|its|their)"
+    r"|(?:has|have|had) (?P<pro2>he|she|it|they|this|that|these|those))"
+    r"|(?P<pro3>he|she|it|they|this|these|those|his|her|its|their)(?=(?-i: [a-z])))\b(?P<rest>.*)$",
+    re.I)
+# the empty "it" ("How long does it take to install pip?", "Is it possible to ...", "Is it
+# true that ...")
+_EMPTY_IT = re.compile(r"^(?: (?:true|possible|necessary|safe|ok|okay|allowed|advisable|better|"
+                       r"best|required|recommended|worth|wise)\b|(?: [\w-]+){0,3} "
+                       r"(?:to|that|whether|if) \w)", re.I)
+# a demonstrative followed by a description that names something is not bare: people write
+# "this American actor who starred in 'Veep'" (HotpotQA); a capital, a digit, a quote or a
+# relative clause after it is such a description ("this Italian adventure film" passes too)
+_DESCRIBED = re.compile(r"[A-Z0-9\"'`]|\b(?:who|whom|whose|which|that|where)\b")
+
+
+def pronoun_subject(question: str) -> str | None:
+    """The pronoun or bare demonstrative that is `question`'s subject (`_SUBJECT_PRONOUN`),
+    or None when the question names its subject."""
+    m = _SUBJECT_PRONOUN.match(question.strip())
+    if m is None:
+        return None
+    pro = m.group("pro") or m.group("pro2") or m.group("pro3")
+    rest = m.group("rest")
+    if pro[0].isupper() and m.start("rest") > len(pro):
+        return None  # a capital inside the question: a title ("What do It's a Small World ...")
+    if pro.lower() == "it" and _EMPTY_IT.match(rest):
+        return None
+    if pro.lower() in ("this", "that", "these", "those") and _DESCRIBED.search(rest):
+        return None
+    return pro
+
+
+_WORD = re.compile(r"[a-z0-9_]+")
+
+
+def longest_common_run(a: str, b: str) -> int:
+    """The longest run of consecutive words (lower-cased, alphanumeric) `a` shares with `b`."""
+    wa, wb = _WORD.findall(a.lower()), _WORD.findall(b.lower())
+    if not wa or not wb:
+        return 0
+    pos = defaultdict(list)
+    for j, w in enumerate(wb):
+        pos[w].append(j)
+    best, prev = 0, {}
+    for w in wa:
+        cur = {j: prev.get(j - 1, 0) + 1 for j in pos.get(w, ())}
+        if cur:
+            best = max(best, max(cur.values()))
+        prev = cur
+    return best
+
+
+def _jaccard(a: str, b: str) -> float:
+    sa, sb = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
+
+
+def check_reply(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
+           accepted: Sequence[Any], max_copied: int, max_answer_words: int,
+           dup_jaccard: float) -> tuple[str, str, tuple[int, int] | None] | dict[str, Any]:
+    """(question, answer, span) or a rejection {reason, detail, question?, answer?}; `accepted`:
+    the questions kept so far (`.id`, `.question`), for the near-duplicate check."""
+    if isinstance(reply, LLMError):
+        return {"reason": "llm error", "detail": f"{reply.kind}: {str(reply)[:200]}"}
+    try:
+        data = reply.json()
+    except (json.JSONDecodeError, ValueError) as exc:
+        return {"reason": "malformed reply", "detail": f"{exc}: {reply.content[:200]!r}"}
+    q = data.get("question") if isinstance(data, dict) else None
+    a = data.get("answer") if isinstance(data, dict) else None
+    if not isinstance(q, str) or not q.strip() or not isinstance(a, str):
+        return {"reason": "malformed reply", "detail": reply.content[:200]}
+    q = " ".join(q.split())
+    # an unanswerable question has no reference: whatever the model put there is dropped
+    a = " ".join(a.split()).strip(" .\"'") if answerable else ""
+    seen = {"question": q, "answer": a}
+    span = None
+    if answerable:
+        if not a or len(a.split()) > max_answer_words:
+            return {"reason": "answer too long" if a else "malformed reply",
+                    "detail": f"{len(a.split())} words (at most {max_answer_words})", **seen}
+        if normalize_answer(a) in _GENERIC or len(normalize_answer(a)) < 2:
+            return {"reason": "answer too generic", "detail": f"{a!r} would be found in "
+                    "almost any passage", **seen}
+        # in the passage itself (its span in the document): a heading of the chunk's
+        # path, or the same words elsewhere in the document, are not what the passage says
+        at = find_answer(doc.text[chunk.start_char:chunk.end_char], a)
+        if at is None:
+            return {"reason": "answer not in source", "detail": f"{a!r} not in the passage "
+                    f"({doc.id} [{chunk.start_char}:{chunk.end_char}])", **seen}
+        span = (chunk.start_char + at[0], chunk.start_char + at[1])
+        if len(a) > 3 and a.lower() in q.lower():
+            return {"reason": "question repeats the answer", "detail": a, **seen}
+    if m := _DEICTIC.search(q):
+        return {"reason": "refers to the passage", "detail": m.group(0), **seen}
+    if _UNNAMED.match(q):
+        return {"reason": "names no subject", "detail": "asks for the name of a subject it "
+                "does not name", **seen}
+    if pro := pronoun_subject(q):
+        return {"reason": "pronoun without antecedent", "detail": f"its subject is {pro!r}, "
+                "which names nothing a reader could look up", **seen}
+    run = longest_common_run(q, chunk.text)
+    if run >= max_copied:
+        return {"reason": "copies the source", "detail": f"{run} consecutive words of the "
+                f"passage (at most {max_copied - 1})", **seen}
+    for r in accepted:
+        if _jaccard(q, r.question) >= dup_jaccard:
+            return {"reason": "near-duplicate", "detail": f"of {r.id}: {r.question!r}", **seen}
+    return q, a, span
