@@ -18,8 +18,8 @@ from agentic_rag.experiments.abstention import (
     ask_questions,
     report_lines,
     select_questions,
-    wilson_interval,
 )
+from agentic_rag.experiments.stats import wilson_interval
 from agentic_rag.index import AgenticIndex
 from agentic_rag.llm_types import ChatReply, LLMError
 from agentic_rag.pipeline import Pipeline

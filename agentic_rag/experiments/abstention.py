@@ -22,27 +22,14 @@ containment count is a lexical floor, not a judge.
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Sequence
-from statistics import NormalDist
 from typing import Any
 
 from ..datasets.base import Query
+from .stats import wilson_interval
 
 FAILED = ("llm_error", "invalid_action")
-Z95 = NormalDist().inv_cdf(0.975)  # 1.95996...
-
-
-def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a share k / n (95 % at the default z); (nan, nan) for n = 0.
-    Unlike a bootstrap it does not collapse to a point at 0 / n or n / n."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def select_questions(queries: Sequence[Query], answerable: int | None = None,

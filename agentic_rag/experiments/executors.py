@@ -247,7 +247,9 @@ def use_intra_op_threads(n: int | None) -> None:
     """Embed with `n` intra-op threads, as the driver (a local run) does. Ray starts a
     1-CPU actor with OMP_NUM_THREADS=1, and a query embedded with 1 thread can differ from
     the 2-thread one in its last bit (measured: 1 of 40 HaluEval queries, 1.2e-7), which
-    moved `confidence` in 238 of the quick sweep's 1,800 rows: same thread count, same rows."""
+    moved `confidence` in 238 of the quick sweep's 1,800 rows; with this, 10 still differ
+    (two queries). Open: torch.set_num_threads here may not reach the threads that compute
+    the rows (`map_calls`), which start from Ray's OMP_NUM_THREADS=1."""
     if n:
         import torch
 

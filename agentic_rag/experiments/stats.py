@@ -3,11 +3,14 @@ baseline on per-query values, and the Pareto frontier of quality vs costs."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
+
+Z95 = 1.959963984540054  # the standard normal's 97.5th percentile
 
 
 @lru_cache(maxsize=8)
@@ -72,3 +75,14 @@ def pareto_front(df: pd.DataFrame, quality: str, costs: Sequence[str]) -> pd.Ser
         strictly = (q > q[i]) | (c < c[i]).any(axis=1)
         flags.append(not bool((better_q & better_c & strictly).any()))
     return pd.Series(flags, index=df.index, name="pareto")
+
+
+def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a share k / n (95 % at the default z); (nan, nan) for n = 0.
+    Unlike a bootstrap it does not collapse to a point at 0 / n or n / n."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
