@@ -32,6 +32,7 @@ from .documents import Chunk, Document, Hit
 from .gate import confidence_top_mean
 from .index import AgenticIndex
 from .lexical import matches_where
+from .stores import row_dots
 
 DAY = 86400.0
 
@@ -76,7 +77,7 @@ class _Matrix:
     def search(self, q: np.ndarray, k: int, where: dict | None, retriever: str) -> list[Hit]:
         if not self.chunks:
             return []
-        sims = self.vectors @ q
+        sims = row_dots(self.vectors, q)
         order = np.argsort(-sims, kind="stable")
         out: list[Hit] = []
         for i in order:

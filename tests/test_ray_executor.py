@@ -150,6 +150,52 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_no_row(cluster, corpus, 
     assert json.loads((on_ray.run_dir / "status.json").read_text())["complete"] is True
 
 
+@ray.remote(num_cpus=1)
+class _Hog:
+    """Holds one CPU: the CPU a dead node's worker had is gone from the cluster."""
+
+    def ping(self) -> int:
+        return 1
+
+
+def _with_start_timeout(spec: SweepSpec, seconds: float, **more) -> SweepSpec:  # noqa: ANN003
+    return spec.model_copy(update={"ray": spec.ray.model_copy(
+        update={"start_timeout_s": seconds, **more})})
+
+
+def test_a_worker_that_cannot_be_replaced_leaves_the_others_to_finish(cluster, corpus,
+                                                                      local_rows, tmp_path):
+    """A node dies: its worker's CPU is gone, so a new worker cannot be placed. The sweep
+    gives the new worker up after `ray.start_timeout_s` and finishes on the other one
+    (Ray alone would wait for ever)."""
+    lines: list[str] = []
+    hogs: list = []
+
+    def log(line: str) -> None:
+        lines.append(line)
+        if "done" in line and not hogs:  # queued first, the hog takes the freed CPU
+            hogs.append(_Hog.remote())
+            ray.kill(ray.get_actor(_workers()[0]))
+
+    try:
+        on_ray = _run(_with_start_timeout(_spec(corpus, "ray"), 20), tmp_path / "ray", log)
+        assert ray.get(hogs[0].ping.remote()) == 1  # it held the CPU meanwhile
+    finally:
+        for h in hogs:
+            ray.kill(h)
+    assert _rows(on_ray.run_dir) == local_rows
+    assert any("no new worker started within 20 s" in line and "going on with 1" in line
+               for line in lines), lines
+
+
+def test_workers_beyond_the_cluster_are_an_error_naming_the_counts(cluster, corpus, tmp_path):
+    spec = _with_start_timeout(_spec(corpus, "ray", sizes=(64,)), 20, workers=3)
+    with pytest.raises(RuntimeError, match=r"1 of 3 worker\(s\) did not start within 20 s "
+                       r"\(1 node\(s\) alive, 2 CPU\(s\)"):
+        _run(spec, tmp_path)
+    assert not _workers()
+
+
 @pytest.mark.skipif(not CHROMA.exists(), reason="the chromadb package's `chroma` is missing")
 def test_chroma_server_stopped_mid_sweep_names_its_url_and_a_resume_completes(
         cluster, corpus, local_rows, tmp_path):

@@ -156,3 +156,38 @@ def test_chroma_get_everything_past_sqlite_variable_limit(tmp_path):
     assert len(got) == n and len({c.id for c in got}) == n
     assert len(store.get(limit=7000)) == 7000
     assert {c.id for c in store.get({"doc_id": "d5"})} == {f"d#{i:06d}" for i in range(500, 600)}
+
+
+_DOTS = """
+import hashlib, sys
+import numpy as np
+from agentic_rag.stores import row_dots
+rng = np.random.default_rng(0)
+m = rng.standard_normal((2579, 384)).astype(np.float32)
+h = hashlib.sha256()
+for q in rng.standard_normal((20, 384)).astype(np.float32):
+    h.update(row_dots(m, q).tobytes() if sys.argv[1] == "row_dots" else (m @ q).tobytes())
+print(h.hexdigest())
+"""
+
+
+def _dots(how: str, threads: int) -> str:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
+    return subprocess.run([sys.executable, "-c", _DOTS, how], env=env, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def test_exact_search_scores_are_the_same_bits_at_any_blas_thread_count():
+    """A Ray actor runs with 1 BLAS thread, a local run with all cores: exact search must
+    score alike (numpy's `@` did not: OpenBLAS splits the sum by thread)."""
+    assert _dots("row_dots", 1) == _dots("row_dots", 2)
+    import numpy as np
+
+    from agentic_rag.stores import row_dots
+
+    m = np.arange(12, dtype=np.float32).reshape(4, 3)
+    assert np.allclose(row_dots(m, np.array([1, 0, 2])), m @ np.array([1, 0, 2], np.float32))

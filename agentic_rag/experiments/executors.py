@@ -244,12 +244,10 @@ def intra_op_threads() -> int | None:
 
 
 def use_intra_op_threads(n: int | None) -> None:
-    """Embed with `n` intra-op threads, as the driver (a local run) does. Ray starts a
-    1-CPU actor with OMP_NUM_THREADS=1, and a query embedded with 1 thread can differ from
-    the 2-thread one in its last bit (measured: 1 of 40 HaluEval queries, 1.2e-7), which
-    moved `confidence` in 238 of the quick sweep's 1,800 rows; with this, 10 still differ
-    (two queries). Open: torch.set_num_threads here may not reach the threads that compute
-    the rows (`map_calls`), which start from Ray's OMP_NUM_THREADS=1."""
+    """Embed with `n` intra-op threads, as the driver (a local run) does: Ray starts a
+    1-CPU actor with OMP_NUM_THREADS=1. (MiniLM's query vectors were measured the same at 1
+    and 2 threads on 3,000 HaluEval queries; the rows that differed came from OpenBLAS in
+    exact search, now `stores.row_dots`.)"""
     if n:
         import torch
 
@@ -333,6 +331,13 @@ class RayExecutor(LocalExecutor):
             n = self.spec.ray.workers or max(1, cpus)
             self._ds_ref = self.ray.put(self.ds)
             self._actors = [self._new_actor() for _ in range(n)]
+            late = self._not_started(self._actors)
+            if late:
+                raise RuntimeError(
+                    f"ray: {len(late)} of {n} worker(s) did not start within "
+                    f"{self.spec.ray.start_timeout_s:.0f} s ({self._cluster_state()}): "
+                    "each needs 1 free CPU on a node with agentic-rag installed; see "
+                    "`ray status`, set ray.workers, or raise ray.start_timeout_s")
         except BaseException:
             self.__exit__()
             raise
@@ -346,8 +351,37 @@ class RayExecutor(LocalExecutor):
             self.spec, self._ds_ref, self.configs, str(self.cache_dir.resolve()),
             self.llm_ids, self.max_concurrency, self._torch_threads)
 
+    def _not_started(self, actors: list) -> list:
+        """Those of `actors` not running after `ray.start_timeout_s` (a worker whose set-up
+        raised raises here). Ray would otherwise wait for ever for a CPU that never frees,
+        e.g. on a node that died."""
+        pings = {a.pid.remote(): a for a in actors}
+        ready, late = self.ray.wait(list(pings), num_returns=len(pings),
+                                    timeout=self.spec.ray.start_timeout_s)
+        self.ray.get(ready)
+        return [pings[p] for p in late]
+
+    def _cluster_state(self) -> str:
+        nodes = sum(1 for n in self.ray.nodes() if n.get("Alive"))
+        cpus = self.ray.cluster_resources().get("CPU", 0)
+        free = self.ray.available_resources().get("CPU", 0)
+        return f"{nodes} node(s) alive, {cpus:g} CPU(s), {free:g} free"
+
+    def _replace(self, slot: int) -> bool:
+        """A new worker in `slot` after its worker died; False (and the slot left empty)
+        when it cannot start: the sweep goes on with the others."""
+        actor = self._actors[slot] = self._new_actor()
+        if not self._not_started([actor]):
+            return True
+        self.ray.kill(actor)
+        self._actors[slot] = None
+        self.log(f"ray: no new worker started within {self.spec.ray.start_timeout_s:.0f} s "
+                 f"({self._cluster_state()}); going on with "
+                 f"{sum(a is not None for a in self._actors)}")
+        return False
+
     def __exit__(self, *exc: object) -> None:
-        for actor in self._actors:
+        for actor in filter(None, self._actors):
             self.ray.kill(actor)
         self._actors = []
         super().__exit__(*exc)
@@ -402,9 +436,14 @@ class RayExecutor(LocalExecutor):
                                        f"times; last: {str(exc)[:300]}") from None
                 self.log(f"ray: a worker died ({type(exc).__name__}); shard {sid} "
                          "runs again on a new worker")
-                self._actors[slot] = self._new_actor()
                 queue.appendleft(sid)
-                idle.append(slot)
+                if self._replace(slot):
+                    idle.append(slot)
+                elif not idle and not inflight:
+                    raise RuntimeError(f"ray: every worker is gone and none could be "
+                                       f"started ({self._cluster_state()}); the rows so "
+                                       "far are kept: resume when the cluster is back"
+                                       ) from None
                 continue
             except RayTaskError as exc:
                 cause = getattr(exc, "cause", None)

@@ -65,6 +65,10 @@ class RaySpec(_Strict):
     shards_per_worker: int = Field(4, ge=1, description="query shards per worker (more: finer "
                                    "balance and less lost when a worker dies; fewer: less "
                                    "overhead)")
+    start_timeout_s: float = Field(300.0, gt=0, description="a worker not running within "
+                                   "this (placed on a node, its model loaded) is given up: "
+                                   "at the start, an error naming the counts; after a worker "
+                                   "died (its node gone, say), the sweep goes on without it")
 
 
 class SweepSpec(_Strict):
