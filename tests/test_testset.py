@@ -82,13 +82,14 @@ class ScriptedGenerator:
         if "cash withdrawals" in user:  # as an answerable or an unanswerable draw
             return ChatReply(content=json.dumps({"question": "What is the cap stated in this "
                                                  "paragraph?", "answer": "600 dollars"}))
-        if "does NOT answer" in system and "public holidays" in user:
-            return ChatReply(content=json.dumps({"question": "What does Harbor charge to send "
-                                                 "a wire?", "answer": ""}))
-        if "does NOT answer" in system:
-            return ChatReply(content=json.dumps({"question": f"Is there an age limit? "
+        if "does NOT mention" in system and "public holidays" in user:
+            return ChatReply(content=json.dumps({"question": "What does Harbor Express charge "
+                                                 "to send a wire?", "answer": "Harbor Express"}))
+        if "does NOT mention" in system:
+            return ChatReply(content=json.dumps({"question": f"Is there an age limit for the "
+                                                 f"Gold Kids account? "
                                                  f"({zlib.crc32(user.encode()) % 997})",
-                                                 "answer": "What is the age limit?"}))
+                                                 "answer": "Gold Kids account"}))
         if "monthly fee" in user:  # copies the passage word for word
             return ChatReply(content=json.dumps({"question": "is there no fee unless the balance "
                                                  "stays above 900 dollars for the whole statement "
@@ -384,7 +385,7 @@ def test_an_unanswerable_question_the_corpus_answers_is_rejected():
     chat = CountingChecks()
     res = _generate(chat, unanswerable=0.2, seed=3)  # seed 3: the hours page's draw is one
     (rej,) = [r for r in res.rejected if r["reason"] == "answerable from the corpus"]
-    assert rej["question"] == "What does Harbor charge to send a wire?"
+    assert rej["question"] == "What does Harbor Express charge to send a wire?"
     assert rej["chunk_id"] == "docs/hours.md#prose@9-143" and not rej["answerable"]
     assert "12 dollars" in rej["corpus_answer"] and "12 dollars" in rej["detail"]
     assert rej["corpus_chunks"][0] == "docs/fees.md#table_row@159-189"  # BM25's top chunk
@@ -413,3 +414,27 @@ def test_the_estimate_counts_one_corpus_check_per_unanswerable_question():
     assert checked["corpus_checks"] == 10 and base["corpus_checks"] == 0
     assert checked["llm_calls"] == base["llm_calls"] + 10
     assert checked["prompt_tokens_est"] > base["prompt_tokens_est"]
+
+
+def test_an_unanswerable_reply_must_name_an_invented_thing_absent_from_the_corpus():
+    """The unanswerable prompt asks for an invented name of the passage's kind (a sibling
+    product, function): it must be in the question, and in no document of the corpus."""
+    from agentic_rag.datasets.testset_filters import CorpusText
+
+    docs = _docs()
+    chunk = _chunker(docs[0])[0]
+    corpus = CorpusText(docs)
+
+    def check(question: str, name: str):  # noqa: ANN202
+        reply = ChatReply(content=json.dumps({"answer": name, "question": question}))
+        return check_reply(reply, chunk, docs[0], False, [], 6, 8, 0.8, corpus=corpus)
+
+    assert check("What is the monthly fee of the Harbor Gold account?", "Harbor Gold account") \
+        == ("What is the monthly fee of the Harbor Gold account?", "", None)
+    absent = check("What is the monthly fee?", "Harbor Gold account")
+    assert absent["reason"] == "invented name not in question"
+    assert absent["invented"] == "Harbor Gold account" and absent["answer"] == ""
+    real = check("How much is a Paper  Statement at a branch?", "paper statement")
+    assert real["reason"] == "invented name in the corpus" and real["detail"].endswith("docs/fees.md")
+    assert corpus.find("HARBOR   machines") == "docs/limits.md" and corpus.find("Gold Kids") is None
+    assert {"invented name not in question", "invented name in the corpus"} <= set(REASONS)

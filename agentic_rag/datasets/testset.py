@@ -11,8 +11,12 @@
 2. **Generation:** one schema-constrained call per chunk writes a question a user would ask,
    in their words, and a short answer copied from the passage. The question kind follows the
    chunk: code → code, table → data, list → procedure, prose → fact. A share of the draws
-   (`unanswerable`) instead asks for a question on the passage's subject that it does not
-   answer; those have no gold and measure abstention.
+   (`unanswerable`) instead asks for a question about a thing of the passage's kind that it
+   does not mention, with the thing's invented name (a sibling function, a neighbouring
+   product): the name must be in the question and nowhere in the corpus. Those have no gold
+   and measure abstention. (The v2 prompt asked for "a detail the passage does not
+   mention": on the Python docs all 33 such questions that passed the other filters were
+   answered from the corpus.)
 3. **Filters**, each rejection recorded with its reason (`REASONS`): the reply must parse;
    the answer must be short, not generic ("yes", "no", a single character) and occur in the
    passage itself (its character span in the document is the gold; a heading of the
@@ -53,9 +57,9 @@ from ..documents import Chunk, Document
 from ..evaluation.answers import token_f1
 from ..llm_pool import map_calls
 from ..llm_types import ChatModel, LLMError
-from .testset_filters import check_reply
+from .testset_filters import CorpusText, check_reply
 
-PROMPT_VERSION = "testset-v2"  # the prompts; the filters are versioned by the code
+PROMPT_VERSION = "testset-v3"  # the prompts; the filters are versioned by the code
 STRATA = ("prose", "code", "table", "list")
 INTENT_OF = {"prose": "fact", "code": "code", "table": "data", "list": "procedure"}
 
@@ -73,10 +77,13 @@ _SYSTEM = (
     "phrases from the passage, and specific enough to have one answer (name the product, module "
     "or function it is about). Reply with JSON {{\"answer\": ..., \"question\": ...}}.")
 _SYSTEM_UNANSWERABLE = (
-    "You write test questions for a documentation search engine. Given one passage, write a "
-    "question a user might ask about the same subject that the passage does NOT answer: ask "
-    "for a detail, option or value it does not mention. Use your own words. Reply with JSON "
-    "{\"answer\": \"\", \"question\": ...}.")
+    "You write test questions for a documentation search engine; this one must have NO answer "
+    "in the documents. Given one passage: first invent the name of a thing of the same kind "
+    "as one the passage is about, which the passage does NOT mention: a sibling function, "
+    "option or command, a neighbouring product, plan or version, a similar person or place "
+    "(1 to 5 words, plausible, not copied from the passage). Then write a specific question a "
+    "user might ask about that invented thing, naming it, in your own words. Reply with JSON "
+    "{\"answer\": the invented name, \"question\": ...}.")
 # the unanswerable check: the model, given the passages BM25 finds for the question, answers
 # or says it cannot (the words `agent_support.is_abstention` reads as an abstention)
 CORPUS_CHECK_K = 5
@@ -255,6 +262,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     draws, corpus_checks = 0, 0
     drawn = []
     lexical = None  # BM25 over `chunks`, built for the first unanswerable question
+    corpus = CorpusText(docs)  # where an invented name must not occur
     for _, reply in map_calls(ask, _tee(plan(), drawn), max_concurrency):
         chunk, answerable = drawn.pop(0)
         if done[answerable] >= quota[answerable]:
@@ -265,7 +273,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
         base = {"chunk_id": chunk.id, "doc_id": chunk.doc_id, "chunk_type": s, "intent": intent,
                 "answerable": answerable}
         outcome = check_reply(reply, chunk, by_id[chunk.doc_id], answerable, records,
-                         max_copied_words, max_answer_words, duplicate_jaccard)
+                              max_copied_words, max_answer_words, duplicate_jaccard,
+                              corpus=corpus)
         if isinstance(outcome, dict):
             rejected.append({**base, **outcome})
             continue

@@ -20,7 +20,8 @@ from .qa import find_answer
 REASONS = ("llm error", "malformed reply", "answer too long", "answer not in source",
            "copies the source", "near-duplicate", "question repeats the answer",
            "refers to the passage", "answer too generic", "names no subject",
-           "pronoun without antecedent", "answerable from the corpus")
+           "pronoun without antecedent", "invented name not in question",
+           "invented name in the corpus", "answerable from the corpus")
 _GENERIC = {"yes", "no", "true", "false", "none", "n/a", "not", "it", "this", "that"}
 # a question that points at the text it was written from ("the person described in the
 # passage") has no meaning for someone searching the whole corpus
@@ -104,11 +105,28 @@ def _jaccard(a: str, b: str) -> float:
     return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
 
 
+class CorpusText:
+    """Every document's text, lower-cased and whitespace-folded once, for "does this name
+    occur anywhere in the corpus?"."""
+
+    def __init__(self, docs: Sequence[Document]) -> None:
+        self._docs = [(d.id, " ".join(f"{d.title or ''} {d.text}".lower().split()))
+                      for d in docs]
+
+    def find(self, name: str) -> str | None:
+        """The id of a document that contains `name` (case and spacing ignored), or None."""
+        needle = " ".join(name.lower().split())
+        return next((i for i, text in self._docs if needle in text), None)
+
+
 def check_reply(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
-           accepted: Sequence[Any], max_copied: int, max_answer_words: int,
-           dup_jaccard: float) -> tuple[str, str, tuple[int, int] | None] | dict[str, Any]:
+                accepted: Sequence[Any], max_copied: int, max_answer_words: int,
+                dup_jaccard: float, corpus: CorpusText | None = None,
+                ) -> tuple[str, str, tuple[int, int] | None] | dict[str, Any]:
     """(question, answer, span) or a rejection {reason, detail, question?, answer?}; `accepted`:
-    the questions kept so far (`.id`, `.question`), for the near-duplicate check."""
+    the questions kept so far (`.id`, `.question`), for the near-duplicate check. For an
+    unanswerable draw the reply's `answer` is the invented name: it must be in the question
+    and, given `corpus`, in no document (it is then dropped: no reference)."""
     if isinstance(reply, LLMError):
         return {"reason": "llm error", "detail": f"{reply.kind}: {str(reply)[:200]}"}
     try:
@@ -120,8 +138,16 @@ def check_reply(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
     if not isinstance(q, str) or not q.strip() or not isinstance(a, str):
         return {"reason": "malformed reply", "detail": reply.content[:200]}
     q = " ".join(q.split())
-    # an unanswerable question has no reference: whatever the model put there is dropped
-    a = " ".join(a.split()).strip(" .\"'") if answerable else ""
+    a = " ".join(a.split()).strip(" .\"'`")
+    if not answerable:  # `a` is the invented name; the question has no reference
+        seen = {"question": q, "answer": "", "invented": a}
+        if not a or a.lower() not in q.lower():
+            return {"reason": "invented name not in question",
+                    "detail": f"{a!r} is not in the question", **seen}
+        if corpus is not None and (where := corpus.find(a)):
+            return {"reason": "invented name in the corpus",
+                    "detail": f"{a!r} occurs in {where}", **seen}
+        a = ""
     seen = {"question": q, "answer": a}
     span = None
     if answerable:
