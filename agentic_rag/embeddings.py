@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import os
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -108,6 +109,30 @@ class SentenceTransformerEmbedder:
                                   normalize_embeddings=self.config.normalize,
                                   convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
+
+
+_ONE_THREAD = threading.Lock()
+
+
+def one_thread_vector(embedder: Embedder, text: str) -> np.ndarray:
+    """`embedder`'s vector of `text`, computed with one torch thread when it runs on torch.
+    MiniLM's vectors depend on the thread count in their last bit (36 of 3,000 HaluEval
+    queries differ between 1 and 2 threads), so a query embedded by a 1-CPU Ray worker and
+    by a 2-core local run moved `confidence` in 234 of the quick sweep's 1,800 rows. One
+    thread for every query, in every process, gives the same bits on any core count (for a
+    short query it costs ~4 ms on 2 cores: 21 vs 17 ms). The setting is process-wide, so
+    the calls take turns (a lock) and restore it."""
+    torch = sys.modules.get("torch") if isinstance(embedder, SentenceTransformerEmbedder) \
+        else None
+    if torch is None:
+        return embedder.embed([text])[0]
+    with _ONE_THREAD:
+        n = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return embedder.embed([text])[0]
+        finally:
+            torch.set_num_threads(n)
 
 
 class OpenAIEmbedder:

@@ -46,7 +46,7 @@ import numpy as np
 from .chunking import AgenticChunker
 from .config import RAGConfig
 from .documents import Chunk, Document, DocumentError, Hit
-from .embeddings import Embedder, make_embedder
+from .embeddings import Embedder, make_embedder, one_thread_vector
 from .lexical import LexicalIndex
 from .small_to_big import SectionMap
 from .stores import VectorStore, Where, make_store
@@ -431,7 +431,7 @@ class AgenticIndex:
     def embed_query(self, query: str) -> np.ndarray:
         """Queries bypass the on-disk cache: they are one-offs, and a sweep's latencies must
         not depend on which config happened to embed a query first."""
-        return getattr(self.embedder, "inner", self.embedder).embed([query])[0]
+        return one_thread_vector(getattr(self.embedder, "inner", self.embedder), query)
 
     def search(self, query: str, k: int = 5, where: Where | None = None,
                vector: np.ndarray | None = None) -> list[Hit]:

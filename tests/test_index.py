@@ -34,6 +34,36 @@ def test_real_model_loads_offline_with_checked_weights(real_embedder):
     assert abs(float(v[0] @ v[0]) - 1.0) < 1e-5
 
 
+def test_a_query_is_embedded_with_one_thread_at_any_process_setting(real_embedder, tmp_path):
+    """A query's vector is computed with one torch thread (its last bit depends on the
+    thread count), so a 1-CPU Ray worker and a local run on all cores get the same bits;
+    the process's own setting is restored."""
+    import numpy as np
+    import torch
+
+    from agentic_rag.embeddings import one_thread_vector
+
+    # a HaluEval question whose vector differs in its last bit at 2 threads on the machine
+    # this was written on (36 of 3,000 do); on another CPU it may not differ, and the
+    # contract below still holds
+    q = "What male actor starred in The Messenger?"
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = real_embedder.embed([q])[0]
+        torch.set_num_threads(2)
+        two = real_embedder.embed([q])[0]
+        assert np.allclose(one, two, atol=1e-6)  # last bits only, when at all
+        assert np.array_equal(one_thread_vector(real_embedder, q), one)
+        assert torch.get_num_threads() == 2
+        idx = AgenticIndex(RAGConfig(home=str(tmp_path)), embedder=real_embedder)
+        assert np.array_equal(idx.embed_query(q), one)
+    finally:
+        torch.set_num_threads(before)
+    fake = HashingEmbedder()  # not on torch: embedded as it is
+    assert np.array_equal(one_thread_vector(fake, q), fake.embed([q])[0])
+
+
 @pytest.mark.parametrize("store", ["chroma", "qdrant"])
 def test_code_snippet_query_returns_code_chunk_first(tmp_path, real_embedder, pydocs, banking,
                                                      readme_docs, store):

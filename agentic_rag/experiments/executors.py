@@ -244,10 +244,12 @@ def intra_op_threads() -> int | None:
 
 
 def use_intra_op_threads(n: int | None) -> None:
-    """Embed with `n` intra-op threads, as the driver (a local run) does: Ray starts a
-    1-CPU actor with OMP_NUM_THREADS=1. (MiniLM's query vectors were measured the same at 1
-    and 2 threads on 3,000 HaluEval queries; the rows that differed came from OpenBLAS in
-    exact search, now `stores.row_dots`.)"""
+    """Embed passages with `n` intra-op threads, as the driver (a local run) does: Ray starts
+    a 1-CPU actor with OMP_NUM_THREADS=1, and MiniLM's vectors depend on the thread count in
+    their last bit, so an index a worker builds would otherwise differ from the local one.
+    (Queries are embedded with one thread everywhere, `embeddings.one_thread_vector`, so the
+    workers do not run two threads each for every row: on 2 cores that made the Ray sweeps
+    1.6-1.7x the local wall time.)"""
     if n:
         import torch
 
