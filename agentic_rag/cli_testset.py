@@ -24,6 +24,9 @@ def testset(
     knowable: Annotated[bool, typer.Option(
         help="ask the model each question without context, to flag the ones it knows "
              "(--no-knowable: skip those calls)")] = True,
+    corpus_check: Annotated[bool, typer.Option(
+        help="also ask the model each unanswerable question over BM25's top 5 chunks, and "
+             "reject it when it answers (a small model answers made-up things too)")] = False,
     config: ConfigOpt = None, home: HomeOpt = None,
     max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
 ) -> None:
@@ -47,7 +50,7 @@ def testset(
     chunks = [c for d in documents for c in chunker.chunk(d)]
     conc = max_concurrency or cfg.llm.max_concurrency
     typer.echo(f"{len(documents)} documents, {len(chunks)} chunks → {n} questions")
-    est = estimate(n, chunks, knowable, unanswerable)
+    est = estimate(n, chunks, knowable, unanswerable, corpus_check)
     typer.echo(estimate_line(est, measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]),
                              conc, serves_in_parallel(cfg.llm))
                + (f"; of the calls, {est['corpus_checks']} check the unanswerable questions "
@@ -60,6 +63,7 @@ def testset(
             chat = MeteredChatModel(make_chat_model(cfg.llm, cfg.home), meter)
             res = generate_testset(documents, chat, n=n, seed=seed, unanswerable=unanswerable,
                                    chunks=chunks, check_knowable=knowable,
+                                   check_unanswerable=corpus_check,
                                    max_concurrency=conc,
                                    progress=Progress(n, typer.echo, "testset", meter))
     except LLMCallCap as stop:

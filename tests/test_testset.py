@@ -82,10 +82,10 @@ class ScriptedGenerator:
         if "cash withdrawals" in user:  # as an answerable or an unanswerable draw
             return ChatReply(content=json.dumps({"question": "What is the cap stated in this "
                                                  "paragraph?", "answer": "600 dollars"}))
-        if "does NOT mention" in system and "public holidays" in user:
+        if "must have NO answer" in system and "public holidays" in user:
             return ChatReply(content=json.dumps({"question": "What does Harbor Express charge "
                                                  "to send a wire?", "answer": "Harbor Express"}))
-        if "does NOT mention" in system:
+        if "must have NO answer" in system:
             return ChatReply(content=json.dumps({"question": f"Is there an age limit for the "
                                                  f"Gold Kids account? "
                                                  f"({zlib.crc32(user.encode()) % 997})",
@@ -383,7 +383,7 @@ class CountingChecks(ScriptedGenerator):
 
 def test_an_unanswerable_question_the_corpus_answers_is_rejected():
     chat = CountingChecks()
-    res = _generate(chat, unanswerable=0.2, seed=3)  # seed 3: the hours page's draw is one
+    res = _generate(chat, unanswerable=0.2, seed=3, check_unanswerable=True)  # seed 3: the hours page's draw is one
     (rej,) = [r for r in res.rejected if r["reason"] == "answerable from the corpus"]
     assert rej["question"] == "What does Harbor Express charge to send a wire?"
     assert rej["chunk_id"] == "docs/hours.md#prose@9-143" and not rej["answerable"]
@@ -400,7 +400,8 @@ def test_an_unanswerable_question_the_corpus_answers_is_rejected():
 
 
 def test_a_failed_corpus_check_rejects_the_question_unchecked():
-    res = _generate(CountingChecks(fail_checks=True), unanswerable=0.2, seed=3)
+    res = _generate(CountingChecks(fail_checks=True), unanswerable=0.2, seed=3,
+                    check_unanswerable=True)
     failed = [r for r in res.rejected if r["reason"] == "llm error" and not r["answerable"]]
     assert failed and all(r["detail"].startswith("corpus check: timeout") for r in failed)
     assert not any(not r.answerable for r in res.records)
@@ -438,3 +439,29 @@ def test_an_unanswerable_reply_must_name_an_invented_thing_absent_from_the_corpu
     assert real["reason"] == "invented name in the corpus" and real["detail"].endswith("docs/fees.md")
     assert corpus.find("HARBOR   machines") == "docs/limits.md" and corpus.find("Gold Kids") is None
     assert {"invented name not in question", "invented name in the corpus"} <= set(REASONS)
+
+
+def test_a_made_up_name_missing_from_its_question_gets_a_question_written_for_it():
+    """The small model makes up a good name, then asks for a name ("What is the name of
+    ...?"): a second call, given the name, writes the question; a reply that already names
+    it costs no second call."""
+    from agentic_rag.datasets.testset import _ask_about
+
+    class Second:
+        calls: list = []
+
+        def chat(self, messages, **kw):  # noqa: ANN001, ANN003, ANN202
+            self.calls.append(messages[-1]["content"])
+            return ChatReply(content=json.dumps({"question": "What is the age limit of the "
+                                                 "Gold Kids account?"}))
+
+    chat = Second()
+    first = ChatReply(content=json.dumps({"answer": "Gold Kids account",
+                                          "question": "What is the name of the kids' account?"}))
+    out = _ask_about(chat, first)
+    assert chat.calls == ["Name: Gold Kids account"]
+    assert out.json() == {"answer": "Gold Kids account",
+                          "question": "What is the age limit of the Gold Kids account?"}
+    named = ChatReply(content=json.dumps({"answer": "Gold Kids account",
+                                          "question": "Is there a Gold Kids account fee?"}))
+    assert _ask_about(chat, named) is named and len(chat.calls) == 1

@@ -26,7 +26,8 @@
    is the name of the town?"), nor have a pronoun or a bare demonstrative as its subject
    ("When was it built?"), nor copy a run of `max_copied_words` words of the passage (a
    lexical shortcut); near-duplicates of an accepted question are dropped.
-   An unanswerable question is also checked against the whole corpus (`check_unanswerable`):
+   With `check_unanswerable` (off by default: the made-up name's absence is the check), an
+   unanswerable question is also checked against the whole corpus:
    BM25 over the same chunks retrieves its top `CORPUS_CHECK_K`, and the model answers from
    them or says it does not know (`agent_support.is_abstention`, the agent's own detector); a
    question it answers is rejected ("answerable from the corpus", with its answer and the
@@ -59,7 +60,7 @@ from ..llm_pool import map_calls
 from ..llm_types import ChatModel, LLMError
 from .testset_filters import CorpusText, check_reply
 
-PROMPT_VERSION = "testset-v3"  # the prompts; the filters are versioned by the code
+PROMPT_VERSION = "testset-v4"  # the prompts; the filters are versioned by the code
 STRATA = ("prose", "code", "table", "list")
 INTENT_OF = {"prose": "fact", "code": "code", "table": "data", "list": "procedure"}
 
@@ -78,12 +79,15 @@ _SYSTEM = (
     "or function it is about). Reply with JSON {{\"answer\": ..., \"question\": ...}}.")
 _SYSTEM_UNANSWERABLE = (
     "You write test questions for a documentation search engine; this one must have NO answer "
-    "in the documents. Given one passage: first invent the name of a thing of the same kind "
-    "as one the passage is about, which the passage does NOT mention: a sibling function, "
-    "option or command, a neighbouring product, plan or version, a similar person or place "
-    "(1 to 5 words, plausible, not copied from the passage). Then write a specific question a "
-    "user might ask about that invented thing, naming it, in your own words. Reply with JSON "
-    "{\"answer\": the invented name, \"question\": ...}.")
+    "in the documents. Read the passage, then make up a new name for something of the same "
+    "kind as what it describes (another product, plan, function, option, person or place) "
+    "that the passage does not mention, and ask one specific question about it. The question "
+    "must contain the made-up name exactly. Examples:\n"
+    "passage on the Blue Account's fees -> {\"answer\": \"Purple Saver Account\", "
+    "\"question\": \"What is the monthly fee of the Purple Saver Account?\"}\n"
+    "passage on json.loads -> {\"answer\": \"json.loads_strict\", \"question\": \"What does "
+    "json.loads_strict raise on a duplicate key?\"}\n"
+    "Reply with JSON {\"answer\": the made-up name, \"question\": ...}.")
 # the unanswerable check: the model, given the passages BM25 finds for the question, answers
 # or says it cannot (the words `agent_support.is_abstention` reads as an abstention)
 CORPUS_CHECK_K = 5
@@ -203,7 +207,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                      | None = None, chunks: Sequence[Chunk] | None = None,
                      max_copied_words: int = 6, max_answer_words: int = 12,
                      duplicate_jaccard: float = 0.8, knowable_f1: float = 0.5,
-                     check_knowable: bool = True, check_unanswerable: bool = True,
+                     check_knowable: bool = True, check_unanswerable: bool = False,
                      max_draws: int | None = None,
                      max_concurrency: int = 1, min_tokens: int = 25,
                      progress: Any = None) -> TestsetResult:
@@ -216,8 +220,11 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     flight; the set is the same at any value (draws are judged in order). `progress`: an
     object whose `advance()` is called per accepted question (`llm_cost.Progress`).
     `min_tokens`: shorter chunks are not drawn (a heading line or a one-line stub has no
-    question in it). `check_unanswerable`: each unanswerable question is answered from the
-    `CORPUS_CHECK_K` chunks BM25 ranks first for it, and rejected when the model answers."""
+    question in it). `check_unanswerable`: each unanswerable question is also answered from
+    the `CORPUS_CHECK_K` chunks BM25 ranks first for it, and rejected when the model answers.
+    Off by default: its made-up name is in no document already, and a small model "answers"
+    such questions from similar passages (5 of 6 on the banking sample: a fee for the
+    "Secure Transfer Vault"), which is the failure abstention measures, not an answer."""
     if n < 1:
         raise ValueError(f"n: {n} is not >= 1")
     if not 0.0 <= unanswerable < 1.0:
@@ -312,7 +319,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
 
 
 def estimate(n: int, chunks: Sequence[Chunk], check_knowable: bool = True,
-             unanswerable: float = 0.0) -> dict[str, int]:
+             unanswerable: float = 0.0, check_unanswerable: bool = True) -> dict[str, int]:
     """The calls and tokens `generate_testset` should take for `n` questions: 1.5 draws per
     accepted question (an assumption until a run measures its rejection rate; the summary
     reports it), each the prompt (~180 tokens) + a passage of the chunks' mean size, ~40
@@ -321,7 +328,7 @@ def estimate(n: int, chunks: Sequence[Chunk], check_knowable: bool = True,
     mean = sum(c.token_count for c in chunks) / len(chunks) if chunks else 0
     draws = round(1.5 * n)
     k = n if check_knowable else 0
-    u = round(n * unanswerable)
+    u = round(n * unanswerable) if check_unanswerable else 0
     return {"llm_calls": draws + k + u,
             "prompt_tokens_est": round(draws * (180 + mean) + k * 60
                                        + u * (60 + CORPUS_CHECK_K * (mean + 10))),
@@ -336,15 +343,51 @@ def _tee(items: Iterator[Any], seen: list[Any]) -> Iterator[Any]:
 
 
 def _ask(chat: ChatModel, chunk: Chunk, doc: Document, answerable: bool) -> Any:
-    """The generation call's reply, or the LLMError it ended with (recorded, not raised)."""
+    """The generation call's reply, or the LLMError it ended with (recorded, not raised).
+    An unanswerable draw whose question does not contain its made-up name gets a second
+    call that is given the name (`_ask_about`)."""
     system = _SYSTEM.format(kind=_KIND_HINT[INTENT_OF[stratum(chunk)]]) if answerable \
         else _SYSTEM_UNANSWERABLE
     try:
-        return chat.chat([{"role": "system", "content": system},
-                          {"role": "user", "content": _passage(chunk, doc)}],
-                         json_schema=_SCHEMA, max_tokens=120)
+        reply = chat.chat([{"role": "system", "content": system},
+                           {"role": "user", "content": _passage(chunk, doc)}],
+                          json_schema=_SCHEMA, max_tokens=120)
+        return reply if answerable else _ask_about(chat, reply)
     except LLMError as exc:
         return exc
+
+
+_SYSTEM_ABOUT = (
+    "Write one short, specific question that a customer or a developer might ask about the "
+    "thing named below: its fee, limit, rate, default, requirement, or how to use it. The "
+    "question must contain the name exactly as given, and must not ask for the name. Reply "
+    "with JSON {\"question\": ...}.")
+_ABOUT_SCHEMA = {"type": "object", "required": ["question"],
+                 "properties": {"question": {"type": "string", "maxLength": 300}}}
+
+
+def _ask_about(chat: ChatModel, reply: Any) -> Any:
+    """`reply` when its question contains its made-up name (or it has none, or is malformed:
+    the filters say so); else a reply with the name and a question written for it by a
+    second call. Qwen2.5-Coder 1.5B mostly makes up a good name but then asks for a name
+    ("What is the name of the account that ...?": 13 of 18 draws on the banking sample)."""
+    try:
+        data = reply.json()
+    except (ValueError, TypeError):
+        return reply
+    name = " ".join(str(data.get("answer") or "").split()).strip(" .\"'`") \
+        if isinstance(data, dict) else ""
+    if not name or name.lower() in str(data.get("question", "")).lower():
+        return reply
+    second = chat.chat([{"role": "system", "content": _SYSTEM_ABOUT},
+                        {"role": "user", "content": f"Name: {name}"}],
+                       json_schema=_ABOUT_SCHEMA, max_tokens=80)
+    try:
+        question = second.json().get("question", "")
+    except (ValueError, TypeError, AttributeError):
+        return second  # malformed: rejected as such
+    return second.model_copy(update={"content": json.dumps({"answer": name,
+                                                            "question": question})})
 
 
 def _answer_from_corpus(chat: ChatModel, question: str, lexical: Any,
