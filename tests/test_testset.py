@@ -438,6 +438,12 @@ def test_an_unanswerable_reply_must_name_an_invented_thing_absent_from_the_corpu
     real = check("How much is a Paper  Statement at a branch?", "paper statement")
     assert real["reason"] == "invented name in the corpus" and real["detail"].endswith("docs/fees.md")
     assert corpus.find("HARBOR   machines") == "docs/limits.md" and corpus.find("Gold Kids") is None
+    two = check("What does a Harbor machines wire transfer cost?", "Harbor machines wire transfer")
+    assert two["reason"] == "invented name in the corpus"
+    assert "'Harbor machines' + 'wire transfer'" in two["detail"]
+    assert corpus.made_of("Harbor wire transfer") is None  # "Harbor": one word, not a name
+    assert corpus.made_of("Harbor Gold account") is None
+    assert not corpus.has_phrase("arb")  # whole words only
     assert {"invented name not in question", "invented name in the corpus"} <= set(REASONS)
 
 

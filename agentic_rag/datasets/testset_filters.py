@@ -118,6 +118,24 @@ class CorpusText:
         needle = " ".join(name.lower().split())
         return next((i for i, text in self._docs if needle in text), None)
 
+    def has_phrase(self, phrase: str) -> bool:
+        """`phrase` occurs as whole words somewhere in the corpus (case and spacing ignored)."""
+        pat = re.compile(r"(?<!\w)" + re.escape(" ".join(phrase.lower().split())) + r"(?!\w)")
+        return any(pat.search(text) for _, text in self._docs)
+
+    def made_of(self, name: str) -> tuple[str, str] | None:
+        """Two phrases of the corpus, of 2 words or more each, that `name` is made of, in
+        order, or None: "Blue Account Overdraft Protection" is "Blue Account" + "Overdraft
+        Protection", both in the banking sample, and its fee is there (the agent found it);
+        such a name is not made up. One-word parts do not count: "Silver" + "Account" are
+        both in the corpus, and a Silver Account is not."""
+        words = name.split()
+        for k in range(2, len(words) - 1):
+            head, tail = " ".join(words[:k]), " ".join(words[k:])
+            if self.has_phrase(head) and self.has_phrase(tail):
+                return head, tail
+        return None
+
 
 def check_reply(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
                 accepted: Sequence[Any], max_copied: int, max_answer_words: int,
@@ -147,6 +165,10 @@ def check_reply(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
         if corpus is not None and (where := corpus.find(a)):
             return {"reason": "invented name in the corpus",
                     "detail": f"{a!r} occurs in {where}", **seen}
+        if corpus is not None and (parts := corpus.made_of(a)):
+            return {"reason": "invented name in the corpus",
+                    "detail": f"{a!r} is {parts[0]!r} + {parts[1]!r}, both in the corpus",
+                    **seen}
         a = ""
     seen = {"question": q, "answer": a}
     span = None
