@@ -58,6 +58,7 @@ def main() -> None:
     seed_tiktoken_cache()
 
     import httpx
+    import ragas.tokenizers
     from langchain_core.documents import Document as LCDocument
     from langchain_core.embeddings import Embeddings
     from langchain_openai import ChatOpenAI
@@ -65,8 +66,6 @@ def main() -> None:
     from ragas.llms import LangchainLLMWrapper
     from ragas.run_config import RunConfig
     from ragas.testset import TestsetGenerator
-
-    import ragas.tokenizers
 
     # ragas' default tokenizer is o200k_base, which nothing offline ships: cl100k_base counts
     # the tokens for its splitting instead (counts differ a little; no text is changed)

@@ -411,10 +411,14 @@ def test_the_estimate_counts_one_corpus_check_per_unanswerable_question():
     from agentic_rag.datasets.testset import estimate
 
     chunks = [c for d in _docs() for c in _chunker(d)]
-    base, checked = estimate(100, chunks), estimate(100, chunks, unanswerable=0.1)
-    assert checked["corpus_checks"] == 10 and base["corpus_checks"] == 0
-    assert checked["llm_calls"] == base["llm_calls"] + 10
-    assert checked["prompt_tokens_est"] > base["prompt_tokens_est"]
+    base = estimate(100, chunks)
+    unchecked = estimate(100, chunks, unanswerable=0.1)  # + a second call per such draw
+    checked = estimate(100, chunks, unanswerable=0.1, check_unanswerable=True)
+    assert base["corpus_checks"] == unchecked["corpus_checks"] == 0
+    assert unchecked["llm_calls"] == base["llm_calls"] + 15  # 150 draws × 0.1
+    assert checked["corpus_checks"] == 10
+    assert checked["llm_calls"] == unchecked["llm_calls"] + 10
+    assert checked["prompt_tokens_est"] > unchecked["prompt_tokens_est"] > base["prompt_tokens_est"]
 
 
 def test_an_unanswerable_reply_must_name_an_invented_thing_absent_from_the_corpus():

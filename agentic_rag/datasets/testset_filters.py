@@ -105,6 +105,11 @@ def _jaccard(a: str, b: str) -> float:
     return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
 
 
+def clean_name(text: str) -> str:
+    """A reply's answer or made-up name: whitespace folded, quotes and end dots stripped."""
+    return " ".join(text.split()).strip(" .\"'`")
+
+
 class CorpusText:
     """Every document's text, lower-cased and whitespace-folded once, for "does this name
     occur anywhere in the corpus?"."""
@@ -156,7 +161,7 @@ def check_reply(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
     if not isinstance(q, str) or not q.strip() or not isinstance(a, str):
         return {"reason": "malformed reply", "detail": reply.content[:200]}
     q = " ".join(q.split())
-    a = " ".join(a.split()).strip(" .\"'`")
+    a = clean_name(a)
     if not answerable:  # `a` is the invented name; the question has no reference
         seen = {"question": q, "answer": "", "invented": a}
         if not a or a.lower() not in q.lower():
