@@ -87,7 +87,7 @@ def answer_support(res: AgentResult, searches: list[ToolOutput], chat: ChatModel
 
     try:
         score = support_score(cfg.detector, chat, "\n\n".join(cited or served),
-                              strip_citations(res.answer))
+                              strip_citations(res.answer), res.question)
     except LLMError as exc:
         return {**out, "support_error": f"{exc.kind}: {exc}"}
     return {**out, "support_score": score, "supported": score >= cfg.threshold}

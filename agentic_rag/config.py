@@ -339,7 +339,8 @@ class TiersConfig(_Section):
     cold_file: str = Field("cold.jsonl.gz", description="relative to home")
 
 
-SupportDetector = Literal["graded_judge", "lexical", "mean", "lexical_numbers", "mean_numbers"]
+SupportDetector = Literal["graded_judge", "lexical", "mean", "lexical_numbers", "mean_numbers",
+                          "graded_judge_q", "mean_numbers_q"]
 
 
 class SupportConfig(_Section):
@@ -360,7 +361,8 @@ class SupportConfig(_Section):
         "lexical_numbers: lexical, but 0 when a number of the answer is not in the passages; "
         "mean_numbers (default): the average of graded_judge and lexical_numbers — ties mean "
         "for the best AUROC on the model's own labelled answers (0.726), beats it on HaluEval "
-        "pairs (0.893 vs 0.889) and flags an amount the passages do not state")
+        "pairs (0.893 vs 0.889) and flags an amount the passages do not state; "
+        "graded_judge_q, mean_numbers_q: the same with a judge that also reads the question")
     threshold: float = Field(0.5, ge=0.0, le=1.0,
                              description="an answer whose support is below this is unsupported")
 

@@ -117,3 +117,83 @@ def test_own_answers_scored_against_hand_labels(tmp_path):
     (tmp_path / "labels-pass1.jsonl").write_text('{"qid": "q1", "supported": "yes"}\n')
     with pytest.raises(ValueError, match="labels-pass1.jsonl.*0 or 1"):
         read_labels(tmp_path, 1)
+
+
+def test_question_judge_is_added_to_rows_scored_before(tmp_path):
+    """Rows scored by the question-blind judge get the question-aware one on the next pass:
+    only the missing judge is asked, the row is replaced (read back once per question), and
+    the table gains `graded_judge_q` and `mean_numbers_q`."""
+    from agentic_rag.evaluation import support
+    from agentic_rag.experiments.detectors import own_table, score_own
+
+    answers = [{"qid": f"q{i}", "question": f"What is the fee of plan {i}?",
+                "context": f"The fee of plan {i} is {i} dollars.",
+                "answer": f"{i} dollars" if i % 2 else f"{i + 50} euros"} for i in range(6)]
+    (tmp_path / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    (tmp_path / "labels-pass1.jsonl").write_text("".join(
+        json.dumps({"qid": f"q{i}", "supported": i % 2, "labeller": "t", "pass": 1}) + "\n"
+        for i in range(6)))
+    seen = []
+
+    class _Seeing(_Judge):
+        def chat(self, messages, **kw):
+            seen.append(messages[1]["content"])
+            return super().chat(messages, **kw)
+
+    blind = dict(support.JUDGES)
+    try:  # an older pass: the question-blind judge only
+        support.JUDGES.pop("graded_judge_q")
+        score_own(_Seeing(), tmp_path, log=lambda *a: None)
+    finally:
+        support.JUDGES.clear()
+        support.JUDGES.update(blind)
+    assert len(seen) == 6 and not any("Question:" in s for s in seen)
+    seen.clear()
+    scored = score_own(_Seeing(), tmp_path, log=lambda *a: None)
+    assert len(seen) == 6 and all(s.startswith(support.QUESTION_JUDGE_PROMPT) for s in seen)
+    assert "Question: What is the fee of plan 3?\nAnswer: 3 dollars" in seen[3]
+    # q3's "3 dollars" fails in the fake judge: a failure, recorded and not retried
+    assert list(scored.loc[scored["graded_judge_q"].isna(), "qid"]) == ["q3"]
+    assert scored["graded_judge"].notna().sum() == 5 and "transport" in scored["error"].iloc[3]
+    assert set(scored["judge_q_version"]) == {support.QUESTION_JUDGE_VERSION}
+    seen.clear()
+    lines = (tmp_path / "scored.jsonl").read_text().splitlines()
+    assert [json.loads(x)["qid"] for x in lines] == [f"q{i}" for i in range(6)]  # compacted
+    assert len(score_own(_Seeing(), tmp_path, log=lambda *a: None)) == 6 and seen == []
+    t = own_table(tmp_path)[0].set_index("detector")
+    assert t.loc["graded_judge_q", "n"] == 5 and t.loc["graded_judge_q", "failures"] == 1
+    assert t.loc["mean_numbers_q", "auroc"] == 1.0
+
+
+def test_question_detectors_need_the_question():
+    from agentic_rag.evaluation.support import judge_messages, support_score
+
+    with pytest.raises(ValueError, match="reads the question"):
+        support_score("mean_numbers_q", _Judge(), "The fee is 5 dollars.", "5 dollars")
+    ctx = "The fee of plan 1 is 1 dollars."
+    assert support_score("graded_judge_q", _Judge(), ctx, "1 dollars", "Fee of plan 1?") == \
+        pytest.approx(0.9)
+    blind, aware = judge_messages(ctx, "1"), judge_messages(ctx, "1", "Fee of plan 1?")
+    assert blind[0] == aware[0]  # the same context prefix as the answer prompt
+    assert "Question: Fee of plan 1?" in aware[1]["content"]
+    assert "Question" not in blind[1]["content"]
+
+
+def test_paired_auroc_difference_resamples_questions():
+    """The paired difference equals the difference of the two AUROCs, its CI brackets it,
+    and a detector against itself differs by exactly 0 on every draw."""
+    from agentic_rag.evaluation.detection import auroc
+    from agentic_rag.experiments.detectors import auroc_diff_ci, paired_table
+
+    rng = np.random.default_rng(2)
+    y = np.tile([0, 1], 80)
+    groups = np.repeat(np.arange(80), 2)
+    good, weak = y + rng.normal(0, 0.5, 160), y + rng.normal(0, 2.0, 160)
+    d, lo, hi = auroc_diff_ci(y, good, weak, groups)
+    assert d == pytest.approx(auroc(y, good) - auroc(y, weak)) and lo < d < hi and lo > 0
+    assert auroc_diff_ci(y, good, good, groups) == (0.0, 0.0, 0.0)
+    rows = pd.DataFrame({"qid": groups, "label": y, "graded_judge_q": 1 - good / 3,
+                         "graded_judge": 1 - weak / 3})
+    t = paired_table(rows)
+    assert list(t["detector"]) == ["graded_judge_q"] and t["n"].iloc[0] == 160
+    assert t["auroc_diff"].iloc[0] == pytest.approx(d)

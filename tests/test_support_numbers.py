@@ -103,8 +103,9 @@ class _Chat:
 
 def test_every_detector_is_defined_and_mean_numbers_averages_judge_and_numbers():
     assert set(SUPPORT_DETECTORS) == {"graded_judge", "lexical", "mean", "lexical_numbers",
-                                      "mean_numbers"}
+                                      "mean_numbers", "graded_judge_q", "mean_numbers_q"}
     assert detector_inputs("mean_numbers") == ("graded_judge", "lexical_numbers")
+    assert detector_inputs("mean_numbers_q") == ("graded_judge_q", "lexical_numbers")
     assert support_score("mean_numbers", _Chat(0.8), NO_AMOUNT, WRONG) == pytest.approx(0.4)
     assert support_score("mean", _Chat(0.8), NO_AMOUNT, WRONG) == pytest.approx(0.775)
     cols = combine_support("mean_numbers", {"graded_judge": pd.Series([0.2, 1.0]),

@@ -12,12 +12,16 @@ score is `1 - support`, and AUROC is computed on those scores, never on 0/1 verd
   an LLM judge has to beat to be worth its cost. Numbers are canonicalised first, in answer
   and context alike (`canonical_number`: "$10.00" = "$10" = "10", "1,000" = "1000", "10.50"
   = "10.5"), where SQuAD's normalisation alone makes "$10.00" the word "1000".
+- `graded_judge_q`: the same judge shown the question too ("Question: ... Answer: ..."): an
+  answer such as "Yes" or "1975" makes no checkable claim without the question it answers,
+  and the labels of the model's own answers (set (ii)) are made with the question in view.
 - `mean` (detector name): the average of the two (fixed equal weights, not fitted).
 - `lexical_numbers`: the lexical support, but 0 when a number of the answer (an amount, a
   year, a count) is not in the context: numbers are the claims most often wrong and the
-  easiest to check without an LLM. `mean_numbers`: the average of the judge and it.
+  easiest to check without an LLM. `mean_numbers`: the average of the judge and it;
+  `mean_numbers_q`: the average of the question-aware judge and it.
 
-`support_score(detector, chat, context, answer)` is the one entry point for a selectable
+`support_score(detector, chat, context, answer, question)` is the one entry point for a selectable
 detector (`agent.support.detector` in `run_agent`); `combine_support` is the one definition
 of how a detector's score is made from its primitive scores (floats or pandas columns).
 
@@ -41,6 +45,15 @@ GRADED_JUDGE_PROMPT = (
     "Read the answer below and check it against the context above. Is every claim in the "
     "answer stated in or directly implied by the context? Reply with one word: yes or no.")
 GRADED_JUDGE_VERSION = "graded-yes-no-v1"
+QUESTION_JUDGE_PROMPT = (
+    "Read the question and the answer below and check the answer against the context above. "
+    "Is every claim the answer makes, as an answer to this question, stated in or directly "
+    "implied by the context? Reply with one word: yes or no.")
+QUESTION_JUDGE_VERSION = "graded-yes-no-question-v1"
+# The LLM judges by primitive-score name; the `_q` one reads the question as well.
+JUDGES: dict[str, bool] = {"graded_judge": False, "graded_judge_q": True}
+JUDGE_VERSIONS = {"graded_judge": GRADED_JUDGE_VERSION,
+                  "graded_judge_q": QUESTION_JUDGE_VERSION}
 TOP_LOGPROBS = 20
 SUPPORT_DETECTORS: tuple[str, ...] = get_args(SupportDetector)  # graded_judge, lexical, ...
 
@@ -102,9 +115,16 @@ def lexical_numbers_support(context: str, answer: str) -> float:
     return lexical_support(context, answer)
 
 
-def judge_messages(context: str, answer: str) -> list[dict[str, str]]:
+def judge_messages(context: str, answer: str,
+                   question: str | None = None) -> list[dict[str, str]]:
+    """The judge's messages: the context first (a prefix shared with the answer prompt),
+    then the instruction and the answer; with `question`, the question-aware judge's."""
+    if question is None:
+        user = f"{GRADED_JUDGE_PROMPT}\n\nAnswer: {answer}"
+    else:
+        user = f"{QUESTION_JUDGE_PROMPT}\n\nQuestion: {question.strip()}\nAnswer: {answer}"
     return [{"role": "system", "content": f"Context:\n{context}"},
-            {"role": "user", "content": f"{GRADED_JUDGE_PROMPT}\n\nAnswer: {answer}"}]
+            {"role": "user", "content": user}]
 
 
 def p_yes(top: dict[str, float]) -> float:
@@ -121,9 +141,12 @@ def p_yes(top: dict[str, float]) -> float:
     return mass["yes"] / total
 
 
-def graded_support(chat: ChatModel, context: str, answer: str) -> tuple[float, ChatReply]:
-    """P(supported) from the judge's first reply token (see module doc)."""
-    reply = chat.chat(judge_messages(context, answer), max_tokens=1, top_logprobs=TOP_LOGPROBS)
+def graded_support(chat: ChatModel, context: str, answer: str,
+                   question: str | None = None) -> tuple[float, ChatReply]:
+    """P(supported) from the judge's first reply token (see module doc); with `question`,
+    the question-aware judge (`graded_judge_q`)."""
+    reply = chat.chat(judge_messages(context, answer, question), max_tokens=1,
+                      top_logprobs=TOP_LOGPROBS)
     where = " at ".join(str(x) for x in (getattr(chat, "model_id", type(chat).__name__),
                                           getattr(chat, "base_url", None)) if x)
     if not reply.top_logprobs:
@@ -148,6 +171,8 @@ _COMBINE: dict[str, tuple[tuple[str, ...], Callable[..., Any]]] = {
     "mean": (("graded_judge", "lexical"), lambda j, lex: (j + lex) / 2),
     "lexical_numbers": (("lexical_numbers",), lambda ln: ln),
     "mean_numbers": (("graded_judge", "lexical_numbers"), lambda j, ln: (j + ln) / 2),
+    "graded_judge_q": (("graded_judge_q",), lambda j: j),
+    "mean_numbers_q": (("graded_judge_q", "lexical_numbers"), lambda j, ln: (j + ln) / 2),
 }
 
 
@@ -158,7 +183,7 @@ def _known(detector: str) -> None:
 
 
 def detector_inputs(detector: str) -> tuple[str, ...]:
-    """The primitive scores `detector` is made of ("graded_judge" and/or `LEXICAL_SCORES`)."""
+    """The primitive scores `detector` is made of (`JUDGES` and/or `LEXICAL_SCORES`)."""
     _known(detector)
     return _COMBINE[detector][0]
 
@@ -170,10 +195,12 @@ def combine_support(detector: str, scores: Mapping[str, Any]) -> Any:
     return _COMBINE[detector][1](*(scores[n] for n in names))
 
 
-def support_score(detector: str, chat: ChatModel | None, context: str, answer: str) -> float:
-    """The support in [0, 1] of `answer` by `context` under `detector` (one of
+def support_score(detector: str, chat: ChatModel | None, context: str, answer: str,
+                  question: str | None = None) -> float:
+    """The support in [0, 1] of `answer` (to `question`) by `context` under `detector` (one of
     `SUPPORT_DETECTORS`). The judge's detectors ask `chat` once and raise its `LLMError` (a
-    reply without usable log-probabilities included): a failure is never turned into a score."""
+    reply without usable log-probabilities included): a failure is never turned into a score.
+    The `_q` detectors need the question; the others ignore it."""
     scores: dict[str, float] = {}
     for name in detector_inputs(detector):
         if name in LEXICAL_SCORES:
@@ -181,6 +208,10 @@ def support_score(detector: str, chat: ChatModel | None, context: str, answer: s
         elif chat is None:
             raise ValueError(f"support detector {detector!r} needs a chat model (the LLM "
                              f"judge); {sorted(LEXICAL_SCORES)} need none")
+        elif JUDGES[name] and not (question or "").strip():
+            raise ValueError(f"support detector {detector!r} reads the question the answer "
+                             "answers; none was given")
         else:
-            scores[name], _ = graded_support(chat, context, answer)
+            scores[name], _ = graded_support(chat, context, answer,
+                                             question if JUDGES[name] else None)
     return float(combine_support(detector, scores))

@@ -29,7 +29,8 @@ import pandas as pd
 
 from ..evaluation.detection import auroc
 from ..evaluation.support import (
-    GRADED_JUDGE_VERSION,
+    JUDGE_VERSIONS,
+    JUDGES,
     LEXICAL_SCORES,
     SUPPORT_DETECTORS,
     combine_support,
@@ -97,13 +98,18 @@ def refresh_lexical(path: Path, rows: Sequence[dict[str, Any]],
             r.update(new)
             changed += 1
     if changed:
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("w", encoding="utf-8") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        _rewrite(path, rows)
     return changed
+
+
+def _rewrite(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Replace `path` by `rows` (written to a temporary file, fsync'd, then renamed)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def with_combined(rows: pd.DataFrame) -> pd.DataFrame:
@@ -117,19 +123,40 @@ def with_combined(rows: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
-def score_answer(chat: ChatModel | None, context: str, answer: str) -> dict[str, Any]:
-    """Every detector's support score for one answer (the judge's only when `chat`); the
-    judge is asked directly, as its reply's token counts go in the row too."""
+def _judge_fields(name: str) -> tuple[str, str]:
+    """A judge's row fields: its version and the prefix of its cost fields."""
+    prefix = "judge" if name == "graded_judge" else name.replace("graded_", "")
+    return f"{prefix}_version", prefix
+
+
+def missing_judges(row: dict[str, Any] | None, question: str | None) -> list[str]:
+    """The LLM judges (`JUDGES`) whose score `row` lacks (all for no row); the question-aware
+    ones only when there is a question."""
+    return [j for j, needs_q in JUDGES.items()
+            if (question or not needs_q) and (row is None or j not in row)]
+
+
+def score_answer(chat: ChatModel | None, context: str, answer: str, question: str | None = None,
+                 judges: Sequence[str] = tuple(JUDGES)) -> dict[str, Any]:
+    """Every no-LLM score of one answer, and each of `judges` when `chat` (the `_q` judge
+    only with `question`); each judge is asked directly, as its reply's token counts, time and
+    version go in the row too. A failed call: the judge's score None and an `error`."""
     out: dict[str, Any] = lexical_scores(context, answer)
-    if chat is not None:
+    if chat is None:
+        return out
+    for name in judges:
+        if JUDGES[name] and not question:
+            continue
+        version, prefix = _judge_fields(name)
         t0 = time.perf_counter()
+        out[version] = JUDGE_VERSIONS[name]
         try:
-            p, reply = graded_support(chat, context, answer)
-            out.update(graded_judge=p, judge_prompt_tokens=reply.prompt_tokens,
-                       judge_cached=reply.cached)
+            p, reply = graded_support(chat, context, answer, question if JUDGES[name] else None)
+            out.update({name: p, f"{prefix}_prompt_tokens": reply.prompt_tokens,
+                        f"{prefix}_cached": reply.cached})
         except LLMError as exc:
-            out.update(graded_judge=None, error=f"{exc.kind}: {exc}")
-        out["judge_s"] = round(time.perf_counter() - t0, 3)
+            out.update({name: None, "error": f"{exc.kind}: {exc}"})
+        out[f"{prefix}_s"] = round(time.perf_counter() - t0, 3)
     return out
 
 
@@ -148,19 +175,23 @@ def run_validation(chat: ChatModel | None, items: Sequence[dict[str, str]], out:
             (contexts[r["qid"]], r["answer"]) if r["qid"] in contexts else None)):
         log(f"detectors: no-LLM scores recomputed on {n} answers → {path}")
         done = _read_rows(path)
-    if chat is not None:  # rows of a lexical-only pass get the judge now
-        done = {k: r for k, r in done.items() if "graded_judge" in r}
-    todo = [(it, label) for it in items for label in (0, 1) if (it["qid"], label) not in done]
+    todo = [(it, label) for it in items for label in (0, 1)
+            if (it["qid"], label) not in done
+            or (chat is not None
+                and missing_judges(done[(it["qid"], label)], it.get("question")))]
     if max_calls is not None:
         todo = todo[:max_calls]
     log(f"detectors: {len(done)} answers scored, {len(todo)} to score → {path}")
     t0 = time.perf_counter()
 
     def score(task: tuple[dict[str, str], int]) -> dict[str, Any]:
+        # a row scored before has only its missing judges asked; the new row replaces it
         it, label = task
         answer = it["hallucinated" if label else "right"]
-        return {"qid": it["qid"], "label": label, "answer": answer,
-                "judge_version": GRADED_JUDGE_VERSION, **score_answer(chat, it["context"], answer)}
+        old = done.get((it["qid"], label), {})
+        return {**old, "qid": it["qid"], "label": label, "answer": answer,
+                **score_answer(chat, it["context"], answer, it.get("question"),
+                               missing_judges(old or None, it.get("question")))}
 
     with path.open("a", encoding="utf-8") as f:
         for i, row in ((n + 1, r) for n, r in map_calls(score, todo, max_concurrency)):
@@ -173,24 +204,59 @@ def run_validation(chat: ChatModel | None, items: Sequence[dict[str, str]], out:
                 rate = i / (time.perf_counter() - t0)
                 log(f"  {i}/{len(todo)} answers, {rate * 3600:.0f}/h, ETA "
                     f"{(len(todo) - i) / rate / 60:.1f} min")
+    if todo and len(_read_jsonl(path)) > len(done):  # replaced rows: one row per answer again
+        _rewrite(path, list(done.values()))
     wanted = {(it["qid"], label) for it in items for label in (0, 1)}
     return pd.DataFrame([r for k, r in done.items() if k in wanted])
+
+
+def _group_draws(groups: np.ndarray, n_boot: int, seed: int):
+    """Bootstrap draws of row positions that resample whole groups (questions)."""
+    uniq, inv = np.unique(groups, return_inverse=True)
+    members = [np.flatnonzero(inv == g) for g in range(len(uniq))]
+    for draw in resample_index(len(uniq), n_boot, seed):
+        yield np.concatenate([members[g] for g in draw])
 
 
 def auroc_ci(labels: np.ndarray, scores: np.ndarray, groups: np.ndarray, n_boot: int = 2000,
              seed: int = 0) -> tuple[float, float, float]:
     """AUROC and its 95 % CI, resampling whole groups (questions)."""
     point = auroc(labels, scores)
-    uniq, inv = np.unique(groups, return_inverse=True)
-    members = [np.flatnonzero(inv == g) for g in range(len(uniq))]
-    boots = []
-    for draw in resample_index(len(uniq), n_boot, seed):
-        idx = np.concatenate([members[g] for g in draw])
-        a = auroc(labels[idx], scores[idx])
-        if a == a:
-            boots.append(a)
+    boots = [a for idx in _group_draws(groups, n_boot, seed)
+             if (a := auroc(labels[idx], scores[idx])) == a]
     lo, hi = (np.quantile(boots, [0.025, 0.975]) if boots else (float("nan"),) * 2)
     return point, float(lo), float(hi)
+
+
+def auroc_diff_ci(labels: np.ndarray, a: np.ndarray, b: np.ndarray, groups: np.ndarray,
+                  n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """AUROC(a) − AUROC(b) on the same answers and its 95 % CI: paired, both detectors
+    scored on each resample of whole groups (questions)."""
+    point = auroc(labels, a) - auroc(labels, b)
+    boots = [d for idx in _group_draws(groups, n_boot, seed)
+             if (d := auroc(labels[idx], a[idx]) - auroc(labels[idx], b[idx])) == d]
+    lo, hi = (np.quantile(boots, [0.025, 0.975]) if boots else (float("nan"),) * 2)
+    return point, float(lo), float(hi)
+
+
+# Each question-aware detector against its question-blind twin.
+PAIRED = (("graded_judge_q", "graded_judge"), ("mean_numbers_q", "mean_numbers"))
+
+
+def paired_table(rows: pd.DataFrame, pairs: Sequence[tuple[str, str]] = PAIRED) -> pd.DataFrame:
+    """Per (detector, baseline) pair with both scores present: AUROC difference on the
+    answers both scored, with its paired CI."""
+    out = []
+    for det, base in pairs:
+        if det not in rows or base not in rows:
+            continue
+        ok = rows[rows[det].notna() & rows[base].notna()]
+        y = ok["label"].to_numpy(int)
+        d, lo, hi = auroc_diff_ci(y, 1.0 - ok[det].to_numpy(float),
+                                  1.0 - ok[base].to_numpy(float), ok["qid"].to_numpy())
+        out.append({"detector": det, "baseline": base, "n": len(ok), "auroc_diff": d,
+                    "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(out)
 
 
 def detector_table(rows: pd.DataFrame, threshold: float = 0.5,
@@ -272,13 +338,16 @@ def score_own(chat: ChatModel | None, out: str | Path, log: Callable[..., Any] =
             (by_qid[r["qid"]]["context"], by_qid[r["qid"]]["answer"]) if r["qid"] in by_qid
             else None)):
         log(f"own answers: no-LLM scores recomputed on {n} answers → {path}")
-    done = {r["qid"]: r for r in _read_jsonl(path) if chat is None or "graded_judge" in r}
-    todo = [r for r in answers if r["qid"] not in done]
+    done = {r["qid"]: r for r in _read_jsonl(path)}  # a later row of a qid replaces it
+    todo = [r for r in answers if r["qid"] not in done
+            or (chat is not None and missing_judges(done[r["qid"]], r.get("question")))]
     log(f"own answers: {len(done)} scored, {len(todo)} to score → {path}")
 
     def score(r: dict[str, Any]) -> dict[str, Any]:
-        return {"qid": r["qid"], "judge_version": GRADED_JUDGE_VERSION,
-                **score_answer(chat, r["context"], r["answer"])}
+        old = done.get(r["qid"], {})
+        q = r.get("question")
+        return {**old, "qid": r["qid"], **score_answer(chat, r["context"], r["answer"], q,
+                                                        missing_judges(old or None, q))}
 
     with path.open("a", encoding="utf-8") as f:
         for _, row in map_calls(score, todo, max_concurrency):
@@ -286,6 +355,8 @@ def score_own(chat: ChatModel | None, out: str | Path, log: Callable[..., Any] =
             f.flush()
             os.fsync(f.fileno())
             done[row["qid"]] = row
+    if todo and len(_read_jsonl(path)) > len(done):  # replaced rows: one row per answer again
+        _rewrite(path, [done[r["qid"]] for r in answers if r["qid"] in done])
     return pd.DataFrame([done[r["qid"]] for r in answers if r["qid"] in done])
 
 
@@ -310,13 +381,21 @@ def cohens_kappa(a: Sequence[int], b: Sequence[int]) -> float:
     return float(cohen_kappa_score(list(a), list(b)))
 
 
+def own_rows(out: str | Path) -> pd.DataFrame:
+    """Set (ii)'s scored answers (the latest row of each) with the first pass's `label` and a
+    column per combined detector."""
+    out = Path(out)
+    scored = pd.DataFrame({r["qid"]: r for r in _read_jsonl(out / "scored.jsonl")}.values())
+    return with_combined(scored.merge(read_labels(out, 1)[["qid", "label"]], on="qid",
+                                      how="inner"))
+
+
 def own_table(out: str | Path, threshold: float = 0.5) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Set (ii): detectors against the first pass's labels, plus the labellers' agreement
     (κ and raw agreement over the answers both passes labelled)."""
     out = Path(out)
-    scored = pd.DataFrame(_read_jsonl(out / "scored.jsonl"))
     first = read_labels(out, 1)
-    rows = with_combined(scored.merge(first[["qid", "label"]], on="qid", how="inner"))
+    rows = own_rows(out)
     table = detector_table(rows, threshold)
     info: dict[str, Any] = {"labelled": len(first), "scored_and_labelled": len(rows),
                             "unsupported": int(first["label"].sum())}
@@ -382,6 +461,15 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     table = detector_table(with_combined(rows))
     table.to_csv(Path(args.out) / "detectors.csv", index=False)
     print(table.to_string(index=False))
+    _write_paired(with_combined(rows), Path(args.out))
+
+
+def _write_paired(rows: pd.DataFrame, out: Path) -> None:
+    """`paired.csv`: each question-aware detector against its question-blind twin."""
+    paired = paired_table(rows)
+    if not paired.empty:
+        paired.to_csv(out / "paired.csv", index=False)
+        print(paired.to_string(index=False))
 
 
 def _own_main(args: Any, cfg: Any, conc: int) -> None:
@@ -404,6 +492,7 @@ def _own_main(args: Any, cfg: Any, conc: int) -> None:
         (Path(args.out) / "labelling.json").write_text(json.dumps(info, indent=2))
         print(table.to_string(index=False))
         print(info)
+        _write_paired(own_rows(args.out), Path(args.out))
     if args.ragas and (Path(args.out) / "ragas.jsonl").exists():
         from .detectors_ragas import ragas_summary
 

@@ -183,7 +183,7 @@ def _answer_metrics(pipe: Pipeline, q: Query, hits: list, ctx: FormattedContext,
             # (`agent.support`: the best on the model's own labelled answers by default)
             sup = pipe.config.agent.support
             score = support_score(sup.detector, pipe.chat_model,
-                                  judge_view(hits, ctx.included), answer)
+                                  judge_view(hits, ctx.included), answer, q.text)
             out.update({"support": score, "hallucinated": float(score < sup.threshold),
                         "support_detector": sup.detector})
     except LLMError as exc:
