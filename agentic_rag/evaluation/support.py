@@ -12,17 +12,19 @@ score is `1 - support`, and AUROC is computed on those scores, never on 0/1 verd
   an LLM judge has to beat to be worth its cost. Numbers are canonicalised first, in answer
   and context alike (`canonical_number`: "$10.00" = "$10" = "10", "1,000" = "1000", "10.50"
   = "10.5"), where SQuAD's normalisation alone makes "$10.00" the word "1000".
-- `graded_judge_q`: the same judge shown the question too ("Question: ... Answer: ..."): an
-  answer such as "Yes" or "1975" makes no checkable claim without the question it answers,
-  and the labels of the model's own answers (set (ii)) are made with the question in view.
-- `mean` (detector name): the average of the two (fixed equal weights, not fitted).
+- `mean` (detector name): the average of the judge and the lexical baseline (fixed equal
+  weights, not fitted).
 - `lexical_numbers`: the lexical support, but 0 when a number of the answer (an amount, a
   year, a count) is not in the context: numbers are the claims most often wrong and the
   easiest to check without an LLM. `mean_numbers`: the average of the judge and it;
   `mean_numbers_q`: the average of the question-aware judge and it.
+- `graded_judge_q`: the same judge shown the question too ("Question: ... Answer: ..."): an
+  answer such as "Yes" or "1975" makes no checkable claim without the question it answers,
+  and set (ii)'s labels were made with the question in view. On those 150 answers it is no
+  better than the blind judge (docs/experiments.md), so it is selectable, not the default.
 
-`support_score(detector, chat, context, answer, question)` is the one entry point for a selectable
-detector (`agent.support.detector` in `run_agent`); `combine_support` is the one definition
+`support_score(detector, chat, context, answer, question)` is the one entry point for a
+selectable detector (`agent.support.detector` in `run_agent`); `combine_support` is the one definition
 of how a detector's score is made from its primitive scores (floats or pandas columns).
 
 The judge's messages start with the context, so an answer call and a judge call on the same
