@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentic_rag.experiments.detectors import auroc_ci, detector_table, run_validation
+from agentic_rag.experiments.detectors import run_validation
+from agentic_rag.experiments.detectors_stats import auroc_ci, detector_table
 from agentic_rag.llm import ChatReply, LLMError
 
 ITEMS = [{"qid": f"q{i}", "context": f"The fee of plan {i} is {i} dollars.",
@@ -93,7 +94,8 @@ def test_concurrency_does_not_change_rows(tmp_path):
 def test_own_answers_scored_against_hand_labels(tmp_path):
     """Set (ii): detectors on the model's own answers, against pass-1 labels; κ between
     passes over the answers both labelled; bad labels are refused with the file named."""
-    from agentic_rag.experiments.detectors import cohens_kappa, own_table, read_labels, score_own
+    from agentic_rag.experiments.detectors_own import own_table, read_labels, score_own
+    from agentic_rag.experiments.detectors_stats import cohens_kappa
 
     answers = [{"qid": f"q{i}", "context": f"The fee of plan {i} is {i} dollars.",
                 "answer": f"{i} dollars" if i % 2 else f"{i + 50} euros"} for i in range(8)]
@@ -124,12 +126,14 @@ def test_question_judge_is_added_to_rows_scored_before(tmp_path):
     only the missing judge is asked, the row is replaced (read back once per question), and
     the table gains `graded_judge_q` and `mean_numbers_q`."""
     from agentic_rag.evaluation import support
-    from agentic_rag.experiments.detectors import own_table, score_own
+    from agentic_rag.experiments.detectors_own import own_table, score_own
 
     answers = [{"qid": f"q{i}", "question": f"What is the fee of plan {i}?",
                 "context": f"The fee of plan {i} is {i} dollars.",
                 "answer": f"{i} dollars" if i % 2 else f"{i + 50} euros"} for i in range(6)]
-    (tmp_path / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+
+    def write_answers(rows):
+        (tmp_path / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in rows))
     (tmp_path / "labels-pass1.jsonl").write_text("".join(
         json.dumps({"qid": f"q{i}", "supported": i % 2, "labeller": "t", "pass": 1}) + "\n"
         for i in range(6)))
@@ -140,15 +144,12 @@ def test_question_judge_is_added_to_rows_scored_before(tmp_path):
             seen.append(messages[1]["content"])
             return super().chat(messages, **kw)
 
-    blind = dict(support.JUDGES)
-    try:  # an older pass: the question-blind judge only
-        support.JUDGES.pop("graded_judge_q")
-        score_own(_Seeing(), tmp_path, log=lambda *a: None)
-    finally:
-        support.JUDGES.clear()
-        support.JUDGES.update(blind)
+    # an older pass, over answers kept without their question: the question-blind judge only
+    write_answers([{k: v for k, v in a.items() if k != "question"} for a in answers])
+    score_own(_Seeing(), tmp_path, log=lambda *a: None)
     assert len(seen) == 6 and not any("Question:" in s for s in seen)
     seen.clear()
+    write_answers(answers)
     scored = score_own(_Seeing(), tmp_path, log=lambda *a: None)
     assert len(seen) == 6 and all(s.startswith(support.QUESTION_JUDGE_PROMPT) for s in seen)
     assert "Question: What is the fee of plan 3?\nAnswer: 3 dollars" in seen[3]
@@ -183,7 +184,7 @@ def test_paired_auroc_difference_resamples_questions():
     """The paired difference equals the difference of the two AUROCs, its CI brackets it,
     and a detector against itself differs by exactly 0 on every draw."""
     from agentic_rag.evaluation.detection import auroc
-    from agentic_rag.experiments.detectors import auroc_diff_ci, paired_table
+    from agentic_rag.experiments.detectors_stats import auroc_diff_ci, paired_table
 
     rng = np.random.default_rng(2)
     y = np.tile([0, 1], 80)

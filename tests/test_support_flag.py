@@ -144,6 +144,20 @@ def test_the_right_answer_citing_the_passage_that_states_it(chunks):
     assert "Domestic outgoing wire: $10.00" in chat.judged[0] and "Navy" not in chat.judged[0]
 
 
+def test_the_question_aware_detector_gets_the_agents_question(chunks):
+    """`mean_numbers_q` in run_agent: the judge reads the question the agent answered (a
+    caller that dropped it would raise, not score)."""
+    chat = ScriptedChat(f"{WRONG} [{citation_id(NO_AMOUNT)}]", p_yes=0.9)
+    prompts = []
+    judge = chat.chat
+    chat.chat = lambda messages, **kw: (prompts.append(messages[-1]["content"]),
+                                         judge(messages, **kw))[1]
+    res = run_agent(QUESTION, chat, ServedTool(served_output(chunks)), on("mean_numbers_q"))
+    assert res.support_detector == "mean_numbers_q" and res.support_error is None
+    assert res.support_score == pytest.approx((0.9 + 0.0) / 2)  # no amount: numbers 0
+    assert f"Question: {QUESTION}\nAnswer: {WRONG}" in prompts[-1]
+
+
 def test_no_citation_is_scored_against_everything_served(chunks):
     chat = ScriptedChat(WRONG, p_yes=0.9)
     res = run_agent(QUESTION, chat, ServedTool(served_output(chunks)), on("lexical"))

@@ -21,7 +21,8 @@ from agentic_rag.evaluation.support import (
     support_score,
     support_tokens,
 )
-from agentic_rag.experiments.detectors import run_validation, score_own
+from agentic_rag.experiments.detectors import run_validation
+from agentic_rag.experiments.detectors_own import score_own
 from agentic_rag.llm import ChatReply
 
 # The τ²-banking passages of the case (tests/test_support_flag.py renders them from the corpus)

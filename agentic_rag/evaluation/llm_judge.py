@@ -37,7 +37,7 @@ _CORRECT_SCHEMA = {"type": "object", "properties": {"correct": {"type": "boolean
 # context (a sweep row with the hallucination metric, default formatting) re-uses the
 # server's processed prefix and reads only its own question and the answer: llama.cpp keeps
 # the longest common prefix with the previous prompt. "instructions-first" is the layout of
-# the answers labelled in set (ii) (`experiments/detectors.own_answers`), kept so that set
+# the answers labelled in set (ii) (`experiments/detectors_own.own_answers`), kept so that set
 # can be regenerated exactly. The instruction text is the same in both.
 ANSWER_LAYOUTS = ("context-first", "instructions-first")
 

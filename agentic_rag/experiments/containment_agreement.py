@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..evaluation.answers import token_f1
 from ..evaluation.containment import answer_in_context
-from .detectors import auroc_ci, cohens_kappa
+from .detectors_stats import auroc_ci, cohens_kappa
 from .stats import bootstrap_ci
 
 OWN_ANSWERS = "experiments/detectors/halueval-own/answers.jsonl"

@@ -12,7 +12,9 @@ when they changed, so a change to them reaches the tables without re-asking the 
 
     agentic-rag validate-detectors --n 200 --out experiments/detectors/halueval-dev
 
-AUROC's CI resamples questions (both answers of a question together), 2,000 draws.
+AUROC's CI resamples questions (both answers of a question together), 2,000 draws
+(`detectors_stats`). Set (ii), the model's own hand-labelled answers, is `detectors_own`;
+both share this module's scoring (`score_answer`) and its resumable JSONL rows.
 """
 
 from __future__ import annotations
@@ -24,10 +26,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ..evaluation.detection import auroc
 from ..evaluation.support import (
     JUDGE_VERSIONS,
     JUDGES,
@@ -38,9 +38,6 @@ from ..evaluation.support import (
     graded_support,
 )
 from ..llm import ChatModel, LLMError, map_calls
-from .stats import resample_index
-
-DETECTORS = SUPPORT_DETECTORS  # the table's rows, where their scores are present
 
 
 def halueval_pairs(n: int, seed: int = 0, split: str = "dev") -> list[dict[str, str]]:
@@ -210,203 +207,6 @@ def run_validation(chat: ChatModel | None, items: Sequence[dict[str, str]], out:
     return pd.DataFrame([r for k, r in done.items() if k in wanted])
 
 
-def _group_draws(groups: np.ndarray, n_boot: int, seed: int):
-    """Bootstrap draws of row positions that resample whole groups (questions)."""
-    uniq, inv = np.unique(groups, return_inverse=True)
-    members = [np.flatnonzero(inv == g) for g in range(len(uniq))]
-    for draw in resample_index(len(uniq), n_boot, seed):
-        yield np.concatenate([members[g] for g in draw])
-
-
-def auroc_ci(labels: np.ndarray, scores: np.ndarray, groups: np.ndarray, n_boot: int = 2000,
-             seed: int = 0) -> tuple[float, float, float]:
-    """AUROC and its 95 % CI, resampling whole groups (questions)."""
-    point = auroc(labels, scores)
-    boots = [a for idx in _group_draws(groups, n_boot, seed)
-             if (a := auroc(labels[idx], scores[idx])) == a]
-    lo, hi = (np.quantile(boots, [0.025, 0.975]) if boots else (float("nan"),) * 2)
-    return point, float(lo), float(hi)
-
-
-def auroc_diff_ci(labels: np.ndarray, a: np.ndarray, b: np.ndarray, groups: np.ndarray,
-                  n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """AUROC(a) − AUROC(b) on the same answers and its 95 % CI: paired, both detectors
-    scored on each resample of whole groups (questions)."""
-    point = auroc(labels, a) - auroc(labels, b)
-    boots = [d for idx in _group_draws(groups, n_boot, seed)
-             if (d := auroc(labels[idx], a[idx]) - auroc(labels[idx], b[idx])) == d]
-    lo, hi = (np.quantile(boots, [0.025, 0.975]) if boots else (float("nan"),) * 2)
-    return point, float(lo), float(hi)
-
-
-# Each question-aware detector against its question-blind twin.
-PAIRED = (("graded_judge_q", "graded_judge"), ("mean_numbers_q", "mean_numbers"))
-
-
-def paired_table(rows: pd.DataFrame, pairs: Sequence[tuple[str, str]] = PAIRED) -> pd.DataFrame:
-    """Per (detector, baseline) pair with both scores present: AUROC difference on the
-    answers both scored, with its paired CI."""
-    out = []
-    for det, base in pairs:
-        if det not in rows or base not in rows:
-            continue
-        ok = rows[rows[det].notna() & rows[base].notna()]
-        y = ok["label"].to_numpy(int)
-        d, lo, hi = auroc_diff_ci(y, 1.0 - ok[det].to_numpy(float),
-                                  1.0 - ok[base].to_numpy(float), ok["qid"].to_numpy())
-        out.append({"detector": det, "baseline": base, "n": len(ok), "auroc_diff": d,
-                    "ci_low": lo, "ci_high": hi})
-    return pd.DataFrame(out)
-
-
-def detector_table(rows: pd.DataFrame, threshold: float = 0.5,
-                   detectors: Sequence[str] = DETECTORS) -> pd.DataFrame:
-    """Per detector: n answers scored, failures, AUROC of the hallucination score (1 −
-    support) with its CI, and accuracy when "hallucinated" means support < `threshold`."""
-    out = []
-    for det in detectors:
-        if det not in rows:
-            continue
-        ok = rows[rows[det].notna()]
-        y = ok["label"].to_numpy(int)
-        s = 1.0 - ok[det].to_numpy(float)
-        a, lo, hi = auroc_ci(y, s, ok["qid"].to_numpy())
-        out.append({"detector": det, "n": len(ok), "failures": int(rows[det].isna().sum()),
-                    "auroc": a, "auroc_ci_low": lo, "auroc_ci_high": hi,
-                    "accuracy": float(((s > 1 - threshold).astype(int) == y).mean()),
-                    "threshold": threshold})
-    return pd.DataFrame(out)
-
-
-def own_answers(chat: ChatModel, out: str | Path, n: int = 150, seed: int = 0,
-                cache_dir: str | Path = "experiments/cache", log: Callable[..., Any] = print,
-                max_calls: int | None = None) -> pd.DataFrame:
-    """Set (ii): the local model's own answers in the (b)/(c) protocols' shared arm (HaluEval
-    test, the claims' sample of 200 over 2,000 paragraphs, hybrid static retrieval, k = 10,
-    default context), the first `n` questions. Each row keeps the question, reference, the
-    answer and the judge's view of the served chunks (what a labeller reads), in
-    `out/answers.jsonl` (resumable, committed so labels and detectors can be rerun anywhere)."""
-    from ..config import RAGConfig
-    from ..datasets import load_dataset
-    from ..evaluation.llm_judge import ANSWER_PROMPT, generate_answer
-    from ..pipeline import Pipeline
-    from .evaluate import judge_view
-    from .execute import open_index
-
-    ds = load_dataset("halueval-qa").split("test").sample(200, seed, 2000)
-    cfg = RAGConfig().with_overrides({"fusion.retrievers": ["dense", "bm25"],
-                                      "gate.mode": "static"})
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "answers.jsonl"
-    done = {r["qid"]: r for r in _read_jsonl(path)}
-    todo = [q for q in ds.queries[:n] if q.id not in done][:max_calls]
-    log(f"own answers: {len(done)} done, {len(todo)} to answer → {path}")
-    if todo:
-        first, index = open_index(cfg, ds, cache_dir, log=log)
-        pipe = Pipeline(first, index=index)
-        with path.open("a", encoding="utf-8") as f:
-            for q in todo:
-                intent, result = pipe.retrieve(q.text, k=10)
-                hits = result.hits[:10]
-                ctx = pipe.format(hits, intent)
-                row = {"qid": q.id, "question": q.text, "reference": q.answers[0],
-                       "context": judge_view(hits, ctx.included), "served_tokens": ctx.tokens,
-                       "answer_prompt": ANSWER_PROMPT}
-                try:
-                    reply = generate_answer(chat, q.text, ctx.text,  # the labelled layout
-                                            layout="instructions-first")
-                    row.update(answer=reply.content.strip(), cached=reply.cached)
-                except LLMError as exc:
-                    row.update(answer=None, error=f"{exc.kind}: {exc}")
-                f.write(json.dumps(row) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-                done[q.id] = row
-    return pd.DataFrame([done[q.id] for q in ds.queries[:n] if q.id in done])
-
-
-def score_own(chat: ChatModel | None, out: str | Path, log: Callable[..., Any] = print,
-              max_concurrency: int = 1) -> pd.DataFrame:
-    """Every detector on every own answer of `out/answers.jsonl` (the context the judge
-    reads, the answer) into `out/scored.jsonl` (resumable, same order at any concurrency)."""
-    out = Path(out)
-    answers = [r for r in _read_jsonl(out / "answers.jsonl") if r.get("answer") is not None]
-    path = out / "scored.jsonl"
-    by_qid = {r["qid"]: r for r in answers}
-    if n := refresh_lexical(path, _read_jsonl(path), lambda r: (
-            (by_qid[r["qid"]]["context"], by_qid[r["qid"]]["answer"]) if r["qid"] in by_qid
-            else None)):
-        log(f"own answers: no-LLM scores recomputed on {n} answers → {path}")
-    done = {r["qid"]: r for r in _read_jsonl(path)}  # a later row of a qid replaces it
-    todo = [r for r in answers if r["qid"] not in done
-            or (chat is not None and missing_judges(done[r["qid"]], r.get("question")))]
-    log(f"own answers: {len(done)} scored, {len(todo)} to score → {path}")
-
-    def score(r: dict[str, Any]) -> dict[str, Any]:
-        old = done.get(r["qid"], {})
-        q = r.get("question")
-        return {**old, "qid": r["qid"], **score_answer(chat, r["context"], r["answer"], q,
-                                                        missing_judges(old or None, q))}
-
-    with path.open("a", encoding="utf-8") as f:
-        for _, row in map_calls(score, todo, max_concurrency):
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-            done[row["qid"]] = row
-    if todo and len(_read_jsonl(path)) > len(done):  # replaced rows: one row per answer again
-        _rewrite(path, [done[r["qid"]] for r in answers if r["qid"] in done])
-    return pd.DataFrame([done[r["qid"]] for r in answers if r["qid"] in done])
-
-
-def read_labels(out: str | Path, labelling_pass: int = 1) -> pd.DataFrame:
-    """The hand labels of one pass (`labels-pass<N>.jsonl`: qid, supported 1/0, note,
-    labeller), with `label` = 1 for an unsupported (hallucinated) answer."""
-    path = Path(out) / f"labels-pass{labelling_pass}.jsonl"
-    rows = pd.DataFrame(_read_jsonl(path))
-    if rows.empty:
-        raise FileNotFoundError(f"{path}: no labels")
-    bad = rows[~rows["supported"].isin([0, 1])]
-    if not bad.empty:
-        raise ValueError(f"{path}: 'supported' must be 0 or 1, got {bad['supported'].tolist()[:5]} "
-                         f"(qids {bad['qid'].tolist()[:5]})")
-    return rows.assign(label=1 - rows["supported"].astype(int))
-
-
-def cohens_kappa(a: Sequence[int], b: Sequence[int]) -> float:
-    """Cohen's κ of two labellings of the same items (sklearn)."""
-    from sklearn.metrics import cohen_kappa_score
-
-    return float(cohen_kappa_score(list(a), list(b)))
-
-
-def own_rows(out: str | Path) -> pd.DataFrame:
-    """Set (ii)'s scored answers (the latest row of each) with the first pass's `label` and a
-    column per combined detector."""
-    out = Path(out)
-    scored = pd.DataFrame({r["qid"]: r for r in _read_jsonl(out / "scored.jsonl")}.values())
-    return with_combined(scored.merge(read_labels(out, 1)[["qid", "label"]], on="qid",
-                                      how="inner"))
-
-
-def own_table(out: str | Path, threshold: float = 0.5) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Set (ii): detectors against the first pass's labels, plus the labellers' agreement
-    (κ and raw agreement over the answers both passes labelled)."""
-    out = Path(out)
-    first = read_labels(out, 1)
-    rows = own_rows(out)
-    table = detector_table(rows, threshold)
-    info: dict[str, Any] = {"labelled": len(first), "scored_and_labelled": len(rows),
-                            "unsupported": int(first["label"].sum())}
-    if (out / "labels-pass2.jsonl").exists():
-        both = first.merge(read_labels(out, 2), on="qid", suffixes=("_1", "_2"))
-        info.update(double_labelled=len(both),
-                    kappa=cohens_kappa(both["supported_1"], both["supported_2"]),
-                    agreement=float((both["supported_1"] == both["supported_2"]).mean()))
-    return table, info
-
-
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     """`agentic-rag validate-detectors --n 200 --out DIR [--no-llm]`: HaluEval pairs."""
     import argparse
@@ -458,6 +258,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
             chat = make_chat_model(cfg.llm, args.home, base_url=srv and srv.base_url)
             rows = run_validation(chat, items, args.out, max_calls=args.max_llm_calls,
                                   max_concurrency=conc)
+    from .detectors_stats import detector_table
+
     table = detector_table(with_combined(rows))
     table.to_csv(Path(args.out) / "detectors.csv", index=False)
     print(table.to_string(index=False))
@@ -466,6 +268,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
 
 def _write_paired(rows: pd.DataFrame, out: Path) -> None:
     """`paired.csv`: each question-aware detector against its question-blind twin."""
+    from .detectors_stats import paired_table
+
     paired = paired_table(rows)
     if not paired.empty:
         paired.to_csv(out / "paired.csv", index=False)
@@ -475,6 +279,7 @@ def _write_paired(rows: pd.DataFrame, out: Path) -> None:
 def _own_main(args: Any, cfg: Any, conc: int) -> None:
     from ..llm import make_chat_model
     from ..server import serve_local
+    from .detectors_own import own_answers, own_rows, own_table, score_own
 
     with serve_local(cfg.llm, args.home) as srv:
         chat = make_chat_model(cfg.llm, args.home, base_url=srv and srv.base_url)

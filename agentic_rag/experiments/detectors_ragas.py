@@ -25,7 +25,9 @@ import numpy as np
 import pandas as pd
 
 from ..config import LLMConfig
-from .detectors import DETECTORS, _read_jsonl, auroc_ci, read_labels, with_combined
+from .detectors import _read_jsonl, with_combined
+from .detectors_own import read_labels
+from .detectors_stats import DETECTORS, auroc_ci
 
 
 def ragas_sample(out: str | Path, n: int, seed: int = 0) -> list[str]:
