@@ -87,11 +87,12 @@ def test_validate_judge(endpoints, tmp_path):
 
 
 def test_validate_detectors(endpoints, tmp_path, monkeypatch):
-    from agentic_rag.experiments import detectors
+    from agentic_rag.experiments import detectors, detectors_stats
 
     urls, live = endpoints
-    cheap = detectors.auroc_ci  # the table's CI: 20 draws, not 2,000 (its cost, not the LLM's)
-    monkeypatch.setattr(detectors, "auroc_ci", lambda *a, **k: cheap(*a, **{**k, "n_boot": 20}))
+    cheap = detectors_stats.auroc_ci  # the table's CI: 20 draws, not 2,000 (its cost, not the LLM's)
+    monkeypatch.setattr(detectors_stats, "auroc_ci",
+                        lambda *a, **k: cheap(*a, **{**k, "n_boot": 20}))
     detectors.main(["--n", "2", "--out", str(tmp_path / "out"), "--home", str(tmp_path),
                     "--config", str(config_file(tmp_path, urls))])
     rows = [json.loads(x) for x in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
