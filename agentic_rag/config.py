@@ -268,6 +268,18 @@ class ServerConfig(_Section):
     n_threads: int = Field(2, ge=1, le=256)
     chat_format: str | None = Field(None, description="None = the GGUF's own chat template")
     startup_timeout_s: float = Field(180.0, gt=0)
+    binary: str | None = Field(None, description="a llama.cpp `llama-server` executable to run "
+                               "instead of llama-cpp-python's server (None): top_logprobs "
+                               "without computing every position's logits, parallel slots")
+    slots: int = Field(1, ge=1, le=64, description="sequences decoded at once (llama-server "
+                       "only; each gets n_ctx tokens; llama-cpp-python's server has one)")
+
+    @model_validator(mode="after")
+    def _slots_need_llama_server(self) -> ServerConfig:
+        if self.slots > 1 and self.binary is None:
+            raise ValueError(f"llm.server.slots = {self.slots} needs llm.server.binary (a "
+                             "llama.cpp llama-server): llama-cpp-python's server has one slot")
+        return self
 
 
 class LLMConfig(_Section):

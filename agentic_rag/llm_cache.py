@@ -46,6 +46,10 @@ def model_identity(config: LLMConfig, base_url: str | None = None,
         else:
             p = Path(s.model)
             weights = f"gguf:{(digest or _file_sha256)(p)}" if p.is_file() else f"missing:{p}"
+        if s.binary:  # llama-server: its build, and its slots (batched sequences can differ)
+            return (f"{weights}|build={(build or (lambda: llama_build(s.binary)))()}"
+                    f"|n_ctx={s.n_ctx}|chat_format={s.chat_format}|n_threads={s.n_threads}"
+                    f"|slots={s.slots}")
         return (f"{weights}|build={(build or llama_build)()}|n_ctx={s.n_ctx}"
                 f"|chat_format={s.chat_format}|n_threads={s.n_threads}")
     if config.base_url is not None and base_url in (None, config.base_url):
@@ -53,14 +57,19 @@ def model_identity(config: LLMConfig, base_url: str | None = None,
     return f"{config.model}@{base_url}"
 
 
-@functools.lru_cache(maxsize=1)
-def llama_build() -> str:
+@functools.lru_cache(maxsize=4)
+def llama_build(binary: str | None = None) -> str:
     """This interpreter's llama.cpp build as the reply cache keys it: llama-cpp-python's and
     ggml's versions and the CPU backend that runs (the runtime-chosen variant, e.g. `zen4`, or
     the features of a linked-in build). Asked once per process (`server.llama_build_info`);
-    `unknown` when llama-cpp-python is not installed or cannot say."""
-    from .server import ServerError, llama_build_info
+    `unknown` when llama-cpp-python is not installed or cannot say. With `binary`, that
+    llama-server's version and CPU variant (`server.server_binary_info`); a binary that cannot
+    say is an error, not `unknown` (its replies would be keyed as any other's)."""
+    from .server import ServerError, llama_build_info, server_binary_info
 
+    if binary:
+        b = server_binary_info(binary)
+        return f"llama-server {b['version']}/{b['cpu_variant'] or 'linked'}"
     try:
         info = llama_build_info()
     except (ServerError, ValueError, KeyError, IndexError):

@@ -11,14 +11,21 @@ a one-token warm-up request (the first request carries 30–45 s of extra latenc
 2 cores). `stop()` terminates it, then kills it after a grace period. If a server
 already answers on the port with the same model alias it is reused, not restarted.
 
-`llama_build_info()` (the llama.cpp build and CPU variant) and `server_settings(config)` (the
-settings that change outputs) are what a run records about its local LLM.
+With `llm.server.binary` set, llama.cpp's own C++ `llama-server` runs instead (built from the
+same vendored llama.cpp, `make llama-server`): it returns top_logprobs without computing every
+prompt position's logits (llama-cpp-python needs `logits_all=True` for them, which slows
+prompt evaluation) and decodes `llm.server.slots` sequences at once.
+
+`llama_build_info()` / `server_binary_info(binary)` (the llama.cpp build and CPU variant) and
+`server_settings(config)` (the settings that change outputs) are what a run records about its
+local LLM; `build_info(config)` picks the one that serves.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -57,6 +64,8 @@ def _port_open(host: str, port: int, timeout: float = 1.0) -> bool:
 LAUNCHER = "agentic_rag.llama_launch"
 # llama_cpp.server's defaults that change outputs or speed and that `command` does not set
 _SERVER_DEFAULTS = {"n_batch": 512, "n_ubatch": 512, "flash_attn": False, "logits_all": True}
+# what `command` passes a llama-server binary: llama_cpp.server's batch sizes and attention
+_BINARY_DEFAULTS = {"n_batch": 512, "n_ubatch": 512, "flash_attn": False}
 
 
 def _launcher(python: str | None) -> tuple[list[str], dict[str, str] | None]:
@@ -89,10 +98,56 @@ def llama_build_info(python: str | None = None) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+_VARIANT_LIB = re.compile(r"libggml-cpu-([\w.-]+)\.so")
+
+
+@lru_cache(maxsize=4)
+def server_binary_info(binary: str) -> dict[str, Any]:
+    """A `llama-server` executable's build as a run records it: its version line (llama.cpp's
+    build number and commit), the compiler line, and the CPU backend ggml loads for this
+    processor (`-v --list-devices` loads the backends; a GGML_BACKEND_DL build names the variant's
+    library, e.g. `libggml-cpu-zen4.so`; None for a linked-in CPU backend)."""
+    exe = Path(binary)
+    if not exe.is_file() or not os.access(exe, os.X_OK):
+        raise ServerError(f"llm.server.binary = {binary!r}: no executable file there (build it "
+                          "with `make llama-server`)")
+    out = []
+    for flags in (["--version"], ["-v", "--list-devices"]):  # -v: ggml logs what it loads
+        try:
+            r = subprocess.run([str(exe), *flags], capture_output=True, text=True, timeout=120,
+                               stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ServerError(f"{binary} {' '.join(flags)}: {exc}") from exc
+        if r.returncode != 0:
+            raise ServerError(f"{binary} {' '.join(flags)} exited with {r.returncode}: "
+                              f"{(r.stderr or r.stdout).strip()[-500:]}")
+        out.append(r.stdout + r.stderr)
+    version = re.search(r"^version: (.+)$", out[0], re.M)
+    built = re.search(r"^built with (.+)$", out[0], re.M)
+    variant = _VARIANT_LIB.search(out[1])
+    return {"server": "llama-server", "binary": str(exe.resolve()),
+            "version": version.group(1).strip() if version else "unknown",
+            "built_with": built.group(1).strip() if built else None,
+            "backend_dl": variant is not None,
+            "cpu_variant": variant.group(1) if variant else None}
+
+
+def build_info(config: ServerConfig) -> dict[str, Any]:
+    """The build of whichever server `config` runs: `server_binary_info` for a llama-server
+    binary, else llama-cpp-python's (`llama_build_info`)."""
+    return server_binary_info(config.binary) if config.binary else llama_build_info()
+
+
 def server_settings(config: ServerConfig) -> dict[str, Any]:
-    """The server settings that change outputs or speed: one slot (llama_cpp.server serves one
+    """The server settings that change outputs or speed: slots (llama_cpp.server serves one
     request at a time), context size, threads, chat format, and llama_cpp.server's defaults
-    (overridden by its N_BATCH / N_UBATCH / FLASH_ATTN environment variables when set)."""
+    (overridden by its N_BATCH / N_UBATCH / FLASH_ATTN environment variables when set); for a
+    llama-server binary the same batch sizes and flash-attention setting, which `command`
+    passes explicitly, and no `logits_all`."""
+    if config.binary:
+        return {"server": "llama-server", "slots": config.slots, "n_ctx": config.n_ctx,
+                "n_threads": config.n_threads, "n_threads_batch": config.n_threads,
+                "chat_format": config.chat_format, **_BINARY_DEFAULTS}
     env = {k: os.environ[k.upper()] for k in _SERVER_DEFAULTS if k.upper() in os.environ}
     return {"server": "llama_cpp.server", "slots": 1, "n_ctx": config.n_ctx,
             "n_threads": config.n_threads, "n_threads_batch": config.n_threads,
@@ -139,6 +194,17 @@ class LlamaServer:
 
     def command(self, model_path: Path) -> list[str]:
         c = self.config
+        if c.binary:  # each slot gets n_ctx tokens; no web UI; the defaults that change outputs
+            d = _BINARY_DEFAULTS
+            cmd = [c.binary, "--model", str(model_path), "--alias", self.alias,
+                   "--host", c.host, "--port", str(c.port), "--ctx-size", str(c.n_ctx * c.slots),
+                   "--parallel", str(c.slots), "--threads", str(c.n_threads),
+                   "--threads-batch", str(c.n_threads), "--batch-size", str(d["n_batch"]),
+                   "--ubatch-size", str(d["n_ubatch"]),
+                   "--flash-attn", "on" if d["flash_attn"] else "off", "--no-webui"]
+            if c.chat_format:
+                cmd += ["--chat-template", c.chat_format]
+            return cmd
         cmd = [*_launcher(self.python)[0], "--model", str(model_path),
                "--model_alias", self.alias, "--host", c.host, "--port", str(c.port),
                "--n_ctx", str(c.n_ctx), "--n_threads", str(c.n_threads),
@@ -152,7 +218,9 @@ class LlamaServer:
         leaves it running)."""
         if self._already_serving():
             return self
-        if self.python is None:
+        if self.config.binary:
+            server_binary_info(self.config.binary)  # a missing or broken binary: its own error
+        elif self.python is None:
             try:
                 import llama_cpp  # noqa: F401
             except ImportError:
@@ -164,7 +232,7 @@ class LlamaServer:
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(self.command(model_path), stdout=log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=_launcher(self.python)[1])
+                                     env=None if self.config.binary else _launcher(self.python)[1])
         deadline = time.monotonic() + self.config.startup_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -9,13 +9,17 @@ An arm is a server and a prompt layout: NAME, the PYTHON whose llama-cpp-python 
 LAUNCH, one of
 `plain` (`python -m llama_cpp.server`, the server as started before the launcher existed),
 `auto` (`python -m agentic_rag.llama_launch`: ggml's best CPU variant for this processor when
-the build ships variants; what `LlamaServer` runs) or a variant name such as `haswell` (the
-launcher with `AGENTIC_RAG_CPU_VARIANT` set: that variant, whatever the processor has),
+the build ships variants; what `LlamaServer` runs), a variant name such as `haswell` (the
+launcher with `AGENTIC_RAG_CPU_VARIANT` set: that variant, whatever the processor has), or
+the path of a llama.cpp `llama-server` executable (`make llama-server`; `llm.server.binary`:
+PYTHON is then unused), optionally with `@N` for N slots (`llm.server.slots`; the arm then
+sends each question's calls N at a time where the protocol allows, see `question`),
 and optionally LAYOUT, the answer prompt's layout (`llm_judge.answer_messages`):
 `context-first` (today's, the default) or `instructions-first` (before prefix re-use).
 Default arms: the installed build (`auto`) with the layout before prefix re-use and with
 today's, and, when it ships CPU variants, the same build held to the AVX2 variant (`haswell`,
-the instruction set of the portable `-DGGML_NATIVE=OFF` build).
+the instruction set of the portable `-DGGML_NATIVE=OFF` build), and, when `make
+llama-server` has built it, the C++ llama-server (one slot).
 All arms' servers run at once on ports 8801... (an idle server uses no CPU); the questions go
 question by question to each arm in turn, the order rotated per question, so background load
 falls on every arm alike (as bench.py interleaves its repetitions).
@@ -68,7 +72,13 @@ from agentic_rag.config import LLMConfig, RAGConfig, ServerConfig  # noqa: E402
 from agentic_rag.evaluation.llm_judge import ANSWER_LAYOUTS  # noqa: E402
 from agentic_rag.experiments.runfolder import git_commit, git_dirty  # noqa: E402
 from agentic_rag.llama_launch import VARIANT_ENV  # noqa: E402
-from agentic_rag.server import LAUNCHER, LlamaServer, llama_build_info, server_settings  # noqa: E402
+from agentic_rag.server import (  # noqa: E402
+    LAUNCHER,
+    LlamaServer,
+    llama_build_info,
+    server_binary_info,
+    server_settings,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sections import write_section  # noqa: E402
@@ -78,6 +88,7 @@ JSON_OUT = HERE / "LLM_THROUGHPUT.json"
 MD_OUT = HERE / "RESULTS.md"
 BEGIN, END = "<!-- llm-throughput:begin -->", "<!-- llm-throughput:end -->"
 EQUALITY_PROMPTS = 20
+LLAMA_SERVER = HERE.parent / ".venv/llama-server/build/bin/llama-server"  # make llama-server
 DENSE = {"fusion.retrievers": ["dense"], "gate.mode": "static"}
 HYBRID = {"fusion.retrievers": ["dense", "bm25"], "gate.mode": "static"}
 K = 10
@@ -134,7 +145,9 @@ ORDER = {
 # -- server timings ----------------------------------------------------------------------
 
 _PROMPT = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
-_EVAL = re.compile(r"^\S+\s+eval time =\s*([\d.]+) ms /\s*(\d+) runs", re.M)
+# llama-cpp-python: "llama_perf_context_print:        eval time = ... ms / N runs";
+# llama-server: "slot print_timing: ... |        eval time = ... ms / N tokens"
+_EVAL = re.compile(r"(?<!prompt )eval time =\s*([\d.]+) ms /\s*(\d+) (?:runs|tokens)")
 _PREFIX = re.compile(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
 
 
@@ -185,7 +198,10 @@ class Arm:
         self.name, self.python, self.launch, self.model = name, python, launch, model
         self.layout = layout
         self.py = None if python == sys.executable else python
-        self.cfg = ServerConfig(model=model, port=port)
+        binary, _, slots = launch.partition("@")
+        self.binary = binary if os.sep in binary else None
+        self.cfg = ServerConfig(model=model, port=port, binary=self.binary,
+                                slots=int(slots or 1))
         cls = _PlainServer if launch == "plain" else LlamaServer
         self.srv = cls(self.cfg, home=home / name, python=self.py)
         self.answers: list[dict] = []
@@ -193,8 +209,13 @@ class Arm:
         self.protocol_s = 0.0
 
     def start(self) -> None:
-        from agentic_rag.llm import OpenAIChatModel
-
+        if self.binary:
+            self.info = server_binary_info(self.binary)
+            t0 = time.perf_counter()
+            self.srv.start()
+            self.ready_s = time.perf_counter() - t0
+            self._connect()
+            return
         old = os.environ.pop(VARIANT_ENV, None)
         if self.launch not in ("plain", "auto"):
             os.environ[VARIANT_ENV] = self.launch
@@ -207,11 +228,19 @@ class Arm:
             os.environ.pop(VARIANT_ENV, None)
             if old is not None:
                 os.environ[VARIANT_ENV] = old
-        self.chat = OpenAIChatModel(LLMConfig(cache=False, temperature=0.0),
+        self._connect()
+
+    def _connect(self) -> None:
+        from agentic_rag.llm import OpenAIChatModel
+
+        self.chat = OpenAIChatModel(LLMConfig(cache=False, temperature=0.0,
+                                              max_concurrency=self.cfg.slots),
                                     base_url=self.srv.base_url)
         lines = self.srv.log_path.read_text(errors="replace").splitlines()
-        self.launch_line = next((x for x in lines if "llama_launch:" in x), None)
-        self.system_info = next((x.strip() for x in lines if x.startswith("CPU :")), None)
+        self.launch_line = next((x for x in lines if "llama_launch:" in x
+                                 or "load_backend: loaded CPU" in x), None)
+        self.system_info = next((x.strip() for x in lines if x.startswith("CPU :")
+                                 or "system_info:" in x), None)
 
     def probes(self, context: str) -> None:
         from agentic_rag.evaluation.llm_judge import generate_answer
@@ -247,8 +276,22 @@ class Arm:
                                 "prompt_tokens": r.prompt_tokens,
                                 "latency_s": round(r.latency_s, 2)})
 
-        for kind, arm in ORDER[self.layout]:
-            (answer if kind == "answer" else judge)(arm)
+        if self.cfg.slots == 1:
+            for kind, arm in ORDER[self.layout]:
+                (answer if kind == "answer" else judge)(arm)
+        else:  # each context's answer → judge chain on its own slot, the slots kept busy
+            from concurrent.futures import ThreadPoolExecutor
+
+            chains: dict[str, list[str]] = {}
+            for kind, arm in ORDER[self.layout]:
+                chains.setdefault(arm, []).append(kind)
+
+            def run(arm: str) -> None:
+                for kind in chains[arm]:
+                    (answer if kind == "answer" else judge)(arm)
+
+            with ThreadPoolExecutor(self.cfg.slots) as pool:
+                list(pool.map(run, chains))
         dt = time.perf_counter() - t0
         self.protocol_s += dt
         return dt
@@ -332,8 +375,14 @@ def render(res: dict) -> str:
         b, p = a["build"], a["protocol"]
         backend = (f"variant `{b['cpu_variant']}`" if b.get("cpu_variant")
                    else f"linked-in `{b.get('cpu_backend')}`")
-        build = (f"{'GGML_BACKEND_DL, ' + str(len(b['cpu_variants'])) + ' variants' if b['backend_dl'] else 'portable'}"
-                 f" ({'forced' if b.get('cpu_variant_forced') else a['launch']}), {backend}")
+        if b.get("server") == "llama-server":
+            build = (f"C++ llama-server {b['version']}, "
+                     f"{a['settings']['slots']} slot(s), {backend}")
+        else:
+            kind = (f"GGML_BACKEND_DL, {len(b['cpu_variants'])} variants" if b["backend_dl"]
+                    else "portable")
+            build = (f"{kind} ({'forced' if b.get('cpu_variant_forced') else a['launch']}), "
+                     f"{backend}")
         ratio = p["questions_per_hour"] / base["protocol"]["questions_per_hour"]
         L.append(f"| {a['name']} | {a.get('layout', 'instructions-first')} | {build} | "
                  f"{a['probe_prompt']['prompt_tokens_per_s']:.0f} | "
@@ -356,9 +405,12 @@ def render(res: dict) -> str:
                      f"{a['name']} {d[a['name']]!r}")
         L.append("")
     L.append("Builds: " + "; ".join(
-        f"{a['name']}: llama-cpp-python {a['build']['llama_cpp_python']}, ggml "
-        f"{a['build']['ggml_version']} ({a['build']['ggml_commit']}), server log "
-        f"`{a['server_system_info']}`" for a in arms) + ".")
+        (f"{a['name']}: llama-server {a['build']['version']} ({a['build']['binary']}), "
+         if a["build"].get("server") == "llama-server" else
+         f"{a['name']}: llama-cpp-python {a['build']['llama_cpp_python']}, ggml "
+         f"{a['build']['ggml_version']} ({a['build']['ggml_commit']}), ")
+        + (f"server log `{a['server_system_info']}`" if a["server_system_info"]
+           else f"CPU variant `{a['build'].get('cpu_variant')}`") for a in arms) + ".")
     L += ["", END]
     return "\n".join(L) + "\n"
 
@@ -390,6 +442,8 @@ def main() -> None:
                 ["installed", sys.executable, "auto", "context-first"]]
         if llama_build_info()["backend_dl"]:
             arms.append(["installed-avx2", sys.executable, "haswell", "context-first"])
+        if os.access(LLAMA_SERVER, os.X_OK):  # `make llama-server` was run: llm.server.binary
+            arms.append(["llama-server", sys.executable, str(LLAMA_SERVER), "context-first"])
     stamp = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
              "commit": git_commit(short=True), "dirty": git_dirty(),
              "command": "python benchmarks/llm_throughput.py " + " ".join(sys.argv[1:]),

@@ -125,12 +125,12 @@ def judge_cost(rows: int) -> dict[str, int]:
 
 def local_server_meta(config: ServerConfig) -> dict[str, Any]:
     """What a run's meta records of the embedded llama.cpp server: its build and CPU variant
-    (`server.llama_build_info`) and the settings that change outputs (`server_settings`); a
+    (`server.build_info`) and the settings that change outputs (`server_settings`); a
     build that cannot be inspected is recorded as the error, not left out silently."""
-    from ..server import ServerError, llama_build_info, server_settings
+    from ..server import ServerError, build_info, server_settings
 
     try:
-        build: dict[str, Any] = llama_build_info()
+        build: dict[str, Any] = build_info(config)
     except ServerError as exc:
         build = {"error": str(exc)}
     return {"llama_build": build, "server_settings": server_settings(config)}
