@@ -172,8 +172,26 @@ class LlamaServer:
         return f"http://{self.config.host}:{self.config.port}/v1"
 
     def running(self, timeout: float = 2.0) -> bool:
-        models = _get(f"{self.base_url}/models", timeout)
-        return bool(models and any(m.get("id") == self.alias for m in models.get("data", [])))
+        return self._served(timeout) is not None
+
+    def _served(self, timeout: float = 2.0) -> dict | None:
+        """The /v1/models entry of our alias on the port, or None."""
+        models = _get(f"{self.base_url}/models", timeout) or {}
+        return next((m for m in models.get("data", []) if isinstance(m, dict)
+                     and m.get("id") == self.alias), None)
+
+    def _check_kind(self, entry: dict) -> None:
+        """A server we did not start is reused only if it is the kind the config names:
+        replies are cached under the config's identity (llama-server's build or
+        llama-cpp-python's), so the wrong kind would file its replies under another's."""
+        c = self.config
+        theirs = "llama-server" if entry.get("owned_by") == "llamacpp" else "llama_cpp.server"
+        ours = "llama-server" if c.binary else "llama_cpp.server"
+        if theirs != ours:
+            raise ServerError(
+                f"{c.host}:{c.port} already serves {self.alias!r} from a {theirs} but "
+                f"llm.server.binary is {c.binary!r} (a {ours}): stop that server or set "
+                "llm.server.port to a free port")
 
     def _already_serving(self) -> bool:
         """True when a server with our alias answers on the port; False when the port is free.
@@ -185,7 +203,9 @@ class LlamaServer:
             return False
         deadline = time.monotonic() + c.startup_timeout_s
         while time.monotonic() < deadline:
-            if self.running(timeout=max(1.0, min(30.0, deadline - time.monotonic()))):
+            entry = self._served(timeout=max(1.0, min(30.0, deadline - time.monotonic())))
+            if entry is not None:
+                self._check_kind(entry)
                 return True
             time.sleep(0.5)
         raise ServerError(f"{c.host}:{c.port} is in use by a process that did not answer "

@@ -94,3 +94,38 @@ def test_the_real_llama_server_answers_with_logprobs(tmp_path):
         p, reply = graded_support(chat, "Paris is the capital of France.", "Paris")
         assert 0.0 <= p <= 1.0 and reply.top_logprobs  # log-probabilities without logits_all
     assert server_binary_info(str(REAL))["version"] != "unknown"
+
+
+@pytest.mark.parametrize(("owned_by", "binary", "theirs"), [
+    ("llamacpp", None, "llama-server"),          # a C++ server on the port, config: the default
+    ("me", "/x/llama-server", "llama_cpp.server"),  # llama-cpp-python's, config: a binary
+])
+def test_a_running_server_of_the_other_kind_is_not_reused(owned_by, binary, theirs):
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Models(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = json.dumps({"object": "list", "data": [
+                {"id": "local", "object": "model", "owned_by": owned_by}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        cfg = ServerConfig(port=httpd.server_address[1], binary=binary, startup_timeout_s=5)
+        with pytest.raises(ServerError, match=f"already serves 'local' from a {theirs}"):
+            LlamaServer(cfg).start()
+        same = "me" if owned_by == "llamacpp" else "llamacpp"  # the matching kind is reused
+        owned_by = same
+        assert LlamaServer(cfg).start().proc is None
+    finally:
+        httpd.shutdown()
