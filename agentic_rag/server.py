@@ -98,6 +98,8 @@ def llama_build_info(python: str | None = None) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# where `make llama-server` builds it, from this checkout's root (`llm.server.binary`)
+LLAMA_SERVER_BUILD = Path(__file__).resolve().parents[1] / ".venv/llama-server/build/bin/llama-server"
 _VARIANT_LIB = re.compile(r"libggml-cpu-([\w.-]+)\.so")
 
 
@@ -132,6 +134,11 @@ def server_binary_info(binary: str) -> dict[str, Any]:
             "cpu_variant": variant.group(1) if variant else None}
 
 
+def server_kind(config: ServerConfig) -> str:
+    """Which server `config` runs: "llama-server" (a binary) or "llama_cpp.server"."""
+    return "llama-server" if config.binary else "llama_cpp.server"
+
+
 def build_info(config: ServerConfig) -> dict[str, Any]:
     """The build of whichever server `config` runs: `server_binary_info` for a llama-server
     binary, else llama-cpp-python's (`llama_build_info`)."""
@@ -145,11 +152,11 @@ def server_settings(config: ServerConfig) -> dict[str, Any]:
     llama-server binary the same batch sizes and flash-attention setting, which `command`
     passes explicitly, and no `logits_all`."""
     if config.binary:
-        return {"server": "llama-server", "slots": config.slots, "n_ctx": config.n_ctx,
+        return {"server": server_kind(config), "slots": config.slots, "n_ctx": config.n_ctx,
                 "n_threads": config.n_threads, "n_threads_batch": config.n_threads,
                 "chat_format": config.chat_format, **_BINARY_DEFAULTS}
     env = {k: os.environ[k.upper()] for k in _SERVER_DEFAULTS if k.upper() in os.environ}
-    return {"server": "llama_cpp.server", "slots": 1, "n_ctx": config.n_ctx,
+    return {"server": server_kind(config), "slots": 1, "n_ctx": config.n_ctx,
             "n_threads": config.n_threads, "n_threads_batch": config.n_threads,
             "chat_format": config.chat_format, **_SERVER_DEFAULTS, **env}
 
@@ -186,8 +193,7 @@ class LlamaServer:
         llama-cpp-python's), so the wrong kind would file its replies under another's."""
         c = self.config
         theirs = "llama-server" if entry.get("owned_by") == "llamacpp" else "llama_cpp.server"
-        ours = "llama-server" if c.binary else "llama_cpp.server"
-        if theirs != ours:
+        if theirs != (ours := server_kind(c)):
             raise ServerError(
                 f"{c.host}:{c.port} already serves {self.alias!r} from a {theirs} but "
                 f"llm.server.binary is {c.binary!r} (a {ours}): stop that server or set "

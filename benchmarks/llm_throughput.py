@@ -74,6 +74,7 @@ from agentic_rag.experiments.runfolder import git_commit, git_dirty  # noqa: E40
 from agentic_rag.llama_launch import VARIANT_ENV  # noqa: E402
 from agentic_rag.server import (  # noqa: E402
     LAUNCHER,
+    LLAMA_SERVER_BUILD,
     LlamaServer,
     llama_build_info,
     server_binary_info,
@@ -88,7 +89,6 @@ JSON_OUT = HERE / "LLM_THROUGHPUT.json"
 MD_OUT = HERE / "RESULTS.md"
 BEGIN, END = "<!-- llm-throughput:begin -->", "<!-- llm-throughput:end -->"
 EQUALITY_PROMPTS = 20
-LLAMA_SERVER = HERE.parent / ".venv/llama-server/build/bin/llama-server"  # make llama-server
 DENSE = {"fusion.retrievers": ["dense"], "gate.mode": "static"}
 HYBRID = {"fusion.retrievers": ["dense", "bm25"], "gate.mode": "static"}
 K = 10
@@ -209,18 +209,14 @@ class Arm:
         self.protocol_s = 0.0
 
     def start(self) -> None:
-        if self.binary:
-            self.info = server_binary_info(self.binary)
-            t0 = time.perf_counter()
-            self.srv.start()
-            self.ready_s = time.perf_counter() - t0
-            self._connect()
-            return
+        from agentic_rag.llm import OpenAIChatModel
+
         old = os.environ.pop(VARIANT_ENV, None)
-        if self.launch not in ("plain", "auto"):
+        if self.launch not in ("plain", "auto") and not self.binary:
             os.environ[VARIANT_ENV] = self.launch
         try:  # the server and the build info see the same variant setting
-            self.info = llama_build_info.__wrapped__(self.py)
+            self.info = (server_binary_info(self.binary) if self.binary
+                         else llama_build_info.__wrapped__(self.py))
             t0 = time.perf_counter()
             self.srv.start()  # includes LlamaServer's one-token warm-up request
             self.ready_s = time.perf_counter() - t0
@@ -228,11 +224,6 @@ class Arm:
             os.environ.pop(VARIANT_ENV, None)
             if old is not None:
                 os.environ[VARIANT_ENV] = old
-        self._connect()
-
-    def _connect(self) -> None:
-        from agentic_rag.llm import OpenAIChatModel
-
         self.chat = OpenAIChatModel(LLMConfig(cache=False, temperature=0.0,
                                               max_concurrency=self.cfg.slots),
                                     base_url=self.srv.base_url)
@@ -384,11 +375,14 @@ def render(res: dict) -> str:
             build = (f"{kind} ({'forced' if b.get('cpu_variant_forced') else a['launch']}), "
                      f"{backend}")
         ratio = p["questions_per_hour"] / base["protocol"]["questions_per_hour"]
+        # llama-server logs no prefix-match line: its re-use shows in fewer tokens evaluated
+        reused = ("n/a" if b.get("server") == "llama-server"
+                  else f"{p['prefix_tokens_reused']:,}")
         L.append(f"| {a['name']} | {a.get('layout', 'instructions-first')} | {build} | "
                  f"{a['probe_prompt']['prompt_tokens_per_s']:.0f} | "
                  f"{a['probe_generation']['generated_tokens_per_s']:.1f} | "
                  f"{p['prompt_tokens_per_s']:.0f} | {p['generated_tokens_per_s']:.1f} | "
-                 f"{p['prefix_tokens_reused']:,} | {p['wall_s'] / 60:.1f} min | "
+                 f"{reused} | {p['wall_s'] / 60:.1f} min | "
                  f"{p['questions_per_hour']:.0f} | {ratio:.2f}× |")
     L += ["", f"Probe prompt: {base['probe_prompt']['prompt_tokens_evaluated']} tokens; probe "
           f"generation: {base['probe_generation']['generated_tokens']} tokens. Protocol: "
@@ -442,8 +436,9 @@ def main() -> None:
                 ["installed", sys.executable, "auto", "context-first"]]
         if llama_build_info()["backend_dl"]:
             arms.append(["installed-avx2", sys.executable, "haswell", "context-first"])
-        if os.access(LLAMA_SERVER, os.X_OK):  # `make llama-server` was run: llm.server.binary
-            arms.append(["llama-server", sys.executable, str(LLAMA_SERVER), "context-first"])
+        if os.access(LLAMA_SERVER_BUILD, os.X_OK):  # `make llama-server` was run
+            arms.append(["llama-server", sys.executable, str(LLAMA_SERVER_BUILD),
+                         "context-first"])
     stamp = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
              "commit": git_commit(short=True), "dirty": git_dirty(),
              "command": "python benchmarks/llm_throughput.py " + " ".join(sys.argv[1:]),

@@ -13,11 +13,17 @@ from pydantic import ValidationError
 
 from agentic_rag.config import LLMConfig, ServerConfig
 from agentic_rag.llm import model_identity
-from agentic_rag.server import LlamaServer, ServerError, server_binary_info, server_settings
+from agentic_rag.server import (
+    LLAMA_SERVER_BUILD,
+    LlamaServer,
+    ServerError,
+    server_binary_info,
+    server_settings,
+)
 
 from .conftest import free_port
 
-REAL = Path(__file__).resolve().parents[1] / ".venv/llama-server/build/bin/llama-server"
+REAL = LLAMA_SERVER_BUILD
 
 
 def fake_binary(tmp_path: Path, variant: str | None = "zen4", rc: int = 0) -> str:
