@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -273,12 +274,23 @@ class ServerConfig(_Section):
                                "without computing every position's logits, parallel slots")
     slots: int = Field(1, ge=1, le=64, description="sequences decoded at once (llama-server "
                        "only; each gets n_ctx tokens; llama-cpp-python's server has one)")
+    cpu_variant: str | None = Field(
+        None, description="the ggml CPU variant a llama-server built with run-time variants "
+        "runs (`zen4`, `icelake`, `haswell`, ...): None = ggml's best for this processor. Pin "
+        "one where ggml's pick faults (AMX under some hypervisors) or to share replies "
+        "between machines that run the same variant")
 
     @model_validator(mode="after")
     def _slots_need_llama_server(self) -> ServerConfig:
         if self.slots > 1 and self.binary is None:
             raise ValueError(f"llm.server.slots = {self.slots} needs llm.server.binary (a "
                              "llama.cpp llama-server): llama-cpp-python's server has one slot")
+        if self.cpu_variant is not None and self.binary is None:
+            raise ValueError(f"llm.server.cpu_variant = {self.cpu_variant!r} needs "
+                             "llm.server.binary (a llama-server built with `make llama-server`)")
+        if self.cpu_variant is not None and not re.fullmatch(r"[\w.-]+", self.cpu_variant):
+            raise ValueError(f"llm.server.cpu_variant = {self.cpu_variant!r}: not a variant "
+                             "name (e.g. zen4, icelake, haswell)")
         return self
 
 
@@ -410,6 +422,14 @@ class RAGConfig(_Section):
     tiers: TiersConfig = TiersConfig()
     llm: LLMConfig = LLMConfig()
     agent: AgentConfig = AgentConfig()
+
+    @property
+    def retrieval_calls_llm(self) -> bool:
+        """Whether retrieving (not answering) calls the chat model: an LLM intent classifier
+        or rewriter, query expansion, LLM reranking."""
+        q = self.query
+        return ("llm" in (q.classifier, q.rewriter) or q.expansion != "none"
+                or self.rerank.kind == "llm")
 
     # ---- persistence -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

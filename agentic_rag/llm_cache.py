@@ -47,7 +47,9 @@ def model_identity(config: LLMConfig, base_url: str | None = None,
             p = Path(s.model)
             weights = f"gguf:{(digest or _file_sha256)(p)}" if p.is_file() else f"missing:{p}"
         if s.binary:  # llama-server: its build, and its slots (batched sequences can differ)
-            return (f"{weights}|build={(build or (lambda: llama_build(s.binary)))()}"
+            from .server import served_binary
+
+            return (f"{weights}|build={(build or (lambda: llama_build(served_binary(s))))()}"
                     f"|n_ctx={s.n_ctx}|chat_format={s.chat_format}|n_threads={s.n_threads}"
                     f"|slots={s.slots}")
         return (f"{weights}|build={(build or llama_build)()}|n_ctx={s.n_ctx}"

@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -103,12 +105,68 @@ LLAMA_SERVER_BUILD = Path(__file__).resolve().parents[1] / ".venv/llama-server/b
 _VARIANT_LIB = re.compile(r"libggml-cpu-([\w.-]+)\.so")
 
 
+def cpu_variants(binary: str) -> list[str]:
+    """The ggml CPU variants built beside a llama-server (`libggml-cpu-<variant>.so`; none
+    for a build without GGML_BACKEND_DL)."""
+    return sorted(m.group(1) for f in Path(binary).parent.iterdir()
+                  if (m := _VARIANT_LIB.fullmatch(f.name)))
+
+
+def variant_binary(binary: str, variant: str) -> str:
+    """`binary` held to one of its ggml CPU variants: `<its folder>/variants/<variant>/`, with
+    a hard link to it (a copy across file systems), links to its other libraries and, of the
+    `libggml-cpu-*.so`, only `variant`'s. ggml loads the best variant it finds beside the
+    executable (and in the working directory: the server runs from that folder), so there it
+    can load only this one. Made once per build (remade when the binary changes)."""
+    exe = Path(binary)
+    if not exe.is_file():
+        raise ServerError(f"llm.server.binary = {binary!r}: no executable file there (build it "
+                          "with `make llama-server`)")
+    built = cpu_variants(binary)
+    if variant not in built:
+        raise ServerError(f"llm.server.cpu_variant = {variant!r}: {binary} has no "
+                          f"libggml-cpu-{variant}.so beside it (variants built: "
+                          f"{', '.join(built) or 'none, not a GGML_BACKEND_DL build'})")
+    folder = exe.parent / "variants" / variant
+    held = folder / exe.name
+    st = exe.stat()
+    if held.exists() and (held.stat().st_size, held.stat().st_mtime_ns) == (st.st_size,
+                                                                              st.st_mtime_ns):
+        return str(held)
+    tmp = folder.with_name(f".{variant}.{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        os.link(exe, tmp / exe.name)
+    except OSError:
+        shutil.copy2(exe, tmp / exe.name)
+    for lib in exe.parent.iterdir():
+        if ".so" in lib.name and (not lib.name.startswith("libggml-cpu-")
+                                  or lib.name == f"libggml-cpu-{variant}.so"):
+            (tmp / lib.name).symlink_to(lib.absolute())
+    shutil.rmtree(folder, ignore_errors=True)
+    try:
+        tmp.rename(folder)
+    except OSError:  # another process made it meanwhile: theirs serves
+        shutil.rmtree(tmp, ignore_errors=True)
+    return str(held)
+
+
+def served_binary(config: ServerConfig) -> str | None:
+    """The llama-server executable `config` runs: `llm.server.binary`, held to
+    `llm.server.cpu_variant` when one is set (`variant_binary`); None for llama-cpp-python."""
+    if config.binary and config.cpu_variant:
+        return variant_binary(config.binary, config.cpu_variant)
+    return config.binary
+
+
 @lru_cache(maxsize=4)
 def server_binary_info(binary: str) -> dict[str, Any]:
     """A `llama-server` executable's build as a run records it: its version line (llama.cpp's
     build number and commit), the compiler line, and the CPU backend ggml loads for this
     processor (`-v --list-devices` loads the backends; a GGML_BACKEND_DL build names the variant's
-    library, e.g. `libggml-cpu-zen4.so`; None for a linked-in CPU backend)."""
+    library, e.g. `libggml-cpu-zen4.so`; None for a linked-in CPU backend). Run from the
+    binary's folder, as the server is: ggml also loads variants from the working directory."""
     exe = Path(binary)
     if not exe.is_file() or not os.access(exe, os.X_OK):
         raise ServerError(f"llm.server.binary = {binary!r}: no executable file there (build it "
@@ -116,8 +174,8 @@ def server_binary_info(binary: str) -> dict[str, Any]:
     out = []
     for flags in (["--version"], ["-v", "--list-devices"]):  # -v: ggml logs what it loads
         try:
-            r = subprocess.run([str(exe), *flags], capture_output=True, text=True, timeout=120,
-                               stdin=subprocess.DEVNULL)
+            r = subprocess.run([str(exe.absolute()), *flags], capture_output=True, text=True,
+                               timeout=120, stdin=subprocess.DEVNULL, cwd=exe.parent)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ServerError(f"{binary} {' '.join(flags)}: {exc}") from exc
         if r.returncode != 0:
@@ -142,7 +200,7 @@ def server_kind(config: ServerConfig) -> str:
 def build_info(config: ServerConfig) -> dict[str, Any]:
     """The build of whichever server `config` runs: `server_binary_info` for a llama-server
     binary, else llama-cpp-python's (`llama_build_info`)."""
-    return server_binary_info(config.binary) if config.binary else llama_build_info()
+    return server_binary_info(served_binary(config)) if config.binary else llama_build_info()
 
 
 def server_settings(config: ServerConfig) -> dict[str, Any]:
@@ -222,7 +280,8 @@ class LlamaServer:
         c = self.config
         if c.binary:  # each slot gets n_ctx tokens; no web UI; the defaults that change outputs
             d = _BINARY_DEFAULTS
-            cmd = [c.binary, "--model", str(model_path), "--alias", self.alias,
+            exe = Path(served_binary(c)).absolute()  # runs from its folder (see `start`)
+            cmd = [str(exe), "--model", str(Path(model_path).absolute()), "--alias", self.alias,
                    "--host", c.host, "--port", str(c.port), "--ctx-size", str(c.n_ctx * c.slots),
                    "--parallel", str(c.slots), "--threads", str(c.n_threads),
                    "--threads-batch", str(c.n_threads), "--batch-size", str(d["n_batch"]),
@@ -244,8 +303,9 @@ class LlamaServer:
         leaves it running)."""
         if self._already_serving():
             return self
-        if self.config.binary:
-            server_binary_info(self.config.binary)  # a missing or broken binary: its own error
+        binary = served_binary(self.config)
+        if binary:
+            server_binary_info(binary)  # a missing or broken binary: its own error
         elif self.python is None:
             try:
                 import llama_cpp  # noqa: F401
@@ -258,12 +318,12 @@ class LlamaServer:
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(self.command(model_path), stdout=log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=None if self.config.binary else _launcher(self.python)[1])
+                                     env=None if binary else _launcher(self.python)[1],
+                                     cwd=Path(binary).parent if binary else None)
         deadline = time.monotonic() + self.config.startup_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise ServerError(f"llama.cpp server exited with {self.proc.returncode}; "
-                                  f"log {self.log_path}:\n{self._log_tail()}")
+                raise ServerError(self._exit_reason())
             if self.running():
                 break
             time.sleep(0.5)
@@ -274,6 +334,21 @@ class LlamaServer:
         if warm_up:
             self._warm_up()
         return self
+
+    def _exit_reason(self) -> str:
+        """Why the server died at start; for a llama-server killed by SIGILL, which CPU
+        variant ran and how to pin another."""
+        reason = (f"llama.cpp server exited with {self.proc.returncode}; "
+                  f"log {self.log_path}:\n{self._log_tail()}")
+        c = self.config
+        if not (c.binary and self.proc.returncode == -signal.SIGILL):
+            return reason
+        ran = server_binary_info(served_binary(c)).get("cpu_variant")
+        return (f"llama-server died of SIGILL (an instruction this machine refuses) in ggml's "
+                f"CPU variant {ran!r}: set llm.server.cpu_variant to another one this processor "
+                f"runs (built: {', '.join(cpu_variants(c.binary))}; AMX, in `sapphirerapids`, "
+                "faults under some hypervisors, where `zen4` or `icelake` run on AVX-512 and "
+                f"`haswell` on AVX2). {reason}")
 
     def _warm_up(self) -> None:
         body = json.dumps({"model": self.alias, "max_tokens": 1,

@@ -12,14 +12,16 @@ LAUNCH, one of
 the build ships variants; what `LlamaServer` runs), a variant name such as `haswell` (the
 launcher with `AGENTIC_RAG_CPU_VARIANT` set: that variant, whatever the processor has), or
 the path of a llama.cpp `llama-server` executable (`make llama-server`; `llm.server.binary`:
-PYTHON is then unused), optionally with `@N` for N slots (`llm.server.slots`; the arm then
+PYTHON is then unused), optionally with `:VARIANT` to pin ggml's CPU variant
+(`llm.server.cpu_variant`) and `@N` for N slots (`llm.server.slots`; the arm then
 sends each question's calls N at a time where the protocol allows, see `question`),
 and optionally LAYOUT, the answer prompt's layout (`llm_judge.answer_messages`):
 `context-first` (today's, the default) or `instructions-first` (before prefix re-use).
 Default arms: the installed build (`auto`) with the layout before prefix re-use and with
 today's, and, when it ships CPU variants, the same build held to the AVX2 variant (`haswell`,
 the instruction set of the portable `-DGGML_NATIVE=OFF` build), and, when `make
-llama-server` has built it, the C++ llama-server (one slot).
+llama-server` has built it, the C++ llama-server (one slot) as `experiments/llama-server.yaml`
+runs it (its `cpu_variant`: ggml's own pick dies of SIGILL on our Intel Xeons).
 All arms' servers run at once on ports 8801... (an idle server uses no CPU); the questions go
 question by question to each arm in turn, the order rotated per question, so background load
 falls on every arm alike (as bench.py interleaves its repetitions).
@@ -76,8 +78,8 @@ from agentic_rag.server import (  # noqa: E402
     LAUNCHER,
     LLAMA_SERVER_BUILD,
     LlamaServer,
+    build_info,
     llama_build_info,
-    server_binary_info,
     server_settings,
 )
 
@@ -85,6 +87,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sections import write_section  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+OVERLAY = HERE.parent / "experiments" / "llama-server.yaml"  # how long LLM runs use it
 JSON_OUT = HERE / "LLM_THROUGHPUT.json"
 MD_OUT = HERE / "RESULTS.md"
 BEGIN, END = "<!-- llm-throughput:begin -->", "<!-- llm-throughput:end -->"
@@ -198,10 +201,12 @@ class Arm:
         self.name, self.python, self.launch, self.model = name, python, launch, model
         self.layout = layout
         self.py = None if python == sys.executable else python
-        binary, _, slots = launch.partition("@")
+        head, _, slots = launch.partition("@")
+        binary, _, variant = head.partition(":")
         self.binary = binary if os.sep in binary else None
         self.cfg = ServerConfig(model=model, port=port, binary=self.binary,
-                                slots=int(slots or 1))
+                                slots=int(slots or 1),
+                                cpu_variant=(variant or None) if self.binary else None)
         cls = _PlainServer if launch == "plain" else LlamaServer
         self.srv = cls(self.cfg, home=home / name, python=self.py)
         self.answers: list[dict] = []
@@ -215,7 +220,7 @@ class Arm:
         if self.launch not in ("plain", "auto") and not self.binary:
             os.environ[VARIANT_ENV] = self.launch
         try:  # the server and the build info see the same variant setting
-            self.info = (server_binary_info(self.binary) if self.binary
+            self.info = (build_info(self.cfg) if self.binary
                          else llama_build_info.__wrapped__(self.py))
             t0 = time.perf_counter()
             self.srv.start()  # includes LlamaServer's one-token warm-up request
@@ -437,7 +442,9 @@ def main() -> None:
         if llama_build_info()["backend_dl"]:
             arms.append(["installed-avx2", sys.executable, "haswell", "context-first"])
         if os.access(LLAMA_SERVER_BUILD, os.X_OK):  # `make llama-server` was run
-            arms.append(["llama-server", sys.executable, str(LLAMA_SERVER_BUILD),
+            variant = RAGConfig.load(OVERLAY).llm.server.cpu_variant
+            arms.append(["llama-server", sys.executable,
+                         f"{LLAMA_SERVER_BUILD}{':' + variant if variant else ''}",
                          "context-first"])
     stamp = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
              "commit": git_commit(short=True), "dirty": git_dirty(),

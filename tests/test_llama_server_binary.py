@@ -93,12 +93,17 @@ def test_identity_carries_the_binary_build_and_slots(tmp_path):
 def test_the_real_llama_server_answers_with_logprobs(tmp_path):
     from agentic_rag.evaluation.support import graded_support
     from agentic_rag.llm import OpenAIChatModel
+    from agentic_rag.server import build_info
 
-    cfg = ServerConfig(model="smollm2-135m", binary=str(REAL), port=free_port())
+    # held to AVX2, which every machine we use runs (ggml's own pick, AMX on our Intel VMs,
+    # dies of SIGILL there: test_a_variant_this_machine_refuses_names_the_setting)
+    cfg = ServerConfig(model="smollm2-135m", binary=str(REAL), port=free_port(),
+                       cpu_variant="haswell")
     with LlamaServer(cfg, home=tmp_path) as srv:
         chat = OpenAIChatModel(LLMConfig(cache=False, server=cfg), base_url=srv.base_url)
         p, reply = graded_support(chat, "Paris is the capital of France.", "Paris")
         assert 0.0 <= p <= 1.0 and reply.top_logprobs  # log-probabilities without logits_all
+    assert build_info(cfg)["cpu_variant"] == "haswell"
     assert server_binary_info(str(REAL))["version"] != "unknown"
 
 
@@ -135,3 +140,85 @@ def test_a_running_server_of_the_other_kind_is_not_reused(owned_by, binary, thei
         assert LlamaServer(cfg).start().proc is None
     finally:
         httpd.shutdown()
+
+
+def variant_build(tmp_path: Path, variants=("haswell", "zen4", "sapphirerapids"),
+                  faults: str | None = None) -> str:
+    """A stand-in GGML_BACKEND_DL build: `libggml-cpu-<v>.so` beside the binary, which (as
+    ggml) loads the best of them it finds in its own folder (`variants` is worst to best)
+    and, serving on `faults`, dies of SIGILL."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in [f"libggml-cpu-{v}.so" for v in variants] + ["libggml-base.so", "libllama.so"]:
+        (bin_dir / name).write_text(name)
+    exe = bin_dir / "llama-server"
+    exe.write_text(f"""#!/bin/sh
+here=$(dirname "$0")
+best=""
+for v in {' '.join(variants)}; do [ -e "$here/libggml-cpu-$v.so" ] && best=$v; done
+if [ "$1" = "--version" ]; then echo "version: 0.5.0-dev (build 1, commit 0c1e570)" >&2;
+elif [ "$1 $2" = "-v --list-devices" ]; then
+  echo "I load_backend: loaded CPU backend from $here/libggml-cpu-$best.so" >&2;
+else [ "$best" = "{faults}" ] && kill -ILL $$; sleep 30; fi
+""")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return str(exe)
+
+
+def test_a_pinned_cpu_variant_is_the_only_one_the_server_can_load(tmp_path):
+    from agentic_rag.server import build_info, served_binary
+
+    binary = variant_build(tmp_path)
+    auto, pinned = ServerConfig(binary=binary), ServerConfig(binary=binary, cpu_variant="zen4")
+    assert build_info(auto)["cpu_variant"] == "sapphirerapids"  # ggml's best here
+    assert build_info(pinned)["cpu_variant"] == "zen4"
+    held = Path(served_binary(pinned))
+    assert held.parent == Path(binary).parent / "variants" / "zen4"
+    assert held.samefile(binary)  # a hard link: the same build
+    assert sorted(p.name for p in held.parent.iterdir()) == [
+        "libggml-base.so", "libggml-cpu-zen4.so", "libllama.so", "llama-server"]
+    assert LlamaServer(pinned).command(Path("m.gguf"))[0] == str(held.absolute())
+    # the identity names the variant that runs: a machine whose best is zen4 shares its replies
+    zen4_best = variant_build(tmp_path / "amd", variants=("haswell", "zen4"))
+    ident = model_identity(LLMConfig(server=pinned))
+    assert "/zen4|" in ident and ident != model_identity(LLMConfig(server=auto))
+    assert ident == model_identity(LLMConfig(server=ServerConfig(binary=zen4_best)))
+
+
+def test_an_unknown_or_orphan_cpu_variant_is_an_error_naming_it(tmp_path):
+    from agentic_rag.server import served_binary
+
+    binary = variant_build(tmp_path)
+    with pytest.raises(ServerError, match=r"cpu_variant = 'skylakex'.*variants built: "
+                                          r"haswell, sapphirerapids, zen4"):
+        served_binary(ServerConfig(binary=binary, cpu_variant="skylakex"))
+    with pytest.raises(ValidationError, match="cpu_variant = 'zen4' needs llm.server.binary"):
+        ServerConfig(cpu_variant="zen4")
+    with pytest.raises(ValidationError, match="not a variant name"):
+        ServerConfig(binary=binary, cpu_variant="../zen4")
+
+
+def test_a_rebuilt_binary_remakes_its_variant_folder(tmp_path):
+    from agentic_rag.server import served_binary
+
+    binary = variant_build(tmp_path)
+    cfg = ServerConfig(binary=binary, cpu_variant="haswell")
+    held = Path(served_binary(cfg))
+    Path(binary).unlink()  # a rebuild writes a new file
+    Path(binary).write_text("#!/bin/sh\necho rebuilt\n")
+    assert not held.samefile(binary)
+    assert Path(served_binary(cfg)).read_text() == "#!/bin/sh\necho rebuilt\n"
+
+
+def test_a_variant_this_machine_refuses_names_the_setting(tmp_path):
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    binary = variant_build(tmp_path, faults="sapphirerapids")
+    cfg = ServerConfig(model=str(model), binary=binary, port=free_port(), startup_timeout_s=20)
+    with pytest.raises(ServerError, match=r"SIGILL .* variant 'sapphirerapids': set "
+                                          r"llm.server.cpu_variant .*built: haswell, "
+                                          r"sapphirerapids, zen4"):
+        LlamaServer(cfg, home=tmp_path).start()
+    pinned = cfg.model_copy(update={"cpu_variant": "zen4", "startup_timeout_s": 1.0})
+    with pytest.raises(ServerError, match="did not answer within"):  # zen4 runs (and hangs)
+        LlamaServer(pinned, home=tmp_path).start()

@@ -258,15 +258,17 @@ def test_llm_strategies_sweep_spec_matches_the_committed_yaml():
     from pathlib import Path
 
     from agentic_rag.experiments.spec import SweepSpec
-    from agentic_rag.experiments.strategies import LLM_NAMES, llm_base, strategy_spec
+    from agentic_rag.experiments.strategies import LLM_NAMES, REPLY_PACK, strategy_spec
 
-    spec = strategy_spec("tau2-banking", "dev", LLM_NAMES, base=llm_base())
+    spec = strategy_spec("tau2-banking", "dev", LLM_NAMES)
     yaml_spec = SweepSpec.load(Path(__file__).parents[1] / "experiments"
                                / "strategies-llm-tau2-banking.yaml")
     assert spec.name == yaml_spec.name == "strategies-llm-tau2-banking-dev"
+    assert spec.reply_pack == yaml_spec.reply_pack == REPLY_PACK  # a long run travels with git
+    assert strategy_spec("tau2-banking", "dev").reply_pack is None  # no LLM, no pack
     assert [c[2] for c in spec.configs()] == [c[2] for c in yaml_spec.configs()]
     cfgs = [c[2] for c in spec.configs()]
-    assert cfgs[0].rerank.kind == "none" and cfgs[0].llm.base_url == "http://127.0.0.1:8765/v1"
+    assert cfgs[0].rerank.kind == "none" and cfgs[0].llm.uses_local_server  # keyed by the model
     assert {(c.query.expansion, c.rerank.kind, c.rerank.mode) for c in cfgs[1:]} == {
         ("multi_query", "none", "pointwise"), ("hyde", "none", "pointwise"),
         ("none", "llm", "pointwise"), ("none", "llm", "listwise"),
@@ -301,3 +303,37 @@ def test_multi_query_and_pointwise_rerank_on_the_real_server(index, smol_server,
             assert again.strategy["llm_cached"] == again.strategy["llm_calls"] == 3
             assert docs(again) == docs(res)
     assert expanded >= 1, "SmolLM2 wrote no usable paraphrase for either query"
+
+
+@pytest.mark.parametrize(("names", "base_url", "starts"), [
+    (("default", "hyde"), None, True),             # an LLM strategy: the embedded server
+    (("default", "rerank pointwise 10"), None, True),
+    (("default", "title 0.5"), None, False),       # no LLM in retrieval: none
+    (("default", "hyde"), "http://remote/v1", False),  # an endpoint is called, none started
+])
+def test_a_sweep_starts_the_embedded_server_when_retrieval_calls_the_llm(
+        monkeypatch, tmp_path, names, base_url, starts):
+    from agentic_rag.datasets import Dataset
+    from agentic_rag.experiments.executors import LocalExecutor
+    from agentic_rag.experiments.strategies import strategy_spec
+
+    started = []
+
+    class Server:  # records what LocalExecutor would start
+        def __init__(self, config, home):
+            self.config = config
+
+        def running(self):
+            return False
+
+        def start(self):
+            started.append(self.config)
+            return self
+
+    monkeypatch.setattr("agentic_rag.server.LlamaServer", Server)
+    base = RAGConfig().with_overrides({"llm.base_url": base_url}) if base_url else None
+    spec = strategy_spec("tau2-banking", "dev", names, base=base)
+    ds = Dataset(name="tiny", corpus=DOCS, queries=[], qrels={})
+    LocalExecutor(spec, ds, spec.configs(), tmp_path, frozenset(),
+                  log=lambda m: None).start_llm_server()
+    assert started == ([spec.base.llm.server] if starts else [])

@@ -70,10 +70,13 @@ class LocalExecutor:
         return self
 
     def start_llm_server(self) -> None:
-        """The local LLM server, if the metrics need an LLM and no remote endpoint is set."""
+        """The local LLM server, if the metrics or the retrieval of some config (LLM
+        strategies: `RAGConfig.retrieval_calls_llm`) need an LLM and no remote endpoint is
+        set."""
         spec = self.spec
         llm_groups = LLM_GROUPS & set(spec.metrics)
-        if llm_groups - {"ragas_nonllm"} and spec.base.llm.uses_local_server:
+        retrieval = any(c[2].retrieval_calls_llm for c in self.configs)
+        if (llm_groups - {"ragas_nonllm"} or retrieval) and spec.base.llm.uses_local_server:
             from ..server import LlamaServer
 
             self.server = LlamaServer(spec.base.llm.server, home=self.cache_dir)

@@ -13,10 +13,11 @@ sweep too, for the rule that chose today's defaults.
 `experiments/strategies-<dataset>.yaml` are the same specs for `agentic-rag sweep`.
 
 The LLM strategies (`LLM_STRATEGIES`: multi-query, HyDE, LLM rerank) are a sweep of their
-own, `strategy_spec(dataset, names=LLM_NAMES, base=llm_base(url))`, written as
-`experiments/strategies-llm-<dataset>.yaml`: they call the chat model per query (the spec's
-`llm.base_url`, a server that must be running: a retrieval-only sweep starts none), and
-their rows carry `strategy_llm_*` cost columns.
+own, `strategy_spec(dataset, names=LLM_NAMES)`, written as
+`experiments/strategies-llm-<dataset>.yaml`: they call the chat model per query (the sweep
+starts the embedded server, or calls `llm.base_url` when the base sets one), their replies
+are cached under the model's identity and committed in `REPLY_PACK`, and their rows carry
+`strategy_llm_*` cost columns.
 """
 
 from __future__ import annotations
@@ -64,12 +65,11 @@ LLM_STRATEGIES: dict[str, dict[str, Any]] = {
                                      "rerank.depth": 10},
 }
 LLM_NAMES = ("default", *LLM_STRATEGIES)
-LLM_BASE_URL = "http://127.0.0.1:8765/v1"  # the local server the lead's runs keep up
+# Every LLM reply of the LLM strategy sweeps, committed (`SweepSpec.reply_pack`): the dev
+# comparison takes hours, and a rerun on a fresh machine with the same model and build reads
+# them instead of asking again
+REPLY_PACK = "experiments/strategies-llm-replies.jsonl"
 
-
-def llm_base(base_url: str = LLM_BASE_URL) -> RAGConfig:
-    """The default config calling the chat model at `base_url` (an LLM strategy sweep's base)."""
-    return RAGConfig().with_overrides({"llm.base_url": base_url})
 
 # dataset → (dev n, test n, corpus_size): HaluEval on 2,000 paragraphs as its other sweeps
 SAMPLES: dict[str, tuple[int | None, int | None, int | None]] = {
@@ -90,7 +90,7 @@ def strategy_spec(dataset: str, split: str = "dev", names: tuple[str, ...] | Non
                   base: RAGConfig | None = None) -> SweepSpec:
     """The sweep of `names` (default: every strategy of `STRATEGIES`; `LLM_NAMES` for the
     LLM ones) on `dataset`'s split; `n` and `corpus_size` override the sample of `SAMPLES`
-    (a notebook's CI size); `base` the default config (`llm_base` for LLM strategies)."""
+    (a notebook's CI size); `base` the default config (e.g. with the llama-server overlay)."""
     dev_n, test_n, size = SAMPLES[dataset]
     n = (dev_n if split == "dev" else test_n) if n is _UNSET else n
     corpus_size = size if corpus_size is _UNSET else corpus_size
@@ -103,7 +103,8 @@ def strategy_spec(dataset: str, split: str = "dev", names: tuple[str, ...] | Non
                      dataset=DatasetSpec(name=dataset, split=split, n=n, seed=0,
                                          corpus_size=corpus_size),
                      base=base or RAGConfig(),
-                     variants=[every[n] for n in names], metrics=["retrieval"], k=10)
+                     variants=[every[n] for n in names], metrics=["retrieval"], k=10,
+                     reply_pack=REPLY_PACK if llm else None)
 
 
 def run_strategies(dataset: str, split: str = "dev", names: tuple[str, ...] | None = None,
@@ -207,13 +208,11 @@ def save_specs(folder: str | Path = "experiments") -> list[Path]:
         paths.append(p)
         p = Path(folder) / f"strategies-llm-{name}.yaml"
         spec = strategy_spec(name, "dev", LLM_NAMES).model_dump(
-            mode="json", include={"name", "dataset", "variants", "metrics", "k"})
-        spec = {**spec, "base": {"llm": {"base_url": LLM_BASE_URL}}}
+            mode="json", include={"name", "dataset", "variants", "metrics", "k", "reply_pack"})
         head = (f"# LLM strategies (multi-query, HyDE, LLM rerank) vs the default on {name} dev, "
                 "equal budget (k 10, rerank depth 10).\n# Written by agentic_rag.experiments."
-                "strategies.save_specs(); the base is the default config with llm.base_url: an\n"
-                "# OpenAI-compatible server must be running there (a retrieval-only sweep starts "
-                "none).\n")
+                "strategies.save_specs(); the base is the shipped default config: the sweep "
+                "starts\n# the embedded LLM server; its replies go to `reply_pack` (committed).\n")
         p.write_text(head + yaml.safe_dump(spec, sort_keys=False))
         paths.append(p)
     return paths
