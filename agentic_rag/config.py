@@ -288,7 +288,7 @@ class ServerConfig(_Section):
         if self.cpu_variant is not None and self.binary is None:
             raise ValueError(f"llm.server.cpu_variant = {self.cpu_variant!r} needs "
                              "llm.server.binary (a llama-server built with `make llama-server`)")
-        if self.cpu_variant is not None and not re.fullmatch(r"[\w.-]+", self.cpu_variant):
+        if self.cpu_variant is not None and not re.fullmatch(r"\w[\w.-]*", self.cpu_variant):
             raise ValueError(f"llm.server.cpu_variant = {self.cpu_variant!r}: not a variant "
                              "name (e.g. zen4, icelake, haswell)")
         return self

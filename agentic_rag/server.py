@@ -31,6 +31,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -115,9 +116,13 @@ def cpu_variants(binary: str) -> list[str]:
 def variant_binary(binary: str, variant: str) -> str:
     """`binary` held to one of its ggml CPU variants: `<its folder>/variants/<variant>/`, with
     a hard link to it (a copy across file systems), links to its other libraries and, of the
-    `libggml-cpu-*.so`, only `variant`'s. ggml loads the best variant it finds beside the
-    executable (and in the working directory: the server runs from that folder), so there it
-    can load only this one. Made once per build (remade when the binary changes)."""
+    `libggml-cpu-*.so` CPU libraries, only `variant`'s. ggml loads the best variant it finds
+    beside the executable (and in the working directory: the server runs from that folder),
+    so there it can load only this one. Made once per build, under a lock (threads and
+    processes may ask at once), and remade when the binary changes."""
+    import fcntl
+    import tempfile
+
     exe = Path(binary)
     if not exe.is_file():
         raise ServerError(f"llm.server.binary = {binary!r}: no executable file there (build it "
@@ -127,36 +132,48 @@ def variant_binary(binary: str, variant: str) -> str:
         raise ServerError(f"llm.server.cpu_variant = {variant!r}: {binary} has no "
                           f"libggml-cpu-{variant}.so beside it (variants built: "
                           f"{', '.join(built) or 'none, not a GGML_BACKEND_DL build'})")
-    folder = exe.parent / "variants" / variant
-    held = folder / exe.name
-    st = exe.stat()
-    if held.exists() and (held.stat().st_size, held.stat().st_mtime_ns) == (st.st_size,
-                                                                              st.st_mtime_ns):
-        return str(held)
-    tmp = folder.with_name(f".{variant}.{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        os.link(exe, tmp / exe.name)
-    except OSError:
-        shutil.copy2(exe, tmp / exe.name)
-    for lib in exe.parent.iterdir():
-        if ".so" in lib.name and (not lib.name.startswith("libggml-cpu-")
-                                  or lib.name == f"libggml-cpu-{variant}.so"):
-            (tmp / lib.name).symlink_to(lib.absolute())
-    shutil.rmtree(folder, ignore_errors=True)
-    try:
-        tmp.rename(folder)
-    except OSError:  # another process made it meanwhile: theirs serves
-        shutil.rmtree(tmp, ignore_errors=True)
+    root = exe.parent / "variants"
+    folder, held = root / variant, root / variant / exe.name
+    root.mkdir(exist_ok=True)
+    with _VARIANT_LOCK, (root / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        st = exe.stat()
+        if held.exists() and (held.stat().st_size, held.stat().st_mtime_ns) == (
+                st.st_size, st.st_mtime_ns):
+            return str(held)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{variant}.", dir=root))
+        try:
+            try:
+                os.link(exe, tmp / exe.name)
+            except OSError:
+                shutil.copy2(exe, tmp / exe.name)
+            for lib in exe.parent.iterdir():
+                if ".so" in lib.name and (not lib.name.startswith("libggml-cpu-")
+                                          or lib.name == f"libggml-cpu-{variant}.so"):
+                    (tmp / lib.name).symlink_to(lib.absolute())
+            if folder.exists():  # a stale build: moved aside first (a running server keeps it)
+                old = Path(tempfile.mkdtemp(prefix=f".old-{variant}.", dir=root))
+                folder.rename(old / variant)
+                shutil.rmtree(old, ignore_errors=True)
+            tmp.rename(folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return str(held)
+
+
+_VARIANT_LOCK = threading.Lock()  # flock is per open file: threads of one process lock here
 
 
 def served_binary(config: ServerConfig) -> str | None:
     """The llama-server executable `config` runs: `llm.server.binary`, held to
     `llm.server.cpu_variant` when one is set (`variant_binary`); None for llama-cpp-python."""
     if config.binary and config.cpu_variant:
-        return variant_binary(config.binary, config.cpu_variant)
+        held = variant_binary(config.binary, config.cpu_variant)
+        ran = server_binary_info(held)["cpu_variant"]
+        if ran != config.cpu_variant:  # e.g. a GGML_BACKEND_DIR compiled in, or GGML_BACKEND_PATH
+            raise ServerError(f"llm.server.cpu_variant = {config.cpu_variant!r}, but {held} "
+                              f"loads {ran!r}: ggml finds CPU libraries elsewhere too")
+        return held
     return config.binary
 
 
@@ -343,12 +360,18 @@ class LlamaServer:
         c = self.config
         if not (c.binary and self.proc.returncode == -signal.SIGILL):
             return reason
+        built = cpu_variants(c.binary)
+        if not built:
+            return (f"llama-server died of SIGILL (an instruction this machine refuses): "
+                    f"{c.binary} has no run-time CPU variants to choose from; rebuild it with "
+                    f"`make llama-server` (GGML_NATIVE=OFF, GGML_CPU_ALL_VARIANTS=ON). {reason}")
         ran = server_binary_info(served_binary(c)).get("cpu_variant")
-        return (f"llama-server died of SIGILL (an instruction this machine refuses) in ggml's "
+        which = "the pinned" if c.cpu_variant else "ggml's"
+        return (f"llama-server died of SIGILL (an instruction this machine refuses) in {which} "
                 f"CPU variant {ran!r}: set llm.server.cpu_variant to another one this processor "
-                f"runs (built: {', '.join(cpu_variants(c.binary))}; AMX, in `sapphirerapids`, "
-                "faults under some hypervisors, where `zen4` or `icelake` run on AVX-512 and "
-                f"`haswell` on AVX2). {reason}")
+                f"runs (built: {', '.join(built)}; AMX, in `sapphirerapids`, faults under some "
+                "hypervisors, where `zen4` or `icelake` run on AVX-512 and `haswell` on AVX2). "
+                f"{reason}")
 
     def _warm_up(self) -> None:
         body = json.dumps({"model": self.alias, "max_tokens": 1,
@@ -358,6 +381,8 @@ class LlamaServer:
         try:
             urllib.request.urlopen(req, timeout=self.config.startup_timeout_s).read()  # noqa: S310
         except (urllib.error.URLError, OSError) as exc:
+            if self.proc is not None and self.proc.poll() is not None:  # it died on the prompt
+                raise ServerError(self._exit_reason()) from exc
             raise ServerError(f"warm-up request failed: {exc}") from exc
 
     def _log_tail(self, n: int = 20) -> str:

@@ -145,8 +145,8 @@ def test_a_running_server_of_the_other_kind_is_not_reused(owned_by, binary, thei
 def variant_build(tmp_path: Path, variants=("haswell", "zen4", "sapphirerapids"),
                   faults: str | None = None) -> str:
     """A stand-in GGML_BACKEND_DL build: `libggml-cpu-<v>.so` beside the binary, which (as
-    ggml) loads the best of them it finds in its own folder (`variants` is worst to best)
-    and, serving on `faults`, dies of SIGILL."""
+    ggml) loads the best of them it finds in its own folder or the working directory
+    (`variants` is worst to best) and, serving on `faults`, dies of SIGILL."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(parents=True)
     for name in [f"libggml-cpu-{v}.so" for v in variants] + ["libggml-base.so", "libllama.so"]:
@@ -155,11 +155,12 @@ def variant_build(tmp_path: Path, variants=("haswell", "zen4", "sapphirerapids")
     exe.write_text(f"""#!/bin/sh
 here=$(dirname "$0")
 best=""
-for v in {' '.join(variants)}; do [ -e "$here/libggml-cpu-$v.so" ] && best=$v; done
+for v in {' '.join(variants)}; do
+  [ -e "$here/libggml-cpu-$v.so" ] || [ -e "$PWD/libggml-cpu-$v.so" ] && best=$v; done
 if [ "$1" = "--version" ]; then echo "version: 0.5.0-dev (build 1, commit 0c1e570)" >&2;
 elif [ "$1 $2" = "-v --list-devices" ]; then
   echo "I load_backend: loaded CPU backend from $here/libggml-cpu-$best.so" >&2;
-else [ "$best" = "{faults}" ] && kill -ILL $$; sleep 30; fi
+else [ "$best" = "{faults}" ] && kill -ILL $$; exec sleep 30; fi
 """)
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     return str(exe)
@@ -222,3 +223,31 @@ def test_a_variant_this_machine_refuses_names_the_setting(tmp_path):
     pinned = cfg.model_copy(update={"cpu_variant": "zen4", "startup_timeout_s": 1.0})
     with pytest.raises(ServerError, match="did not answer within"):  # zen4 runs (and hangs)
         LlamaServer(pinned, home=tmp_path).start()
+
+
+def test_the_pin_holds_whatever_the_working_directory(tmp_path, monkeypatch):
+    """ggml also loads CPU libraries from the working directory: run from the build folder
+    (which holds the faulting variant), the pinned server must still load only its own."""
+    from agentic_rag.server import build_info
+
+    binary = variant_build(tmp_path, faults="sapphirerapids")
+    monkeypatch.chdir(Path(binary).parent)
+    cfg = ServerConfig(binary=binary, cpu_variant="zen4")
+    assert build_info(cfg)["cpu_variant"] == "zen4"
+    cmd = LlamaServer(cfg).command(Path("m.gguf"))
+    assert Path(cmd[0]).is_absolute() and Path(cmd[2]).is_absolute()  # valid from any cwd
+
+
+def test_threads_asking_for_the_variant_folder_at_once_get_one_complete_folder(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agentic_rag.server import variant_binary
+
+    binary = variant_build(tmp_path)
+    with ThreadPoolExecutor(8) as pool:
+        held = set(pool.map(lambda _: variant_binary(binary, "haswell"), range(32)))
+    assert len(held) == 1
+    folder = Path(held.pop()).parent
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "libggml-base.so", "libggml-cpu-haswell.so", "libllama.so", "llama-server"]
+    assert [p.name for p in folder.parent.iterdir() if p.name != ".lock"] == ["haswell"]
