@@ -167,14 +167,20 @@ _VARIANT_LOCK = threading.Lock()  # flock is per open file: threads of one proce
 def served_binary(config: ServerConfig) -> str | None:
     """The llama-server executable `config` runs: `llm.server.binary`, held to
     `llm.server.cpu_variant` when one is set (`variant_binary`); None for llama-cpp-python."""
-    if config.binary and config.cpu_variant:
-        held = variant_binary(config.binary, config.cpu_variant)
-        ran = server_binary_info(held)["cpu_variant"]
-        if ran != config.cpu_variant:  # e.g. a GGML_BACKEND_DIR compiled in, or GGML_BACKEND_PATH
-            raise ServerError(f"llm.server.cpu_variant = {config.cpu_variant!r}, but {held} "
-                              f"loads {ran!r}: ggml finds CPU libraries elsewhere too")
-        return held
-    return config.binary
+    return _pinned(config.binary, config.cpu_variant) if config.binary and config.cpu_variant \
+        else config.binary
+
+
+@lru_cache(maxsize=8)
+def _pinned(binary: str, variant: str) -> str:
+    """`variant_binary`, checked to load `variant`; once per process (the reply cache's
+    identity asks for it on every chat model)."""
+    held = variant_binary(binary, variant)
+    ran = server_binary_info(held)["cpu_variant"]
+    if ran != variant:  # e.g. a GGML_BACKEND_DIR compiled in, or GGML_BACKEND_PATH
+        raise ServerError(f"llm.server.cpu_variant = {variant!r}, but {held} loads {ran!r}: "
+                          "ggml finds CPU libraries elsewhere too")
+    return held
 
 
 @lru_cache(maxsize=4)

@@ -200,15 +200,14 @@ def test_an_unknown_or_orphan_cpu_variant_is_an_error_naming_it(tmp_path):
 
 
 def test_a_rebuilt_binary_remakes_its_variant_folder(tmp_path):
-    from agentic_rag.server import served_binary
+    from agentic_rag.server import variant_binary
 
     binary = variant_build(tmp_path)
-    cfg = ServerConfig(binary=binary, cpu_variant="haswell")
-    held = Path(served_binary(cfg))
+    held = Path(variant_binary(binary, "haswell"))
     Path(binary).unlink()  # a rebuild writes a new file
     Path(binary).write_text("#!/bin/sh\necho rebuilt\n")
     assert not held.samefile(binary)
-    assert Path(served_binary(cfg)).read_text() == "#!/bin/sh\necho rebuilt\n"
+    assert Path(variant_binary(binary, "haswell")).read_text() == "#!/bin/sh\necho rebuilt\n"
 
 
 def test_a_variant_this_machine_refuses_names_the_setting(tmp_path):
