@@ -111,6 +111,11 @@ class OpenAIChatModel:
                         self.cache.put(key, reply)
                     return reply
                 last_error, kind = f"{problem}: {reply.content[:200]!r}", "malformed"
+                if reply.finish_reason == "length" and not self.config.temperature:
+                    # greedy decoding of the same prompt is cut at the same place again
+                    raise LLMError(f"{last_error} (cut at max_tokens={params['max_tokens']}, "
+                                   "temperature 0: a retry would return the same reply)",
+                                   kind, attempt, retryable=False)
                 if not retry_malformed:
                     raise LLMError(last_error, kind, attempt)
             if attempt <= self.config.max_retries:

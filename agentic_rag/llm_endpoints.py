@@ -195,7 +195,8 @@ class EndpointPool:
                 if not self.alive() and all(e.url in tried for e in self.endpoints):
                     raise self._all_failed(attempts)
                 continue
-            if error.kind == "malformed" and retry_malformed and malformed_left > 0:
+            if (error.kind == "malformed" and error.retryable and retry_malformed
+                    and malformed_left > 0):
                 malformed_left -= 1
                 continue
             raise LLMError(f"{ep.url}: {error}", error.kind, attempts)

@@ -12,10 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field
 class LLMError(RuntimeError):
     """An LLM call failed after its retries; `kind` is transport | malformed | refused."""
 
-    def __init__(self, message: str, kind: str, attempts: int) -> None:
+    def __init__(self, message: str, kind: str, attempts: int, retryable: bool = True) -> None:
         super().__init__(message)
         self.kind = kind
         self.attempts = attempts
+        # False: the same request cannot succeed again (a reply cut at max_tokens at
+        # temperature 0 is cut again), so no one should repeat it
+        self.retryable = retryable
 
 
 class ToolCall(BaseModel):

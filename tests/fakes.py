@@ -44,6 +44,10 @@ class FailingEmbedder(HashingEmbedder):
         return super().embed(texts)
 
 
+class Cut(str):
+    """A scripted reply the server stopped at `max_tokens` (finish_reason "length")."""
+
+
 class FakeCompletions:
     """Stands in for `client.chat.completions`: replays a script of replies / exceptions."""
 
@@ -62,7 +66,7 @@ class FakeCompletions:
         tool_calls = [NS(id=f"c{i}", function=NS(name=name, arguments=args))
                       for i, (name, args) in enumerate(calls)]
         return NS(choices=[NS(message=NS(content=content, tool_calls=tool_calls),
-                              finish_reason="stop")],
+                              finish_reason="length" if isinstance(item, Cut) else "stop")],
                   usage=NS(prompt_tokens=10, completion_tokens=5))
 
 

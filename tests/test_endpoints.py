@@ -250,3 +250,28 @@ def test_pool_waits_for_a_free_slot_not_for_time(stubs):
     chat = pool([s.base_url], max_concurrency=1)
     assert len(ask(chat, 8, conc=4)) == 8
     assert s.max_active == 1 and s.requests == 8
+
+
+def test_a_reply_that_cannot_change_is_not_sent_to_another_endpoint(stubs):
+    """A JSON reply cut at max_tokens at temperature 0 (`retryable=False`) fails the call at
+    once; a malformed but retryable one goes to the next endpoint."""
+    servers = stubs(2)
+    asked: list[str] = []
+
+    class Member:
+        def __init__(self, url: str, error: LLMError) -> None:
+            self.url, self.error = url, error
+
+        def chat(self, messages, **kw):  # noqa: ANN001, ANN003
+            asked.append(self.url)
+            raise self.error
+
+    for retryable in (False, True):
+        asked.clear()
+        chat = pool([s.base_url for s in servers], max_retries=1)
+        for ep in chat.endpoints:
+            ep.model = Member(ep.url, LLMError("reply is not JSON", "malformed", 1,
+                                               retryable=retryable))
+        with pytest.raises(LLMError, match="reply is not JSON"):
+            chat.chat(MSG, json_mode=True)
+        assert len(asked) == (1 if not retryable else 2)

@@ -18,7 +18,7 @@ from agentic_rag.pipeline import Pipeline
 from agentic_rag.query import AgentQueryBuilder
 from agentic_rag.tool import AgenticRAGTool
 
-from .fakes import HashingEmbedder, fake_openai_client
+from .fakes import Cut, HashingEmbedder, fake_openai_client
 
 REQ = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
 
@@ -44,6 +44,23 @@ def test_malformed_json_retried_then_typed_error():
         m.chat([{"role": "user", "content": "x"}], json_mode=True)
     assert exc.value.kind == "malformed" and exc.value.attempts == 3
     assert calls.requests[0]["response_format"] == {"type": "json_object"}
+
+
+def test_json_cut_at_max_tokens_is_not_repeated_at_temperature_0():
+    """A JSON reply stopped by max_tokens at temperature 0 is cut again on a retry (the
+    τ²-banking multi-query runs spent 4 identical calls on each): it fails at once, not
+    retryable; a complete but malformed reply, or any reply at temperature > 0, is retried."""
+    m, calls = model([Cut('{"queries": ["a long'), '{"queries": []}'], retries=3)
+    with pytest.raises(LLMError) as exc:
+        m.chat([{"role": "user", "content": "x"}], json_mode=True, max_tokens=7)
+    assert exc.value.kind == "malformed" and not exc.value.retryable
+    assert exc.value.attempts == 1 and len(calls.requests) == 1
+    assert "max_tokens=7" in str(exc.value)
+    warm, calls = fake_openai_client([Cut('{"queries": ["a long'), '{"queries": []}'])
+    m = OpenAIChatModel(LLMConfig(max_retries=3, temperature=0.7), client=warm,
+                        sleep=lambda s: None)
+    assert m.chat([{"role": "user", "content": "x"}], json_mode=True).json() == {"queries": []}
+    assert len(calls.requests) == 2
 
 
 def test_schema_passed_as_llama_cpp_extension_and_cached(tmp_path):
