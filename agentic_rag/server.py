@@ -9,7 +9,8 @@ variants, then runs `llama_cpp.server`) as a child process, waits until
 `/v1/models` answers (or the process dies: its log tail is in the error), and sends
 a one-token warm-up request (the first request carries 30–45 s of extra latency on
 2 cores). `stop()` terminates it, then kills it after a grace period. If a server
-already answers on the port with the same model alias it is reused, not restarted.
+already answers on the port with the same model alias it is reused, not restarted (a
+llama-server only if the CPU variant it has loaded is the one the config runs).
 
 With `llm.server.binary` set, llama.cpp's own C++ `llama-server` runs instead (built from the
 same vendored llama.cpp, `make llama-server`): it returns top_logprobs without computing every
@@ -215,6 +216,43 @@ def server_binary_info(binary: str) -> dict[str, Any]:
             "cpu_variant": variant.group(1) if variant else None}
 
 
+def listener_pid(port: int) -> int | None:
+    """The process listening on TCP `port` (IPv4 or IPv6), from /proc; None when it cannot
+    be told (not Linux, or another user's process)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{f[9]}]")
+    if not inodes:
+        return None
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
+                return int(proc.name)
+        except OSError:
+            continue
+    return None
+
+
+def mapped_cpu_variant(pid: int) -> str | None:
+    """The ggml CPU variant a running process has loaded (`libggml-cpu-<v>.so` in its memory
+    map); None when it has none (a linked-in backend, not llama.cpp) or cannot be read."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return None
+    found = _VARIANT_LIB.search(maps)
+    return found.group(1) if found else None
+
+
 def server_kind(config: ServerConfig) -> str:
     """Which server `config` runs: "llama-server" (a binary) or "llama_cpp.server"."""
     return "llama-server" if config.binary else "llama_cpp.server"
@@ -279,6 +317,16 @@ class LlamaServer:
                 f"{c.host}:{c.port} already serves {self.alias!r} from a {theirs} but "
                 f"llm.server.binary is {c.binary!r} (a {ours}): stop that server or set "
                 "llm.server.port to a free port")
+        # a llama-server of ours on the port runs some CPU variant; the replies are cached
+        # under the one the config runs (kernels of two variants round differently)
+        pid = listener_pid(c.port) if theirs == "llama-server" else None
+        loaded = mapped_cpu_variant(pid) if pid is not None else None
+        if loaded is not None and loaded != (want := build_info(c)["cpu_variant"]):
+            raise ServerError(
+                f"{c.host}:{c.port} already serves {self.alias!r} from a llama-server running "
+                f"the {loaded!r} CPU variant (pid {pid}), but this config runs {want!r} "
+                f"(llm.server.cpu_variant = {c.cpu_variant!r}): its replies would be cached "
+                "under the wrong build. Stop that server or set llm.server.port to a free port")
 
     def _already_serving(self) -> bool:
         """True when a server with our alias answers on the port; False when the port is free.

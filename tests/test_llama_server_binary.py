@@ -17,6 +17,8 @@ from agentic_rag.server import (
     LLAMA_SERVER_BUILD,
     LlamaServer,
     ServerError,
+    listener_pid,
+    mapped_cpu_variant,
     server_binary_info,
     server_settings,
 )
@@ -103,8 +105,30 @@ def test_the_real_llama_server_answers_with_logprobs(tmp_path):
         chat = OpenAIChatModel(LLMConfig(cache=False, server=cfg), base_url=srv.base_url)
         p, reply = graded_support(chat, "Paris is the capital of France.", "Paris")
         assert 0.0 <= p <= 1.0 and reply.top_logprobs  # log-probabilities without logits_all
+        assert mapped_cpu_variant(listener_pid(cfg.port)) == "haswell"
+        # the same port asked for with another CPU variant: not reused (its replies would be
+        # cached under the wrong build)
+        other = cfg.model_copy(update={"cpu_variant": "zen4"})
+        with pytest.raises(ServerError, match=r"running the 'haswell' CPU variant .*"
+                                              r"this config runs 'zen4'"):
+            LlamaServer(other, home=tmp_path).start()
+        assert LlamaServer(cfg, home=tmp_path).start().proc is None  # the same one is reused
     assert build_info(cfg)["cpu_variant"] == "haswell"
     assert server_binary_info(str(REAL))["version"] != "unknown"
+
+
+def test_the_process_on_a_port_and_its_loaded_cpu_variant_are_read_from_proc(tmp_path):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        assert listener_pid(port) is None  # bound, not listening
+        sock.listen()
+        assert listener_pid(port) == os.getpid()
+    assert listener_pid(port) is None
+    assert mapped_cpu_variant(os.getpid()) is None  # pytest maps no ggml CPU library
+    assert mapped_cpu_variant(2 ** 22 + 1) is None  # no such process
 
 
 @pytest.mark.parametrize(("owned_by", "binary", "theirs"), [
