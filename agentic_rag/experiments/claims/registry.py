@@ -56,9 +56,9 @@ AGENT_CELLS = {"baseline": "retrieve_first:native:static", "treatment": "retriev
 # the agent's turns; the judges read ~1,200 more when the answer is not an abstention
 AGENT_TOKENS_PER_TASK = 3300
 # b-answer-in-context: questions of the HaluEval test split (7,960 in all) over the full
-# corpus. All of them did not fit this machine's afternoon: 20-26 questions/min (both arms)
-# with the 2 cores shared, after 21 min embedding the 16,885 paragraphs (then cached)
-CONTEXT_SAMPLE = 1000
+# corpus: all of them. ~10 min on 2 cores with the 16,885 paragraphs' embeddings cached
+# (~21 min more to embed them cold), then ~75 rows/s (a question in one arm = a row)
+CONTEXT_SAMPLE = 7960  # the whole test split
 
 # Every LLM reply of the claims' sweep protocols (b-answers, c-boundaries), committed: a
 # rerun, on this machine or a fresh one with the same model and build, reads them instead of
