@@ -440,3 +440,40 @@ def test_llm_sample_sets_the_answer_level_claims_only():
     # judge calls and are then read from the cache)
     order = [c.id for c in sorted(claims.values(), key=_run_first)]
     assert order.index("c-boundaries") < order.index("b-answers")
+
+
+def test_default_run_keeps_an_answer_claim_decided_on_more_questions(tmp_path, monkeypatch):
+    """A plain `agentic-rag claims` samples LLM_SAMPLE questions per arm: it must not replace
+    the ledger's b-answers verdict at n = 200 by one at n = 14. It keeps the row, says so, and
+    the report's LLM budget is that of the kept n; an explicit `llm_sample` re-measures."""
+    from agentic_rag.experiments.claims import protocols
+
+    claim = next(c for c in CLAIMS if c.id == "b-answers")
+    row = {"claim": claim.id, "deployment": "document analysis", "dataset": "halueval-qa:test",
+           "metric": claim.metric, "direction": 1, "n_queries": 200,
+           "baseline": json.dumps(claim.baseline), "treatment": json.dumps(claim.treatment),
+           "baseline_value": 0.599, "treatment_value": 0.602, "relative_effect": 0.005,
+           "ci_low": -0.065, "ci_high": 0.077, "verdict": "inconclusive", "run": "big-run"}
+    out = tmp_path / "claims"
+    out.mkdir()
+    (out / "claims.json").write_text(json.dumps({"smoke": False, "ledger": [row]}))
+    measured = []
+
+    def fake_measure(self, c, deployment, ds):  # noqa: ANN001
+        measured.append((c.id, c.llm_sample))
+        return {**row, "n_queries": c.llm_sample, "run": "small-run"}
+
+    monkeypatch.setattr(protocols._Session, "measure", fake_measure)
+    logs = []
+    ledger = claims_mod.run_claims(out, runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache",
+                                   log=logs.append, only=["b-answers"])
+    got = ledger.set_index(["claim", "deployment"]).loc[("b-answers", "document analysis")]
+    assert measured == [] and got["run"] == "big-run" and got["n_queries"] == 200
+    assert any("kept the ledger's row at n = 200" in m and "--llm-sample 200" in m for m in logs)
+    report = (out / "REPORT.md").read_text()
+    assert "| b-answers | document analysis | 400 |" in report  # 2 arms × 200, not 2 × 14
+    ledger = claims_mod.run_claims(out, runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache",
+                                   log=logs.append, only=["b-answers"], llm_sample=14)
+    assert measured == [("b-answers", 14)]
+    got = ledger.set_index(["claim", "deployment"]).loc[("b-answers", "document analysis")]
+    assert got["run"] == "small-run"

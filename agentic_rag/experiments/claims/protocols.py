@@ -37,6 +37,7 @@ from .registry import (
     DATASETS,
     JUDGE_VALIDATION,
     JUDGE_VALIDATION_TOKENS_PER_CALL,
+    LLM_SAMPLE,
     PROMPT_TOKENS_PER_S,
     Claim,
     claim_spec,
@@ -65,10 +66,16 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
     claims = sampled(llm_sample)
     chosen = {c.id for c in select(only)}
     previous = previous_rows(Path(out_dir) / "claims.json", smoke)
+    kept = {} if llm_sample is not None else _decided_at_larger_n(claims, chosen, previous)
+    for (cid, deployment), row in kept.items():
+        log(f"{cid} / {deployment}: kept the ledger's row at n = {row['n_queries']} (run "
+            f"{row['run']}); the default sample would re-measure it at n = {LLM_SAMPLE}. "
+            f"Rerun it with `--llm-sample {row['n_queries']}`")
     session = _Session(base, runs_dir, cache_dir, agent_runs, smoke, log,
                        max_concurrency or base.llm.slots, meter or CallMeter())
     if not smoke:
-        _announce_llm(base, chosen, cache_dir, session.max_concurrency, log, llm_sample)
+        _announce_llm(base, chosen - {cid for cid, _ in kept}, cache_dir,
+                      session.max_concurrency, log, llm_sample)
     rows = {}
     for claim in sorted(claims, key=_run_first):
         for deployment, ds in DATASETS.items():
@@ -76,7 +83,7 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                 reason = claim.skipped.get(deployment, "not in this protocol")
                 row = not_run_row(claim, deployment, "not applicable" if reason.startswith(
                     "not applicable") else "not run", reason)
-            elif claim.id not in chosen:
+            elif claim.id not in chosen or (claim.id, deployment) in kept:
                 old = previous.get((claim.id, deployment))
                 row = old if same_protocol(old, claim) else not_run_row(
                     claim, deployment, "not run",
@@ -88,8 +95,22 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                 row = session.measure(claim, deployment, ds)
             rows[claim.id, deployment] = with_provenance(row, claim, runs_dir, agent_runs)
     ledger = pd.DataFrame([rows[c.id, d] for c in claims for d in DATASETS])
-    write_report(ledger, out_dir, smoke, budget=llm_budget(base, llm_sample))
+    sample = llm_sample or max([LLM_SAMPLE, *(int(r["n_queries"]) for r in kept.values())])
+    write_report(ledger, out_dir, smoke, budget=llm_budget(base, sample))
     return ledger
+
+
+def _decided_at_larger_n(claims: Sequence[Claim], chosen: set[str],
+                         previous: dict[tuple[str, str], dict[str, Any]],
+                         ) -> dict[tuple[str, str], dict[str, Any]]:
+    """The ledger's rows of the chosen answer-level claims (b-answers, c-boundaries) that
+    were measured, by the same protocol, on more questions than the default sample: a plain
+    `agentic-rag claims` keeps them rather than replace a 200-question verdict by a
+    14-question one (an explicit `--llm-sample` re-measures them)."""
+    return {key: row for c in claims if c.id in chosen and c.needs_llm and c.kind != "agent"
+            for key, row in previous.items()
+            if key[0] == c.id and same_protocol(row, c)
+            and int(row.get("n_queries") or 0) > c.llm_sample}
 
 
 def sampled(llm_sample: int | None) -> tuple[Claim, ...]:
