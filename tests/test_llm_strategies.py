@@ -337,3 +337,17 @@ def test_a_sweep_starts_the_embedded_server_when_retrieval_calls_the_llm(
     LocalExecutor(spec, ds, spec.configs(), tmp_path, frozenset(),
                   log=lambda m: None).start_llm_server()
     assert started == ([spec.base.llm.server] if starts else [])
+
+
+def test_pointwise_on_small_to_big_is_an_llm_sweep_of_its_own():
+    """The stacked arm is swept beside each strategy alone; the per-dataset LLM sweeps
+    (`LLM_NAMES`, the committed YAMLs) do not grow it."""
+    from agentic_rag.experiments.strategies import LLM_NAMES, REPLY_PACK, S2B_LLM_NAMES, strategy_spec
+
+    spec = strategy_spec("python-library-qa", "dev", S2B_LLM_NAMES)
+    assert spec.reply_pack == REPLY_PACK
+    stacked = spec.configs()[-1][2]
+    assert (stacked.chunking.max_tokens, stacked.fusion.small_to_big, stacked.fusion.parent_tokens,
+            stacked.rerank.kind, stacked.rerank.mode, stacked.rerank.depth) == (
+        128, "section", 256, "llm", "pointwise", 10)
+    assert "small-to-big + pointwise 10" not in LLM_NAMES
