@@ -67,9 +67,9 @@ LLM_STRATEGIES: dict[str, dict[str, Any]] = {
     "small-to-big + pointwise 10": {**S2B, "rerank.kind": "llm", "rerank.mode": "pointwise",
                                     "rerank.depth": 10},
 }
-# the LLM strategies' sweep on every dataset (the specs `save_specs` writes)
-LLM_NAMES = ("default", "multi-query 3", "hyde", "rerank pointwise 10", "rerank listwise 10",
-             "multi-query 3 + pointwise 10")
+# the LLM strategies' sweep on every dataset (the specs `save_specs` writes): those on the
+# default chunks (a strategy stacked on small-to-big is swept beside it, below)
+LLM_NAMES = ("default", *(n for n, o in LLM_STRATEGIES.items() if "fusion.small_to_big" not in o))
 # pointwise rerank on top of small-to-big, each alone beside it: the two strategies that
 # lift answer@5 on python-library-qa dev, stacked (measured on that set, dev and test)
 S2B_LLM_NAMES = ("default", "small-to-big 128→256", "rerank pointwise 10",
