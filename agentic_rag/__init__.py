@@ -1,8 +1,9 @@
 """agentic-rag: a workbench for agentic retrieval-augmented generation."""
 
-from .chunking import AgenticChunker
-from .config import ConfigError, RAGConfig
-from .documents import Chunk, Document, DocumentError, Hit, read_document
+from agentic_rag.config import RAGConfig
+from agentic_rag.config_base import ConfigError
+from agentic_rag.documents import Chunk, Document, DocumentError, Hit, read_document
+from agentic_rag.ingest.chunking import AgenticChunker
 
 __all__ = ["AgenticChunker", "Chunk", "ConfigError", "Document", "DocumentError", "Hit",
            "RAGConfig", "read_document"]

@@ -7,13 +7,13 @@ import re
 
 from pydantic import Field, model_validator
 
-from .config_base import _Section
+from agentic_rag.config_base import _Section
 
 
 class ServerConfig(_Section):
     """The embedded local LLM: llama.cpp's OpenAI-compatible server on 127.0.0.1."""
 
-    model: str = Field("qwen2.5-coder-1.5b", description="a name from agentic_rag.models.MODELS "
+    model: str = Field("qwen2.5-coder-1.5b", description="a name from agentic_rag.llm.models.MODELS "
                        "or a path to a .gguf file")
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=1024, le=65535)

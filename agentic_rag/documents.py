@@ -14,6 +14,22 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ChunkType = Literal["code", "table", "table_row", "list", "prose", "heading"]
+Format = Literal["markdown", "rst"]
+
+
+def detect_format(name: str) -> Format:
+    """The markup of a file, by its name: reStructuredText or (anything else) Markdown."""
+    lower = name.lower()
+    return "rst" if lower.endswith((".rst", ".rst.txt", ".rest")) else "markdown"
+
+
+class GoldSpan(BaseModel):
+    """Where a reference answer sits in a document: characters `start`..`end` of `doc_id`."""
+    model_config = ConfigDict(frozen=True)
+
+    doc_id: str
+    start: int
+    end: int
 CHUNK_TYPES: tuple[str, ...] = ("code", "table", "table_row", "list", "prose", "heading")
 DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt")
 
@@ -38,7 +54,7 @@ class Document(BaseModel):
     text: str
     title: str = ""
     source: str = ""
-    format: Literal["markdown", "rst"] = "markdown"
+    format: Format = "markdown"
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("text", "title", mode="after")
@@ -127,7 +143,6 @@ class Hit(BaseModel):
 
 def read_document(path: str | Path, doc_id: str | None = None) -> Document:
     """Read one .md / .rst / .txt file; binary or non-UTF-8 content raises `DocumentError`."""
-    from .markup import detect_format
 
     path = Path(path)
     try:

@@ -21,10 +21,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from agentic_rag.config import RAGConfig  # noqa: E402
-from agentic_rag.datasets import load_dataset  # noqa: E402
+from agentic_rag.datasets.qa import load_dataset  # noqa: E402
+from agentic_rag.experiments.plan import open_index  # noqa: E402
 from agentic_rag.experiments.runfolder import git_commit  # noqa: E402
-from agentic_rag.experiments.runner import open_index  # noqa: E402
-from agentic_rag.stores import ChromaStore  # noqa: E402
+from agentic_rag.store.chroma import ChromaStore  # noqa: E402
 
 CORPORA = (("halueval-qa", 2000), ("tau2-banking", None), ("python-faq", None))
 

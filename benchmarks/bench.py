@@ -37,7 +37,7 @@ range of the per-repetition ratios follows it in brackets.
   indexing section's measured encode throughput (linear in chunks) and reported apart.
   Queries are real FAQ questions embedded by the real model.
 - **cold start**: process start → first answered query, flat vs tiered, model load split
-  out (`agentic_rag.experiments.coldstart`).
+  out (`agentic_rag.studies.coldstart`).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 from agentic_rag.config import RAGConfig  # noqa: E402
-from agentic_rag.datasets import load_dataset  # noqa: E402
+from agentic_rag.datasets.qa import load_dataset  # noqa: E402
 from agentic_rag.experiments.runfolder import git_commit, git_dirty  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -122,9 +122,9 @@ def _cpus_allowed() -> str:
 # -- indexing -------------------------------------------------------------------------
 
 def bench_indexing(repeats: int, docs_n: int) -> dict:
-    from agentic_rag.chunking import AgenticChunker
-    from agentic_rag.embeddings import CachedEmbedder, SentenceTransformerEmbedder
-    from agentic_rag.index import AgenticIndex
+    from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.ingest.embeddings import CachedEmbedder, SentenceTransformerEmbedder
+    from agentic_rag.store.index import AgenticIndex
 
     cfg = RAGConfig()
     ds = load_dataset("python-faq").split("all")
@@ -207,9 +207,9 @@ def bench_retrieval(repeats: int, n_queries: int, cache_dir: str) -> list[dict]:
 
 def _retrieval_one(name: str, corpus_size: int | None, repeats: int, n_queries: int,
                    cache_dir: str) -> list[dict]:
-    from agentic_rag.experiments.runner import open_index
-    from agentic_rag.pipeline import Pipeline
-    from agentic_rag.tool import AgenticRAGTool
+    from agentic_rag.agent.tool import AgenticRAGTool
+    from agentic_rag.experiments.plan import open_index
+    from agentic_rag.retrieve.pipeline import Pipeline
 
     ds = load_dataset(name).split("dev").sample(n_queries, 0, corpus_size)
     cfg, index = open_index(RAGConfig(), ds, cache_dir, log=lambda *a: None)
@@ -324,11 +324,11 @@ def bench_rerun(repeats: int, cache_dir: str) -> dict:
 
 def scale_one(n: int, cache_dir: str, n_queries: int) -> dict:
     """One size, in this process (run by `bench_scale` in a fresh process per size)."""
+    from agentic_rag.agent.tool import AgenticRAGTool
     from agentic_rag.documents import Chunk
-    from agentic_rag.experiments.runner import open_index
-    from agentic_rag.index import STATE_FILE, AgenticIndex, _write_json
-    from agentic_rag.pipeline import Pipeline
-    from agentic_rag.tool import AgenticRAGTool
+    from agentic_rag.experiments.plan import open_index
+    from agentic_rag.retrieve.pipeline import Pipeline
+    from agentic_rag.store.index import STATE_FILE, AgenticIndex, _write_json
 
     base_ds = load_dataset("python-faq").split("all")
     qs = [q.text for q in base_ds.sample(n_queries, 0, None).queries]
@@ -608,7 +608,7 @@ def _section(s: str, args: argparse.Namespace, res: dict) -> None:
     elif s == "scale":
         res[s] = bench_scale(args.scale, args.cache_dir, args.queries)
     elif s == "cold_start":
-        from agentic_rag.experiments.coldstart import measure_cold_start
+        from agentic_rag.studies.coldstart import measure_cold_start
 
         df = measure_cold_start(repeats=max(args.repeats, 3))
         res[s] = df.to_markdown(index=False)

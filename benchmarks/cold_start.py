@@ -1,5 +1,5 @@
 """Cold start: process start → first answer, and first-query latency with the model loaded,
-flat vs tiered. A thin CLI over `agentic_rag.experiments.coldstart` (the layouts, the
+flat vs tiered. A thin CLI over `agentic_rag.studies.coldstart` (the layouts, the
 fresh-process measurement and the columns are documented there).
 
     .venv/bin/python benchmarks/cold_start.py [--repeats 3] [--banking N --python N]
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agentic_rag.experiments.coldstart import DEFAULT_ROOT, measure_cold_start, paired_summary, run_cold_start
+from agentic_rag.studies.coldstart import DEFAULT_ROOT, measure_cold_start, paired_summary, run_cold_start
 
 
 def main() -> None:

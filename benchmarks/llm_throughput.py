@@ -8,7 +8,7 @@ questions per hour, for one or more llama.cpp builds / server set-ups side by si
 An arm is a server and a prompt layout: NAME, the PYTHON whose llama-cpp-python serves,
 LAUNCH, one of
 `plain` (`python -m llama_cpp.server`, the server as started before the launcher existed),
-`auto` (`python -m agentic_rag.llama_launch`: ggml's best CPU variant for this processor when
+`auto` (`python -m agentic_rag.llm.launch`: ggml's best CPU variant for this processor when
 the build ships variants; what `LlamaServer` runs), a variant name such as `haswell` (the
 launcher with `AGENTIC_RAG_CPU_VARIANT` set: that variant, whatever the processor has), or
 the path of a llama.cpp `llama-server` executable (`make llama-server`; `llm.server.binary`:
@@ -70,11 +70,12 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from agentic_rag.config import LLMConfig, RAGConfig, ServerConfig  # noqa: E402
+from agentic_rag.config import RAGConfig
+from agentic_rag.config_llm import LLMConfig, ServerConfig  # noqa: E402
 from agentic_rag.evaluation.llm_judge import ANSWER_LAYOUTS  # noqa: E402
 from agentic_rag.experiments.runfolder import git_commit, git_dirty  # noqa: E402
-from agentic_rag.llama_launch import VARIANT_ENV  # noqa: E402
-from agentic_rag.server import (  # noqa: E402
+from agentic_rag.llm.launch import VARIANT_ENV  # noqa: E402
+from agentic_rag.llm.server import (
     LAUNCHER,
     LLAMA_SERVER_BUILD,
     LlamaServer,
@@ -102,10 +103,10 @@ K = 10
 def protocol_items(n: int, cache_dir: str) -> list[dict[str, Any]]:
     """Per question: the three answer contexts and the judge view, as the (b)/(c) protocols
     build them."""
-    from agentic_rag.datasets import load_dataset
-    from agentic_rag.experiments.evaluate import judge_view
-    from agentic_rag.experiments.execute import open_index
-    from agentic_rag.pipeline import Pipeline
+    from agentic_rag.datasets.qa import load_dataset
+    from agentic_rag.experiments.measure import judge_view
+    from agentic_rag.experiments.plan import open_index
+    from agentic_rag.retrieve.pipeline import Pipeline
 
     ds = load_dataset("halueval-qa").split("test").sample(200, 0, 2000)
     base = RAGConfig()
@@ -214,7 +215,7 @@ class Arm:
         self.protocol_s = 0.0
 
     def start(self) -> None:
-        from agentic_rag.llm import OpenAIChatModel
+        from agentic_rag.llm.client import OpenAIChatModel
 
         old = os.environ.pop(VARIANT_ENV, None)
         if self.launch not in ("plain", "auto") and not self.binary:

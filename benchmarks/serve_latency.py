@@ -46,18 +46,18 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import httpx  # noqa: E402
 import yaml  # noqa: E402
 
+from agentic_rag.agent.tool import AgenticRAGTool, ToolOutput  # noqa: E402
 from agentic_rag.config import RAGConfig  # noqa: E402
-from agentic_rag.datasets import load_dataset  # noqa: E402
-from agentic_rag.experiments.execute import open_index  # noqa: E402
+from agentic_rag.datasets.qa import load_dataset  # noqa: E402
+from agentic_rag.experiments.plan import open_index  # noqa: E402
 from agentic_rag.experiments.runfolder import git_commit, git_dirty  # noqa: E402
-from agentic_rag.pipeline import Pipeline  # noqa: E402
-from agentic_rag.serve_client import MCPSearchTool  # noqa: E402
-from agentic_rag.tool import AgenticRAGTool, ToolOutput  # noqa: E402
+from agentic_rag.retrieve.pipeline import Pipeline  # noqa: E402
+from agentic_rag.serve.client import MCPSearchTool  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BEGIN, END = "<!-- serve-latency:begin -->", "<!-- serve-latency:end -->"
-CLI = [sys.executable, "-c", "from agentic_rag.cli import main; main()"]
+CLI = [sys.executable, "-c", "from agentic_rag.cli.core import main; main()"]
 # what an agent sends: a few words (the schema's maxLength is 200; τ²-banking's own task texts
 # are customer personas of ~3,000 characters, not searches)
 QUERIES = ["wire transfer fee", "unlock a debit card", "monthly maintenance fee Blue account",

@@ -73,7 +73,7 @@ def main() -> None:
         encoding_name="cl100k_base")
 
     from agentic_rag.config import EmbeddingConfig
-    from agentic_rag.embeddings import make_embedder
+    from agentic_rag.ingest.embeddings import make_embedder
 
     calls: list[dict] = []
 

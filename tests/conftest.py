@@ -7,7 +7,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from agentic_rag.datasets import banking_documents, python_docs  # noqa: E402
+from agentic_rag.datasets.corpora import banking_documents, python_docs  # noqa: E402
 from agentic_rag.documents import Document  # noqa: E402
 
 
@@ -53,7 +53,7 @@ _MODEL_LOADED_BY: set[str] = set()
 def _record_embedding_model_loads():
     """Wraps the one place the real embedding model is loaded; records the test running
     then (its set-up included, where session fixtures such as `minilm` load it)."""
-    from agentic_rag.embeddings import SentenceTransformerEmbedder
+    from agentic_rag.ingest.embeddings import SentenceTransformerEmbedder
 
     real = SentenceTransformerEmbedder._open
 
@@ -80,7 +80,7 @@ def _embedding_model_tests_are_marked_slow(request):
 def minilm():
     """The real offline embedding model (all-MiniLM-L6-v2), loaded once per session."""
     from agentic_rag.config import RAGConfig
-    from agentic_rag.embeddings import SentenceTransformerEmbedder
+    from agentic_rag.ingest.embeddings import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(RAGConfig().embedding).open()
 
@@ -88,8 +88,8 @@ def minilm():
 @pytest.fixture(scope="session")
 def smol_server(tmp_path_factory):
     """The real llama.cpp server with the fast SmolLM2-135M, on a free loopback port."""
-    from agentic_rag.config import ServerConfig
-    from agentic_rag.server import LlamaServer
+    from agentic_rag.config_llm import ServerConfig
+    from agentic_rag.llm.server import LlamaServer
 
     home = tmp_path_factory.mktemp("smol-home")
     with pytest.MonkeyPatch.context() as mp:

@@ -10,20 +10,15 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from agentic_rag.cli import app
+from agentic_rag.agent.tool import AgenticRAGTool
+from agentic_rag.cli.main import app
 from agentic_rag.config import RAGConfig
-from agentic_rag.datasets import load_local
-from agentic_rag.experiments.abstention import (
-    abstention_report,
-    ask_questions,
-    report_lines,
-    select_questions,
-)
+from agentic_rag.datasets.qa import load_local
 from agentic_rag.experiments.stats import wilson_interval
-from agentic_rag.index import AgenticIndex
-from agentic_rag.llm_types import ChatReply, LLMError
-from agentic_rag.pipeline import Pipeline
-from agentic_rag.tool import AgenticRAGTool
+from agentic_rag.llm.types import ChatReply, LLMError
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.store.index import AgenticIndex
+from agentic_rag.studies.abstention import abstention_report, ask_questions, report_lines, select_questions
 
 from .fakes import HashingEmbedder
 
@@ -123,13 +118,13 @@ def test_the_report_counts_abstentions_answers_and_failures_apart(tmp_path):
 
 
 def test_the_abstention_command_end_to_end(tmp_path, monkeypatch):
-    import agentic_rag.index
-    import agentic_rag.llm
+    import agentic_rag.llm.chat
+    import agentic_rag.store.index
 
     folder, qs = _set(tmp_path)
     chat = ScriptedAgent()
-    monkeypatch.setattr(agentic_rag.index, "make_embedder", lambda *a, **k: HashingEmbedder())
-    monkeypatch.setattr(agentic_rag.llm, "make_chat_model", lambda *a, **k: chat)
+    monkeypatch.setattr(agentic_rag.store.index, "make_embedder", lambda *a, **k: HashingEmbedder())
+    monkeypatch.setattr(agentic_rag.llm.chat, "make_chat_model", lambda *a, **k: chat)
     cfg = tmp_path / "config.yaml"
     RAGConfig().with_overrides({"home": str(tmp_path / "home"),
                                 "llm.base_url": "http://127.0.0.1:9/v1"}).save(cfg)

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentic_rag.datasets.base import GoldSpan
-from agentic_rag.experiments import agent_eval_summary as agent_eval
+from agentic_rag.documents import GoldSpan
 from agentic_rag.experiments.stats import paired_bootstrap
+from agentic_rag.studies.agent_eval import summary as agent_eval
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,7 +96,7 @@ def test_gold_served_overlaps_gold_spans_or_finds_required_documents(qid, served
 def test_cli_command_and_old_script_path_run_the_package_evaluation(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from agentic_rag.cli import app
+    from agentic_rag.cli.main import app
 
     monkeypatch.setattr(agent_eval, "gold_served", lambda df: pd.Series(np.nan, index=df.index))
     rows = [_row("closed_book:native", "q0", 0.1, searches=0), _row("free:json", "q0", 0.5)]

@@ -9,22 +9,16 @@ import httpx
 import openai
 import pytest
 
-from agentic_rag.agent import (
-    FIX_ACTION,
-    NOTHING_FOUND,
-    PROMPT_AFTER,
-    SYSTEM_ANSWER,
-    action_schema,
-    parse_citations,
-    run_agent,
-)
-from agentic_rag.config import AgentConfig, LLMConfig, RAGConfig
-from agentic_rag.context import citation_id
+from agentic_rag.agent.loop import FIX_ACTION, NOTHING_FOUND, PROMPT_AFTER, SYSTEM_ANSWER, action_schema, run_agent
+from agentic_rag.agent.result import parse_citations
+from agentic_rag.agent.tool import QUERY_MAX_CHARS, AgenticRAGTool, ToolOutput
+from agentic_rag.config import AgentConfig, RAGConfig
+from agentic_rag.config_llm import LLMConfig
 from agentic_rag.documents import Document
-from agentic_rag.index import AgenticIndex
-from agentic_rag.llm import OpenAIChatModel
-from agentic_rag.pipeline import Pipeline
-from agentic_rag.tool import QUERY_MAX_CHARS, AgenticRAGTool, ToolOutput
+from agentic_rag.llm.client import OpenAIChatModel
+from agentic_rag.retrieve.context import citation_id
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.store.index import AgenticIndex
 
 from .fakes import HashingEmbedder, fake_openai_client
 
@@ -250,7 +244,7 @@ def test_no_prompt_shows_an_example_passage_id():
     cell and into 11 of 19 committed banking answers, each counted as an invalid citation: no
     text the model reads (prompts, tool schema) may hold anything the scorer would count as a
     citation, yet the id's form must still be described."""
-    from agentic_rag import agent
+    from agentic_rag.agent import loop as agent
 
     texts = {name: getattr(agent, name) for name in dir(agent)
              if name.isupper() and isinstance(getattr(agent, name), str)}

@@ -16,8 +16,10 @@ import pytest
 
 from agentic_rag import Document
 from agentic_rag.config import RAGConfig, StoreConfig
-from agentic_rag.index import AgenticIndex
-from agentic_rag.stores import StoreUnavailable, chroma_address, make_store
+from agentic_rag.store.backends import make_store
+from agentic_rag.store.base import StoreUnavailable
+from agentic_rag.store.chroma import chroma_address
+from agentic_rag.store.index import AgenticIndex
 
 from .fakes import HashingEmbedder
 
@@ -196,7 +198,8 @@ def _rows(run_dir: Path) -> list[dict]:
 
 def test_sweep_on_the_server_equals_embedded_and_resumes_after_a_stop(server, tmp_path,
                                                                      monkeypatch):
-    from agentic_rag.experiments import execute, run_sweep
+    from agentic_rag.experiments import plan as execute
+    from agentic_rag.experiments.runner import run_sweep
 
     from .fakes import local_corpus
 

@@ -6,7 +6,7 @@ import pytest
 
 from agentic_rag import AgenticChunker, Document, DocumentError, read_document
 from agentic_rag.config import ChunkingConfig
-from agentic_rag.markup import parse_blocks
+from agentic_rag.ingest.markup import parse_blocks
 
 
 def _fences(text: str) -> list[tuple[int, int]]:

@@ -11,18 +11,10 @@ import pandas as pd
 import pytest
 
 from agentic_rag.config import RAGConfig
-from agentic_rag.experiments import claims as claims_mod
-from agentic_rag.experiments.claims import (
-    CLAIMS,
-    DATASETS,
-    NOT_RUN,
-    VERDICTS,
-    claim_spec,
-    llm_budget,
-    select,
-    verdict,
-)
-from agentic_rag.experiments.coldstart import paired_summary
+from agentic_rag.studies.claims import ledger, protocols, registry, report
+from agentic_rag.studies.claims.protocols import llm_budget
+from agentic_rag.studies.claims.registry import CLAIMS, DATASETS, NOT_RUN, VERDICTS, claim_spec, select, verdict
+from agentic_rag.studies.coldstart import paired_summary
 
 
 @pytest.mark.parametrize("lo,hi,direction,figure,want", [
@@ -91,11 +83,11 @@ def test_llm_budget_is_estimate_llm_cost_and_fits_three_hours():
     assert {c.id for c in llm} == {"b-answers", "c-boundaries", "a-agent-tool-calls"}
     row = budget.set_index("protocol").loc["b-answers"]
     # two arms × the sample × one answer each, at the context budget + 150 prompt tokens
-    assert row["llm_calls"] == 2 * claims_mod.LLM_SAMPLE
+    assert row["llm_calls"] == 2 * registry.LLM_SAMPLE
     assert row["prompt_tokens_est"] == row["llm_calls"] * (RAGConfig().context.max_tokens + 150)
-    assert budget.set_index("protocol").loc["c-boundaries", "llm_calls"] == 4 * claims_mod.LLM_SAMPLE
+    assert budget.set_index("protocol").loc["c-boundaries", "llm_calls"] == 4 * registry.LLM_SAMPLE
     # with the protocols that need no LLM, a full `make claims` fits in 3 h even at the ceiling
-    assert budget["minutes_est"].sum() + claims_mod.NON_LLM_MINUTES <= 180
+    assert budget["minutes_est"].sum() + registry.NON_LLM_MINUTES <= 180
 
 
 def _fake_run(runs: Path, name: str, summary: pd.DataFrame, dataset: str) -> Path:
@@ -117,14 +109,14 @@ def test_zero_baseline_rate_uses_the_absolute_difference(tmp_path):
          "hallucinated_rel_vs_base": math.nan, "hallucinated_rel_vs_base_ci_low": math.nan,
          "hallucinated_rel_vs_base_ci_high": math.nan, "hallucinated_diff_vs_base": 0.0,
          "hallucinated_diff_vs_base_ci_low": 0.0, "hallucinated_diff_vs_base_ci_high": 0.0}])
-    row = claims_mod.ledger_row(claim, "document analysis",
+    row = ledger.ledger_row(claim, "document analysis",
                                 _fake_run(tmp_path, "r0", summary, "halueval-qa:test"))
     assert row["verdict"] == "inconclusive" and row["failures"] == 1
     summary.loc[1, ["hallucinated", "hallucinated_diff_vs_base",
                     "hallucinated_diff_vs_base_ci_low", "hallucinated_diff_vs_base_ci_high"]] = \
         [0.0, -0.2, -0.35, -0.05]
     summary.loc[0, "hallucinated"] = 0.2
-    row = claims_mod.ledger_row(claim, "document analysis",
+    row = ledger.ledger_row(claim, "document analysis",
                                 _fake_run(tmp_path, "r1", summary, "halueval-qa:test"))
     assert math.isnan(row["relative_effect"]) and row["verdict"] == "confirmed"
 
@@ -133,7 +125,7 @@ def test_an_arm_without_the_metric_is_reported_not_run(tmp_path):
     claim = next(c for c in CLAIMS if c.id == "b-answers")
     summary = pd.DataFrame([{"config_id": "c00", "baseline": True, "n_queries": 200, "failures": 18},
                             {"config_id": "c01", "baseline": False, "n_queries": 200, "failures": 18}])
-    row = claims_mod.ledger_row(claim, "document analysis",
+    row = ledger.ledger_row(claim, "document analysis",
                                 _fake_run(tmp_path, "r0", summary, "halueval-qa:test"))
     assert row["verdict"] == "not run" and "36 failures" in row["reason"] and row["run"] == "r0"
 
@@ -142,7 +134,7 @@ def test_rerun_selected_claims_keeps_the_others_and_says_what_was_not_run(tmp_pa
     """`run_claims(only=["d"])` reruns the tiers protocol (faked here: no processes), keeps
     the measured rows of the previous claims.json, and gives every other claim × deployment
     a row that says why it has no number."""
-    from agentic_rag.experiments import coldstart
+    from agentic_rag.studies import coldstart
 
     out, runs = tmp_path / "claims", tmp_path / "runs"
     kept = {"claim": "b-fusion", "deployment": "document analysis", "dataset": "halueval-qa:test",
@@ -162,7 +154,7 @@ def test_rerun_selected_claims_keeps_the_others_and_says_what_was_not_run(tmp_pa
         return _fake_run(Path(runs_dir), f"x-{name}", paired_summary(df), "banking+pydocs")
 
     monkeypatch.setattr(coldstart, "run_cold_start", fake_run_cold_start)
-    ledger = claims_mod.run_claims(out, runs_dir=runs, cache_dir=tmp_path / "cache",
+    ledger = protocols.run_claims(out, runs_dir=runs, cache_dir=tmp_path / "cache",
                                    log=lambda *a: None, only=["d"])
     assert len(ledger) == len(CLAIMS) * len(DATASETS)
     by = ledger.set_index(["claim", "deployment"])
@@ -188,7 +180,7 @@ def test_rerun_selected_claims_keeps_the_others_and_says_what_was_not_run(tmp_pa
     data = json.loads((out / "claims.json").read_text(), parse_constant=pytest.fail)  # strict JSON
     assert all(r["run"] is None for r in data["ledger"] if r["verdict"] in NOT_RUN)
     # only=[]: nothing rerun, the report rebuilt from the kept rows and today's protocols
-    again = claims_mod.run_claims(out, runs_dir=runs, log=lambda *a: None, only=[])
+    again = protocols.run_claims(out, runs_dir=runs, log=lambda *a: None, only=[])
     cols = ["claim", "deployment", "run", "n_queries", "relative_effect", "ci_low", "ci_high",
             "verdict"]
     pd.testing.assert_frame_equal(again[again.verdict.isin(VERDICTS)][cols].reset_index(drop=True),
@@ -197,7 +189,7 @@ def test_rerun_selected_claims_keeps_the_others_and_says_what_was_not_run(tmp_pa
 
 @pytest.mark.slow
 def test_smoke_ledger_numbers_come_from_run_folders(tmp_path):
-    from agentic_rag.experiments.claims import run_claims
+    from agentic_rag.studies.claims.protocols import run_claims
 
     ledger = run_claims(tmp_path / "claims", smoke=True, runs_dir=tmp_path / "runs",
                         cache_dir=tmp_path / "cache", log=lambda *a: None)
@@ -237,7 +229,7 @@ def test_smoke_ledger_numbers_come_from_run_folders(tmp_path):
 def test_cli_only_names_unknown_claims(tmp_path):
     from typer.testing import CliRunner
 
-    from agentic_rag.cli import app
+    from agentic_rag.cli.main import app
 
     res = CliRunner().invoke(app, ["claims", "--only", "zz", "--out", str(tmp_path)])
     assert res.exit_code != 0 and "unknown claim" in res.output and "d-cold-start" in res.output
@@ -257,16 +249,16 @@ def test_judge_validation_is_read_from_its_run_folder_or_reported_missing(tmp_pa
     (mine / "validation.json").write_text(json.dumps(
         {"model": base.llm.server.model, "n_questions": 30, "seed": 0, "n": 60, "failures": 1,
          "accuracy": 0.75, "auroc": 0.74}))
-    got = claims_mod.run_judge_validation(base, runs, tmp_path / "cache")  # no LLM needed
+    got = protocols.run_judge_validation(base, runs, tmp_path / "cache")  # no LLM needed
     assert got["judge_auroc"] == 0.74 and got["judge_run"] == mine.name
     assert "AUROC 0.74" in got["judge_validation"] and "30 questions" in got["judge_validation"]
     claim = next(c for c in CLAIMS if c.id == "c-boundaries")
-    row = {**claims_mod.not_run_row(claim, "document analysis", "inconclusive", ""),
+    row = {**ledger.not_run_row(claim, "document analysis", "inconclusive", ""),
            "n_queries": 14, "baseline_value": 0.2, "treatment_value": 0.1,
            "relative_effect": -0.5, "ci_low": -1.0, "ci_high": 0.1, "run": "r"}
-    claims_mod.write_report(pd.DataFrame([row]), tmp_path / "out")
+    report.write_report(pd.DataFrame([row]), tmp_path / "out")
     assert "judge: not validated" in (tmp_path / "out" / "REPORT.md").read_text()
-    claims_mod.write_report(pd.DataFrame([{**row, **got}]), tmp_path / "out")
+    report.write_report(pd.DataFrame([{**row, **got}]), tmp_path / "out")
     assert "judge: AUROC 0.74" in (tmp_path / "out" / "REPORT.md").read_text()
 
 
@@ -274,14 +266,14 @@ def _agent_rows(agent_dir: Path, gated: list[int], static: list[int], correct: l
     agent_dir.mkdir(parents=True)
     rows, judged = [], []
     for i, (g, s) in enumerate(zip(gated, static)):
-        for cell, calls in ((claims_mod.AGENT_CELLS["treatment"], g),
-                            (claims_mod.AGENT_CELLS["baseline"], s)):
+        for cell, calls in ((registry.AGENT_CELLS["treatment"], g),
+                            (registry.AGENT_CELLS["baseline"], s)):
             key = {"dataset": "tau2-banking", "split": "test", "cell": cell, "qid": f"t{i}"}
             rows.append({**key, "searches": calls, "model_searches": calls - 1,
                          "retrieval_iterations": 2 * calls if "static" not in cell else calls,
                          "abstained": 0.0, "latency_s": 10.0})
             judged.append({**key, "correct": correct[i], "hallucinated": 0.0})
-    rows.append({"dataset": "python-faq", "split": "test", "cell": claims_mod.AGENT_CELLS["treatment"],
+    rows.append({"dataset": "python-faq", "split": "test", "cell": registry.AGENT_CELLS["treatment"],
                  "qid": "faq0", "searches": 9})  # another dataset: not in the protocol
     (agent_dir / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (agent_dir / "judgements.jsonl").write_text("\n".join(json.dumps(r) for r in judged) + "\n")
@@ -298,27 +290,27 @@ def test_agent_protocol_pairs_tasks_and_reads_like_a_sweep(tmp_path):
     assert claim.kind == "agent" and claim.applies_to("support automation")
     assert not claim.applies_to("code") and claim.direction == -1
     _agent_rows(tmp_path / "a1", gated=[1, 1, 2, 1], static=[2, 3, 3, 2], correct=[1, 0, 0, 1])
-    run = claims_mod.agent_run_folder(tmp_path / "a1", tmp_path / "runs", claim, name="t1")
+    run = protocols.agent_run_folder(tmp_path / "a1", tmp_path / "runs", claim, name="t1")
     res = pd.read_parquet(run / "results.parquet")
     assert len(res) == 8 and set(res["config_id"]) == {"c00", "c01"}
     s = pd.read_csv(run / "summary.csv").set_index("config_id")
     assert s.loc["c00", "searches"] == pytest.approx(2.5) and s.loc["c01", "searches"] == pytest.approx(1.25)
     assert s.loc["c01", "searches_rel_vs_base"] == pytest.approx(-0.5)
-    row = claims_mod.ledger_row(claim, "support automation", run)
+    row = ledger.ledger_row(claim, "support automation", run)
     assert row["verdict"] == "confirmed" and row["n_queries"] == 4
     assert row["dataset"] == "tau2-banking:test[corpus=250]" and row["git_commit"] == "abc123"
     assert row["correct_baseline"] == pytest.approx(0.5) == row["correct_treatment"]
     assert row["retrieval_iterations_treatment"] == pytest.approx(2.5)
     _agent_rows(tmp_path / "a2", gated=[1] * 5, static=[1] * 5, correct=[0.0] * 5)
-    run = claims_mod.agent_run_folder(tmp_path / "a2", tmp_path / "runs", claim, name="t2")
-    row = claims_mod.ledger_row(claim, "support automation", run)
+    run = protocols.agent_run_folder(tmp_path / "a2", tmp_path / "runs", claim, name="t2")
+    row = ledger.ledger_row(claim, "support automation", run)
     assert row["verdict"] == "inconclusive" and row["ci_low"] == 0 == row["ci_high"]
 
 
 def test_agent_protocol_runs_the_agent_evaluation_in_process(tmp_path, monkeypatch):
     """No script of the checkout, no subprocess: `run_agent_claim` calls `agent_eval.main`
     (what `agentic-rag agent-eval` runs) with the protocol's options, then reads its rows."""
-    from agentic_rag.experiments import agent_eval
+    from agentic_rag.studies.agent_eval import run as agent_eval
 
     claim = next(c for c in CLAIMS if c.id == "a-agent-tool-calls")
     calls = []
@@ -332,18 +324,18 @@ def test_agent_protocol_runs_the_agent_evaluation_in_process(tmp_path, monkeypat
                     correct=[1, 0])
 
     monkeypatch.setattr(agent_eval, "main", fake_main)
-    run = claims_mod.run_agent_claim(claim, tmp_path / "runs", agent_runs=tmp_path / "agent-runs",
+    run = protocols.run_agent_claim(claim, tmp_path / "runs", agent_runs=tmp_path / "agent-runs",
                                      log=lambda *a: None)
     [(argv, prog)] = calls
     assert prog == "agentic-rag agent-eval" and argv[argv.index("--run") + 1] == "claim-a-agent"
     assert argv[argv.index("--cells") + 1:argv.index("--cells") + 3] == [
-        claims_mod.AGENT_CELLS["treatment"], claims_mod.AGENT_CELLS["baseline"]]
+        registry.AGENT_CELLS["treatment"], registry.AGENT_CELLS["baseline"]]
     assert argv[argv.index("--n") + 1] == str(claim.llm_sample)
     meta = json.loads((run / "meta.json").read_text())
     assert meta["agent_run"] == str(tmp_path / "agent-runs" / "claim-a-agent")
-    assert claims_mod.ledger_row(claim, "support automation", run)["n_queries"] == 2
+    assert ledger.ledger_row(claim, "support automation", run)["n_queries"] == 2
     with pytest.raises(FileNotFoundError, match="no agent rows"):
-        claims_mod.agent_run_folder(tmp_path / "none", tmp_path / "runs", claim, name="x")
+        protocols.agent_run_folder(tmp_path / "none", tmp_path / "runs", claim, name="x")
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -369,19 +361,19 @@ def test_committed_ledger_matches_the_committed_files_it_cites(tmp_path):
                "ci_high", "absolute_effect", "abs_ci_low", "abs_ci_high", "verdict"]
     for row in measured:
         run_dir = REPO / "experiments" / "runs" / row["run"]
-        assert row["run_committed"] is claims_mod.committed(run_dir), row["run"]
+        assert row["run_committed"] is ledger.committed(run_dir), row["run"]
         claim = next(c for c in CLAIMS if c.id == row["claim"])
         if row["run_committed"]:
-            got = claims_mod.ledger_row(claim, row["deployment"], run_dir)
+            got = ledger.ledger_row(claim, row["deployment"], run_dir)
             assert _figures(got, figures) == pytest.approx(_figures(row, figures), nan_ok=True)
         else:
             line = next(x for x in report.splitlines() if x.startswith(f"- `{row['run']}` ("))
             assert row["claim"] in line and "run folder not committed" in line
         if claim.kind == "agent":
             source = REPO / row["agent_run"]
-            assert row["agent_run_committed"] and claims_mod.committed(source / "rows.jsonl")
-            rebuilt = claims_mod.agent_run_folder(source, tmp_path, claim, name="rebuilt")
-            got = claims_mod.ledger_row(claim, row["deployment"], rebuilt)
+            assert row["agent_run_committed"] and ledger.committed(source / "rows.jsonl")
+            rebuilt = protocols.agent_run_folder(source, tmp_path, claim, name="rebuilt")
+            got = ledger.ledger_row(claim, row["deployment"], rebuilt)
             beside = [k for k in row if k.endswith(("_baseline", "_treatment"))
                       and row[k] is not None]
             assert beside
@@ -390,10 +382,10 @@ def test_committed_ledger_matches_the_committed_files_it_cites(tmp_path):
             assert got["dataset"] == row["dataset"] and got["git_commit"] == row["git_commit"]
     for row in data["ledger"]:
         if isinstance(row.get("judge_run"), str):
-            assert row["judge_run_committed"] is claims_mod.committed(
+            assert row["judge_run_committed"] is ledger.committed(
                 REPO / "experiments" / "runs" / row["judge_run"])
     # the table of REPORT.md is the ledger's rendering
-    from agentic_rag.experiments.claims.report import table
+    from agentic_rag.studies.claims.report import table
 
     assert "\n".join(table(data["ledger"])) in report
 
@@ -401,8 +393,8 @@ def test_committed_ledger_matches_the_committed_files_it_cites(tmp_path):
 def test_c_boundaries_validation_fields_follow_the_runs_detector(tmp_path):
     """A run whose hallucinated came from a graded detector gets that detector's committed
     validation (set (ii)'s AUROC decides); a run of the binary judge is recognised as such."""
-    from agentic_rag.experiments.claims.ledger import DETECTOR_SETS, detector_fields
-    from agentic_rag.experiments.claims.protocols import run_detector
+    from agentic_rag.studies.claims.ledger import DETECTOR_SETS, detector_fields
+    from agentic_rag.studies.claims.protocols import run_detector
 
     for i, rel in enumerate(DETECTOR_SETS.values()):
         path = tmp_path / rel
@@ -425,15 +417,15 @@ def test_c_boundaries_validation_fields_follow_the_runs_detector(tmp_path):
 
 
 def test_llm_sample_sets_the_answer_level_claims_only():
-    from agentic_rag.experiments.claims.protocols import _run_first, sampled
+    from agentic_rag.studies.claims.protocols import _run_first, sampled
 
     claims = {c.id: c for c in sampled(200)}
     assert claims["b-answers"].llm_sample == claims["c-boundaries"].llm_sample == 200
-    assert claims["a-agent-tool-calls"].llm_sample == claims_mod.AGENT_SAMPLE  # tasks, not questions
+    assert claims["a-agent-tool-calls"].llm_sample == registry.AGENT_SAMPLE  # tasks, not questions
     budget = llm_budget(llm_sample=200).set_index("protocol")
     assert budget.loc["b-answers", "llm_calls"] == 2 * 200
     assert budget.loc["c-boundaries", "llm_calls"] == 4 * 200
-    assert sampled(None) == claims_mod.CLAIMS
+    assert sampled(None) == registry.CLAIMS
     with pytest.raises(ValueError, match="llm_sample: 0"):
         sampled(0)
     # the judged protocol runs before the one that only answers (its answers precede their
@@ -446,7 +438,7 @@ def test_default_run_keeps_an_answer_claim_decided_on_more_questions(tmp_path, m
     """A plain `agentic-rag claims` samples LLM_SAMPLE questions per arm: it must not replace
     the ledger's b-answers verdict at n = 200 by one at n = 14. It keeps the row, says so, and
     the report's LLM budget is that of the kept n; an explicit `llm_sample` re-measures."""
-    from agentic_rag.experiments.claims import protocols
+    from agentic_rag.studies.claims import protocols
 
     claim = next(c for c in CLAIMS if c.id == "b-answers")
     row = {"claim": claim.id, "deployment": "document analysis", "dataset": "halueval-qa:test",
@@ -465,14 +457,14 @@ def test_default_run_keeps_an_answer_claim_decided_on_more_questions(tmp_path, m
 
     monkeypatch.setattr(protocols._Session, "measure", fake_measure)
     logs = []
-    ledger = claims_mod.run_claims(out, runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache",
+    ledger = protocols.run_claims(out, runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache",
                                    log=logs.append, only=["b-answers"])
     got = ledger.set_index(["claim", "deployment"]).loc[("b-answers", "document analysis")]
     assert measured == [] and got["run"] == "big-run" and got["n_queries"] == 200
     assert any("kept the ledger's row at n = 200" in m and "--llm-sample 200" in m for m in logs)
     report = (out / "REPORT.md").read_text()
     assert "| b-answers | document analysis | 400 |" in report  # 2 arms × 200, not 2 × 14
-    ledger = claims_mod.run_claims(out, runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache",
+    ledger = protocols.run_claims(out, runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache",
                                    log=logs.append, only=["b-answers"], llm_sample=14)
     assert measured == [("b-answers", 14)]
     got = ledger.set_index(["claim", "deployment"]).loc[("b-answers", "document analysis")]

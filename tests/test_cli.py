@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from agentic_rag.cli import app
+from agentic_rag.cli.main import app
 
 runner = CliRunner()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from agentic_rag.cli import app
+from agentic_rag.cli.main import app
 from agentic_rag.config import RAGConfig
 
 from .faultproxy import StubChatServer

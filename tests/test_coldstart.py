@@ -7,7 +7,8 @@ import json
 
 import pandas as pd
 
-from agentic_rag.experiments import coldstart, runfolder
+from agentic_rag.experiments import runfolder
+from agentic_rag.studies import coldstart
 
 
 def test_run_cold_start_writes_a_complete_run_folder(tmp_path, monkeypatch):

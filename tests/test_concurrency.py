@@ -21,21 +21,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentic_rag.config import LLMConfig
-from agentic_rag.experiments import execute, run_sweep
-from agentic_rag.experiments.agent_eval import _agent_pass
+from agentic_rag.config_llm import LLMConfig
+from agentic_rag.experiments import plan as execute
 from agentic_rag.experiments.llm_cost import CONSTANTS, Progress, measured_rates, speed_factor
+from agentic_rag.experiments.runner import run_sweep
 from agentic_rag.experiments.spec import SweepSpec
-from agentic_rag.llm import (
-    CallMeter,
-    ChatCache,
-    ChatReply,
-    LLMCallCap,
-    LLMError,
-    MeteredChatModel,
-    OpenAIChatModel,
-    map_calls,
-)
+from agentic_rag.llm.cache import ChatCache
+from agentic_rag.llm.calls import CallMeter, LLMCallCap, MeteredChatModel, map_calls
+from agentic_rag.llm.client import OpenAIChatModel
+from agentic_rag.llm.types import ChatReply, LLMError
+from agentic_rag.studies.agent_eval.run import _agent_pass
 
 from .fakes import HashingEmbedder, local_corpus
 from .faultproxy import StubChatServer
@@ -312,7 +307,7 @@ def test_cap_stops_cleanly_and_a_rerun_continues_without_repeating_a_call(corpus
     assert capped.calls == 5 == stub.requests - n0
     assert any("unfinished: a rerun resumes it" in line for line in logs)
     assert any(line.startswith("LLM metrics") and "LLM estimate: about 16 calls" in line
-               and "the registry constants" in line for line in logs), logs
+               and "the rate constants" in line for line in logs), logs
     [run_dir] = (tmp_path / "cut" / "runs").iterdir()
     written = len((run_dir / "rows.jsonl").read_text().splitlines())
     assert written < 8
@@ -340,7 +335,7 @@ def test_a_fresh_machine_resumes_from_the_committed_reply_pack(corpus, stub, tmp
 
 def test_claims_llm_protocols_commit_their_replies():
     from agentic_rag.config import RAGConfig
-    from agentic_rag.experiments.claims.registry import DATASETS, REPLY_PACK, claim_spec, select
+    from agentic_rag.studies.claims.registry import DATASETS, REPLY_PACK, claim_spec, select
 
     ds = DATASETS["document analysis"]
     for claim in select(["b-answers", "c-boundaries", "b-fusion"]):
@@ -352,7 +347,7 @@ def test_claims_llm_protocols_commit_their_replies():
 def test_cli_flags_cap_and_concurrency(corpus, stub, tmp_path):
     from typer.testing import CliRunner
 
-    from agentic_rag.cli import app
+    from agentic_rag.cli.main import app
 
     path = tmp_path / "conc.yaml"
     make_spec(corpus, stub.base_url).save(path)
@@ -429,8 +424,8 @@ def smol_one_thread(tmp_path_factory):
     """The real llama.cpp server with SmolLM2-135M on a free port, one thread: with two, each
     token waits on thread barriers, which cost seconds per token when other jobs share the
     CPU (a 16-token reply took 12 min that way while this test was written)."""
-    from agentic_rag.config import ServerConfig
-    from agentic_rag.server import LlamaServer
+    from agentic_rag.config_llm import ServerConfig
+    from agentic_rag.llm.server import LlamaServer
 
     from .conftest import free_port
 

@@ -5,7 +5,8 @@ import json
 import pytest
 import yaml
 
-from agentic_rag.config import ConfigError, RAGConfig
+from agentic_rag.config import RAGConfig
+from agentic_rag.config_base import ConfigError
 
 
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])

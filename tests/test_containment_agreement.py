@@ -8,12 +8,8 @@ import math
 
 import pytest
 
-from agentic_rag.experiments.containment_agreement import (
-    agreement,
-    own_answer_rows,
-    read_complete_jsonl,
-    run_rows,
-)
+from agentic_rag.experiments.jsonl import read_rows
+from agentic_rag.studies.containment_agreement import agreement, own_answer_rows, run_rows
 
 
 def test_agreement_on_a_hand_checked_set():
@@ -54,7 +50,7 @@ def test_read_complete_jsonl_skips_a_line_being_written_and_leaves_the_file(tmp_
     path = tmp_path / "answers.jsonl"
     raw = b'{"a": 1}\n{"a": 2}\n{"a": 3, "b"'
     path.write_bytes(raw)
-    assert read_complete_jsonl(path) == [{"a": 1}, {"a": 2}]
+    assert read_rows(path, repair=False) == [{"a": 1}, {"a": 2}]
     assert path.read_bytes() == raw  # read only: the writer's half line stays
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agentic_rag.config import ContextConfig
-from agentic_rag.context import AgenticContextFormatter, citation_id, pack_context
 from agentic_rag.documents import Chunk, Hit
+from agentic_rag.retrieve.context import AgenticContextFormatter, citation_id, pack_context
 
 
 def words(text: str) -> int:

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from agentic_rag.datasets import banking_tasks, halueval_qa, load_local, python_faq
-from agentic_rag.datasets.qa import split_knowledge
+from agentic_rag.datasets.qa import banking_tasks, halueval_qa, load_local, python_faq, split_knowledge
 
 
 @pytest.fixture(scope="module")

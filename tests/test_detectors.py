@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentic_rag.experiments.detectors import run_validation
-from agentic_rag.experiments.detectors_stats import auroc_ci, detector_table
-from agentic_rag.llm import ChatReply, LLMError
+from agentic_rag.llm.types import ChatReply, LLMError
+from agentic_rag.studies.detectors.scoring import run_validation
+from agentic_rag.studies.detectors.stats import auroc_ci, detector_table
 
 ITEMS = [{"qid": f"q{i}", "context": f"The fee of plan {i} is {i} dollars.",
           "right": f"{i} dollars", "hallucinated": f"{i + 50} euros"} for i in range(6)]
@@ -94,8 +94,8 @@ def test_concurrency_does_not_change_rows(tmp_path):
 def test_own_answers_scored_against_hand_labels(tmp_path):
     """Set (ii): detectors on the model's own answers, against pass-1 labels; κ between
     passes over the answers both labelled; bad labels are refused with the file named."""
-    from agentic_rag.experiments.detectors_own import own_table, read_labels, score_own
-    from agentic_rag.experiments.detectors_stats import cohens_kappa
+    from agentic_rag.studies.detectors.own import own_table, read_labels, score_own
+    from agentic_rag.studies.detectors.stats import cohens_kappa
 
     answers = [{"qid": f"q{i}", "context": f"The fee of plan {i} is {i} dollars.",
                 "answer": f"{i} dollars" if i % 2 else f"{i + 50} euros"} for i in range(8)]
@@ -126,7 +126,7 @@ def test_question_judge_is_added_to_rows_scored_before(tmp_path):
     only the missing judge is asked, the row is replaced (read back once per question), and
     the table gains `graded_judge_q` and `mean_numbers_q`."""
     from agentic_rag.evaluation import support
-    from agentic_rag.experiments.detectors_own import own_table, score_own
+    from agentic_rag.studies.detectors.own import own_table, score_own
 
     answers = [{"qid": f"q{i}", "question": f"What is the fee of plan {i}?",
                 "context": f"The fee of plan {i} is {i} dollars.",
@@ -184,7 +184,7 @@ def test_paired_auroc_difference_resamples_questions():
     """The paired difference equals the difference of the two AUROCs, its CI brackets it,
     and a detector against itself differs by exactly 0 on every draw."""
     from agentic_rag.evaluation.detection import auroc
-    from agentic_rag.experiments.detectors_stats import auroc_diff_ci, paired_table
+    from agentic_rag.studies.detectors.stats import auroc_diff_ci, paired_table
 
     rng = np.random.default_rng(2)
     y = np.tile([0, 1], 80)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from agentic_rag.experiments.detectors_ragas import ragas_sample, ragas_summary, score_ragas
+from agentic_rag.studies.detectors.ragas import ragas_sample, ragas_summary, score_ragas
 
 
 def _write(path, rows):

@@ -28,7 +28,7 @@ TIMING = ("latency_",)
 
 SCRIPT = """
 import json, sys
-from agentic_rag.experiments import run_sweep
+from agentic_rag.experiments.runner import run_sweep
 from agentic_rag.experiments.spec import SweepSpec
 spec = SweepSpec.model_validate(json.loads(sys.argv[1]))
 # use_cache=False: the second process must recompute, not read the first one's rows

@@ -1,4 +1,4 @@
-"""LLM calls across a pool of endpoints (`llm.endpoints`, `llm_endpoints.EndpointPool`),
+"""LLM calls across a pool of endpoints (`llm.endpoints`, `llm.endpoints.EndpointPool`),
 against local OpenAI-compatible stubs: spread with `max_concurrency` per endpoint, a dead
 endpoint left out and its calls retried on the others, failures only when every endpoint
 fails, the reply cache found whichever endpoint made a reply, and a real sweep that loses
@@ -12,9 +12,14 @@ import threading
 import pytest
 from pydantic import ValidationError
 
-from agentic_rag.config import ConfigError, LLMConfig, RAGConfig
-from agentic_rag.llm import ChatCache, LLMError, make_chat_model, map_calls
-from agentic_rag.llm_endpoints import EndpointPool
+from agentic_rag.config import RAGConfig
+from agentic_rag.config_base import ConfigError
+from agentic_rag.config_llm import LLMConfig
+from agentic_rag.llm.cache import ChatCache
+from agentic_rag.llm.calls import map_calls
+from agentic_rag.llm.chat import make_chat_model
+from agentic_rag.llm.endpoints import EndpointPool
+from agentic_rag.llm.types import LLMError
 
 from .test_concurrency import EchoStub, corpus, make_spec, sweep  # noqa: F401 - fixture
 

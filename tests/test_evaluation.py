@@ -7,10 +7,10 @@ import math
 import pandas as pd
 import pytest
 
-from agentic_rag.datasets import GoldSpan
-from agentic_rag.documents import Chunk, Hit
-from agentic_rag.evaluation import doc_run, exact_match, ir_metrics, span_metrics, token_f1
+from agentic_rag.documents import Chunk, GoldSpan, Hit
+from agentic_rag.evaluation.answers import exact_match, token_f1
 from agentic_rag.evaluation.detection import auroc
+from agentic_rag.evaluation.retrieval import doc_run, ir_metrics, span_metrics
 from agentic_rag.experiments.stats import bootstrap_ci, paired_bootstrap, pareto_front
 
 
@@ -87,7 +87,7 @@ def test_ragas_non_llm_metrics_hand_cases():
 def test_a_failing_ragas_metric_is_recorded_as_an_error_not_a_score():
     from types import SimpleNamespace as NS
 
-    from agentic_rag.config import LLMConfig
+    from agentic_rag.config_llm import LLMConfig
     from agentic_rag.evaluation.ragas_metrics import RagasScorer
 
     class Metric:  # ragas' `ascore` interface, with a scripted result

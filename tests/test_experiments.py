@@ -13,10 +13,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from agentic_rag.config import ConfigError, RAGConfig
-from agentic_rag.experiments import export_config, run_sweep
+from agentic_rag.config import RAGConfig
+from agentic_rag.config_base import ConfigError
+from agentic_rag.experiments.export import export_config
+from agentic_rag.experiments.runner import run_sweep
 from agentic_rag.experiments.spec import SweepSpec
-from agentic_rag.pipeline import Pipeline
+from agentic_rag.retrieve.pipeline import Pipeline
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +82,7 @@ def test_per_query_metrics_rescore_with_ir_measures(sweep):
     import ir_measures
     from ir_measures import MRR, R, nDCG
 
-    from agentic_rag.experiments.runner import load_spec_dataset
+    from agentic_rag.experiments.plan import load_spec_dataset
 
     res, _ = sweep
     ds = load_spec_dataset(res.spec)
@@ -96,7 +98,7 @@ def test_per_query_metrics_rescore_with_ir_measures(sweep):
 def test_answer_containment_logged_for_every_query(sweep):
     """answer_in_context / answer@k need no LLM: every row of a dataset with reference
     answers has them, answer@k grows with k, and the summary reports them with CIs."""
-    from agentic_rag.experiments.runner import load_spec_dataset
+    from agentic_rag.experiments.plan import load_spec_dataset
 
     res, _ = sweep
     df, summ = res.results, res.summary
@@ -123,14 +125,14 @@ def test_export_then_rebuild_gives_same_retrieval(sweep, tmp_path):
     cid = data["provenance"]["config_id"]
     pipe = Pipeline.from_config(out)
     assert pipe.config.chunking == RAGConfig.load(res.run_dir / "configs" / f"{cid}.yaml").chunking
-    from agentic_rag.experiments.runner import index_key, load_spec_dataset
+    from agentic_rag.experiments.plan import index_key, load_spec_dataset
 
     ds = load_spec_dataset(res.spec)
     home = root / "cache" / f"index-{index_key(pipe.config, ds.corpus_fingerprint())}"
     assert home.exists()  # the exported config maps back onto the index the sweep built
     pipe = Pipeline.from_config(pipe.config.with_overrides({"home": str(home)}))
     rows = res.results[res.results.config_id == cid].set_index("query_id")
-    from agentic_rag.evaluation import doc_run, ir_metrics
+    from agentic_rag.evaluation.retrieval import doc_run, ir_metrics
 
     for q in ds.queries[:5]:
         intent, result = pipe.retrieve(q.text, k=res.spec.k)  # the sweep's budget
@@ -150,7 +152,7 @@ def test_resume_after_kill_9(tmp_path):
     spec = {**SPEC, "name": "crash", "dataset": {**SPEC["dataset"], "n": 40}}
     path = tmp_path / "crash.yaml"
     path.write_text(yaml.safe_dump(spec))
-    cmd = [sys.executable, "-m", "agentic_rag.cli", "sweep", str(path), "--runs-dir",
+    cmd = [sys.executable, "-m", "agentic_rag.cli.core", "sweep", str(path), "--runs-dir",
            str(tmp_path / "runs"), "--cache-dir", str(tmp_path / "cache"), "--no-plots"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "HF_HUB_OFFLINE": "1"})

@@ -6,8 +6,9 @@ import pytest
 
 from agentic_rag.config import GateConfig
 from agentic_rag.documents import Chunk, Hit
-from agentic_rag.fusion import rrf, score_fusion
-from agentic_rag.gate import DynamicRetriever, Evidence, confidence_margin, confidence_top_mean
+from agentic_rag.retrieve.evidence import Evidence
+from agentic_rag.retrieve.fusion import rrf, score_fusion
+from agentic_rag.retrieve.gate import DynamicRetriever, confidence_margin, confidence_top_mean
 
 
 # ---- RRF -----------------------------------------------------------------------------
@@ -177,11 +178,11 @@ def test_raw_rule_on_bm25_never_fires_but_calibrated_confidence_does(banking):
     # query that matches a single word: on BM25 alone the raw rule reads a nonsense query
     # as confident as a real question, and the gate never expands it. The calibrated
     # confidence reads the raw BM25 scores and tells them apart. (Real banking chunks.)
-    from agentic_rag.calibration import load_calibrator
-    from agentic_rag.chunking import AgenticChunker
     from agentic_rag.config import ChunkingConfig
-    from agentic_rag.gate import evidence_confidence
-    from agentic_rag.lexical import LexicalIndex
+    from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.retrieve.calibration import load_calibrator
+    from agentic_rag.retrieve.gate import evidence_confidence
+    from agentic_rag.store.lexical import LexicalIndex
 
     chunker = AgenticChunker(ChunkingConfig())
     lex = LexicalIndex().build([c for d in banking[:40] for c in chunker.chunk(d)])
@@ -217,8 +218,8 @@ def test_plain_search_function_still_drives_the_gate():
 def test_fusion_retriever_hand_computed(tmp_path):
     from agentic_rag.config import FusionConfig, RAGConfig
     from agentic_rag.documents import Document
-    from agentic_rag.index import AgenticIndex
-    from agentic_rag.retrievers import FusionRetriever
+    from agentic_rag.retrieve.retrievers import FusionRetriever
+    from agentic_rag.store.index import AgenticIndex
 
     from .fakes import HashingEmbedder
 
@@ -266,8 +267,8 @@ def test_a_query_is_embedded_once_per_retrieval_however_often_it_is_searched(tmp
     """Soft filters and relax_filters search the same query text again: one embedding."""
     from agentic_rag.config import FusionConfig, RAGConfig
     from agentic_rag.documents import Document
-    from agentic_rag.index import AgenticIndex
-    from agentic_rag.retrievers import FusionRetriever
+    from agentic_rag.retrieve.retrievers import FusionRetriever
+    from agentic_rag.store.index import AgenticIndex
 
     from .fakes import HashingEmbedder
 

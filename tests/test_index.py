@@ -6,8 +6,8 @@ import pytest
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.documents import Document
-from agentic_rag.embeddings import CachedEmbedder, SentenceTransformerEmbedder
-from agentic_rag.index import AgenticIndex
+from agentic_rag.ingest.embeddings import CachedEmbedder, SentenceTransformerEmbedder
+from agentic_rag.store.index import AgenticIndex
 
 from .fakes import HashingEmbedder
 
@@ -41,7 +41,7 @@ def test_a_query_is_embedded_with_one_thread_at_any_process_setting(real_embedde
     import numpy as np
     import torch
 
-    from agentic_rag.embeddings import one_thread_vector
+    from agentic_rag.ingest.embeddings import one_thread_vector
 
     # a HaluEval question whose vector differs in its last bit at 2 threads on the machine
     # this was written on (36 of 3,000 do); on another CPU it may not differ, and the
@@ -134,7 +134,7 @@ def test_embedding_cache_never_reembeds(tmp_path):
 
 def test_gated_hybrid_pipeline_on_real_documents(tmp_path, real_embedder, banking):
     """Layers 2-4 together with the real embedder: intent → filter → gated RRF → context."""
-    from agentic_rag.pipeline import Pipeline
+    from agentic_rag.retrieve.pipeline import Pipeline
 
     docs = [d for d in banking if "| Monthly maintenance fee" in d.text][:10]
     cfg = RAGConfig(home=str(tmp_path)).with_overrides({"query.filter_mode": "hard",

@@ -9,7 +9,7 @@ from rank_bm25 import BM25Okapi, BM25Plus
 
 from agentic_rag.config import LexicalConfig
 from agentic_rag.documents import Chunk
-from agentic_rag.lexical import LexicalIndex
+from agentic_rag.store.lexical import LexicalIndex
 
 TEXTS = [
     "the wire transfer fee is twenty five dollars",
@@ -95,8 +95,8 @@ def lucene_scores(corpus: list[list[str]], query: list[str], k1: float, b: float
 
 @pytest.fixture(scope="module")
 def banking_chunks(banking):
-    from agentic_rag.chunking import AgenticChunker
     from agentic_rag.config import ChunkingConfig
+    from agentic_rag.ingest.chunking import AgenticChunker
 
     cfg = ChunkingConfig()
     chunks = [c for d in banking[:60] for c in AgenticChunker(cfg).chunk(d)]

@@ -1,4 +1,4 @@
-"""The launcher that loads ggml's CPU backend before llama_cpp.server runs (`llama_launch`):
+"""The launcher that loads ggml's CPU backend before llama_cpp.server runs (`llm.launch`):
 a no-op on a build with the backend linked in, the best run-time variant on a
 GGML_BACKEND_DL build; the real server started through it answers."""
 
@@ -12,16 +12,10 @@ import pytest
 
 pytest.importorskip("llama_cpp")
 
-from agentic_rag.config import LLMConfig, ServerConfig  # noqa: E402
-from agentic_rag.llama_launch import (  # noqa: E402
-    VARIANT_ENV,
-    _ggml,
-    load_backends,
-    registered_backends,
-    variant_files,
-)
-from agentic_rag.llm import OpenAIChatModel  # noqa: E402
-from agentic_rag.server import LAUNCHER, LlamaServer, llama_build_info  # noqa: E402
+from agentic_rag.config_llm import LLMConfig, ServerConfig  # noqa: E402
+from agentic_rag.llm.client import OpenAIChatModel  # noqa: E402
+from agentic_rag.llm.launch import VARIANT_ENV, _ggml, load_backends, registered_backends, variant_files
+from agentic_rag.llm.server import LAUNCHER, LlamaServer, llama_build_info  # noqa: E402
 
 from .conftest import free_port  # noqa: E402
 
@@ -69,7 +63,7 @@ def test_the_server_runs_through_the_launcher_and_decodes_a_batched_prompt(tmp_p
     with srv:
         assert srv.command(srv.log_path)[1:3] == ["-m", LAUNCHER]
         log = srv.log_path.read_text(errors="replace")
-        assert "agentic_rag.llama_launch: backends ['CPU']" in log
+        assert "agentic_rag.llm.launch: backends ['CPU']" in log
         text = " ".join(f"Item {i} costs {i * 3} dollars." for i in range(20))
         reply = OpenAIChatModel(LLMConfig(max_tokens=8, cache=False),
                                 base_url=srv.base_url).chat(

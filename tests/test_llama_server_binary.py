@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agentic_rag.config import LLMConfig, ServerConfig
-from agentic_rag.llm import model_identity
-from agentic_rag.server import (
+from agentic_rag.config_llm import LLMConfig, ServerConfig
+from agentic_rag.llm.cache import model_identity
+from agentic_rag.llm.server import (
     LLAMA_SERVER_BUILD,
     LlamaServer,
     ServerError,
@@ -94,8 +94,8 @@ def test_identity_carries_the_binary_build_and_slots(tmp_path):
 @pytest.mark.skipif(not os.access(REAL, os.X_OK), reason="no llama-server build: make llama-server")
 def test_the_real_llama_server_answers_with_logprobs(tmp_path):
     from agentic_rag.evaluation.support import graded_support
-    from agentic_rag.llm import OpenAIChatModel
-    from agentic_rag.server import build_info
+    from agentic_rag.llm.client import OpenAIChatModel
+    from agentic_rag.llm.server import build_info
 
     # held to AVX2, which every machine we use runs (ggml's own pick, AMX on our Intel VMs,
     # dies of SIGILL there: test_a_variant_this_machine_refuses_names_the_setting)
@@ -191,7 +191,7 @@ else [ "$best" = "{faults}" ] && kill -ILL $$; exec sleep 30; fi
 
 
 def test_a_pinned_cpu_variant_is_the_only_one_the_server_can_load(tmp_path):
-    from agentic_rag.server import build_info, served_binary
+    from agentic_rag.llm.server import build_info, served_binary
 
     binary = variant_build(tmp_path)
     auto, pinned = ServerConfig(binary=binary), ServerConfig(binary=binary, cpu_variant="zen4")
@@ -211,7 +211,7 @@ def test_a_pinned_cpu_variant_is_the_only_one_the_server_can_load(tmp_path):
 
 
 def test_an_unknown_or_orphan_cpu_variant_is_an_error_naming_it(tmp_path):
-    from agentic_rag.server import served_binary
+    from agentic_rag.llm.server import served_binary
 
     binary = variant_build(tmp_path)
     with pytest.raises(ServerError, match=r"cpu_variant = 'skylakex'.*variants built: "
@@ -224,7 +224,7 @@ def test_an_unknown_or_orphan_cpu_variant_is_an_error_naming_it(tmp_path):
 
 
 def test_a_rebuilt_binary_remakes_its_variant_folder(tmp_path):
-    from agentic_rag.server import variant_binary
+    from agentic_rag.llm.server import variant_binary
 
     binary = variant_build(tmp_path)
     held = Path(variant_binary(binary, "haswell"))
@@ -251,7 +251,7 @@ def test_a_variant_this_machine_refuses_names_the_setting(tmp_path):
 def test_the_pin_holds_whatever_the_working_directory(tmp_path, monkeypatch):
     """ggml also loads CPU libraries from the working directory: run from the build folder
     (which holds the faulting variant), the pinned server must still load only its own."""
-    from agentic_rag.server import build_info
+    from agentic_rag.llm.server import build_info
 
     binary = variant_build(tmp_path, faults="sapphirerapids")
     monkeypatch.chdir(Path(binary).parent)
@@ -264,7 +264,7 @@ def test_the_pin_holds_whatever_the_working_directory(tmp_path, monkeypatch):
 def test_threads_asking_for_the_variant_folder_at_once_get_one_complete_folder(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    from agentic_rag.server import variant_binary
+    from agentic_rag.llm.server import variant_binary
 
     binary = variant_build(tmp_path)
     with ThreadPoolExecutor(8) as pool:

@@ -9,14 +9,17 @@ import httpx
 import openai
 import pytest
 
-from agentic_rag.agent import run_agent
-from agentic_rag.config import LLMConfig, QueryConfig, RAGConfig
+from agentic_rag.agent.loop import run_agent
+from agentic_rag.agent.tool import AgenticRAGTool
+from agentic_rag.config import QueryConfig, RAGConfig
+from agentic_rag.config_llm import LLMConfig
 from agentic_rag.documents import Document
-from agentic_rag.index import AgenticIndex
-from agentic_rag.llm import ChatCache, LLMError, OpenAIChatModel
-from agentic_rag.pipeline import Pipeline
-from agentic_rag.query import AgentQueryBuilder
-from agentic_rag.tool import AgenticRAGTool
+from agentic_rag.llm.cache import ChatCache
+from agentic_rag.llm.client import OpenAIChatModel
+from agentic_rag.llm.types import LLMError
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.retrieve.query import AgentQueryBuilder
+from agentic_rag.store.index import AgenticIndex
 
 from .fakes import Cut, HashingEmbedder, fake_openai_client
 
@@ -140,7 +143,7 @@ def test_openai_embedder_batches_and_retries():
     from types import SimpleNamespace as NS
 
     from agentic_rag.config import EmbeddingConfig
-    from agentic_rag.embeddings import OpenAIEmbedder
+    from agentic_rag.ingest.embeddings import OpenAIEmbedder
 
     calls = []
     script = [openai.RateLimitError("slow down", response=httpx.Response(429, request=REQ), body=None)]
@@ -154,7 +157,7 @@ def test_openai_embedder_batches_and_retries():
     client = NS(embeddings=NS(create=create))
     emb = OpenAIEmbedder(EmbeddingConfig(kind="openai", model="m", batch_size=2), client=client)
     emb_sleep = []
-    import agentic_rag.embeddings as E
+    import agentic_rag.ingest.embeddings as E
 
     orig, E.time.sleep = E.time.sleep, emb_sleep.append
     try:

@@ -19,9 +19,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from agentic_rag.cli import app
-from agentic_rag.config import LLMConfig, RAGConfig
-from agentic_rag.server import LlamaServer
+from agentic_rag.cli.main import app
+from agentic_rag.config import RAGConfig
+from agentic_rag.config_llm import LLMConfig
+from agentic_rag.llm.server import LlamaServer
 
 from .test_endpoints import CountingStub, dead_url, stubs  # noqa: F401 - fixture
 
@@ -87,7 +88,8 @@ def test_validate_judge(endpoints, tmp_path):
 
 
 def test_validate_detectors(endpoints, tmp_path, monkeypatch):
-    from agentic_rag.experiments import detectors, detectors_stats
+    from agentic_rag.studies.detectors import run as detectors
+    from agentic_rag.studies.detectors import stats as detectors_stats
 
     urls, live = endpoints
     cheap = detectors_stats.auroc_ci  # the table's CI: 20 draws, not 2,000 (its cost, not the LLM's)
@@ -101,7 +103,8 @@ def test_validate_detectors(endpoints, tmp_path, monkeypatch):
 
 
 def test_agent_eval(endpoints, tmp_path, monkeypatch):
-    from agentic_rag.experiments import agent_eval, agent_eval_summary
+    from agentic_rag.studies.agent_eval import run as agent_eval
+    from agentic_rag.studies.agent_eval import summary as agent_eval_summary
 
     urls, live = endpoints
     monkeypatch.setattr(agent_eval_summary, "gold_served",
@@ -123,14 +126,13 @@ def test_agent_eval(endpoints, tmp_path, monkeypatch):
 
 
 def test_claims_judge_validation_and_agent_protocol(endpoints, tmp_path, monkeypatch):
-    from agentic_rag.experiments import agent_eval
-    from agentic_rag.experiments import claims as claims_mod
-    from agentic_rag.experiments.claims import protocols
+    from agentic_rag.studies.agent_eval import run as agent_eval
+    from agentic_rag.studies.claims import protocols, registry
 
     urls, live = endpoints
     base = RAGConfig.from_dict({"llm": llm_settings(urls)})
     monkeypatch.setitem(protocols.JUDGE_VALIDATION, "n", 2)
-    claims_mod.run_judge_validation(base, tmp_path / "runs", tmp_path / "cache",
+    protocols.run_judge_validation(base, tmp_path / "runs", tmp_path / "cache",
                                     log=lambda *a: None, max_concurrency=base.llm.slots)
     [run] = (tmp_path / "runs").glob("*-judge-validation")
     res = json.loads((run / "validation.json").read_text())
@@ -139,9 +141,9 @@ def test_claims_judge_validation_and_agent_protocol(endpoints, tmp_path, monkeyp
     # the agent protocol hands the claims' LLM settings to the agent evaluation
     seen = []
     monkeypatch.setattr(agent_eval, "main", lambda argv, prog, meter, llm=None: seen.append(llm))
-    claim = next(c for c in claims_mod.CLAIMS if c.kind == "agent")
+    claim = next(c for c in registry.CLAIMS if c.kind == "agent")
     with pytest.raises(FileNotFoundError):  # the fake main wrote no rows
-        claims_mod.run_agent_claim(claim, tmp_path / "runs", tmp_path / "agent-runs",
+        protocols.run_agent_claim(claim, tmp_path / "runs", tmp_path / "agent-runs",
                                    log=lambda *a: None, llm=base.llm)
     assert seen == [base.llm]
 

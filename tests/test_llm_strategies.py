@@ -12,16 +12,19 @@ from types import SimpleNamespace as NS
 import httpx
 import pytest
 
-from agentic_rag.config import ConfigError, LLMConfig, RAGConfig, RerankConfig
-from agentic_rag.datasets import Dataset, Query
+from agentic_rag.config import RAGConfig, RerankConfig
+from agentic_rag.config_base import ConfigError
+from agentic_rag.config_llm import LLMConfig
+from agentic_rag.datasets.base import Dataset, Query
 from agentic_rag.documents import Chunk, Document, Hit
-from agentic_rag.expansion import LLMCost
-from agentic_rag.experiments.evaluate import strategy_columns
-from agentic_rag.index import AgenticIndex
-from agentic_rag.llm import ChatCache, OpenAIChatModel
-from agentic_rag.pipeline import Pipeline
-from agentic_rag.rerank import LLMReranker, make_reranker, order_by_ranking
-from agentic_rag.retrievers import CandidateMemo
+from agentic_rag.experiments.measure import strategy_columns
+from agentic_rag.llm.cache import ChatCache
+from agentic_rag.llm.client import OpenAIChatModel
+from agentic_rag.retrieve.expansion import LLMCost
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.retrieve.rerank import LLMReranker, make_reranker, order_by_ranking
+from agentic_rag.retrieve.retrievers import CandidateMemo
+from agentic_rag.store.index import AgenticIndex
 
 from .fakes import HashingEmbedder
 
@@ -258,7 +261,7 @@ def test_llm_strategies_sweep_spec_matches_the_committed_yaml():
     from pathlib import Path
 
     from agentic_rag.experiments.spec import SweepSpec
-    from agentic_rag.experiments.strategies import LLM_NAMES, REPLY_PACK, strategy_spec
+    from agentic_rag.studies.strategies import LLM_NAMES, REPLY_PACK, strategy_spec
 
     spec = strategy_spec("tau2-banking", "dev", LLM_NAMES)
     yaml_spec = SweepSpec.load(Path(__file__).parents[1] / "experiments"
@@ -313,9 +316,9 @@ def test_multi_query_and_pointwise_rerank_on_the_real_server(index, smol_server,
 ])
 def test_a_sweep_starts_the_embedded_server_when_retrieval_calls_the_llm(
         monkeypatch, tmp_path, names, base_url, starts):
-    from agentic_rag.datasets import Dataset
+    from agentic_rag.datasets.base import Dataset
     from agentic_rag.experiments.executors import LocalExecutor
-    from agentic_rag.experiments.strategies import strategy_spec
+    from agentic_rag.studies.strategies import strategy_spec
 
     started = []
 
@@ -330,7 +333,13 @@ def test_a_sweep_starts_the_embedded_server_when_retrieval_calls_the_llm(
             started.append(self.config)
             return self
 
-    monkeypatch.setattr("agentic_rag.server.LlamaServer", Server)
+        def __enter__(self):
+            return self.start()
+
+        def __exit__(self, *exc):
+            pass
+
+    monkeypatch.setattr("agentic_rag.llm.server.LlamaServer", Server)
     base = RAGConfig().with_overrides({"llm.base_url": base_url}) if base_url else None
     spec = strategy_spec("tau2-banking", "dev", names, base=base)
     ds = Dataset(name="tiny", corpus=DOCS, queries=[], qrels={})
@@ -342,7 +351,7 @@ def test_a_sweep_starts_the_embedded_server_when_retrieval_calls_the_llm(
 def test_pointwise_on_small_to_big_is_an_llm_sweep_of_its_own():
     """The stacked arm is swept beside each strategy alone; the per-dataset LLM sweeps
     (`LLM_NAMES`, the committed YAMLs) do not grow it."""
-    from agentic_rag.experiments.strategies import LLM_NAMES, REPLY_PACK, S2B_LLM_NAMES, strategy_spec
+    from agentic_rag.studies.strategies import LLM_NAMES, REPLY_PACK, S2B_LLM_NAMES, strategy_spec
 
     spec = strategy_spec("python-library-qa", "dev", S2B_LLM_NAMES)
     assert spec.reply_pack == REPLY_PACK

@@ -8,16 +8,18 @@ import socket
 
 import pytest
 
-from agentic_rag.agent import run_agent
-from agentic_rag.config import AgentConfig, LLMConfig, QueryConfig, RAGConfig, ServerConfig
-from agentic_rag.datasets import banking_documents
-from agentic_rag.index import AgenticIndex
-from agentic_rag.llm import ChatCache, OpenAIChatModel
-from agentic_rag.models import read_gguf_metadata, resolve_model
-from agentic_rag.pipeline import Pipeline
-from agentic_rag.query import AgentQueryBuilder
-from agentic_rag.server import LlamaServer
-from agentic_rag.tool import AgenticRAGTool
+from agentic_rag.agent.loop import run_agent
+from agentic_rag.agent.tool import AgenticRAGTool
+from agentic_rag.config import AgentConfig, QueryConfig, RAGConfig
+from agentic_rag.config_llm import LLMConfig, ServerConfig
+from agentic_rag.datasets.corpora import banking_documents
+from agentic_rag.llm.cache import ChatCache
+from agentic_rag.llm.client import OpenAIChatModel
+from agentic_rag.llm.models import read_gguf_metadata, resolve_model
+from agentic_rag.llm.server import LlamaServer
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.retrieve.query import AgentQueryBuilder
+from agentic_rag.store.index import AgenticIndex
 
 pytestmark = [pytest.mark.slow, pytest.mark.llm]
 
@@ -92,7 +94,7 @@ def test_llm_intent_classifier_on_qwen(fee_pipeline, message, intent):
 
 
 def test_llm_rewriter_on_qwen(fee_pipeline):
-    from agentic_rag.query import QueryRewriter
+    from agentic_rag.retrieve.query import QueryRewriter
 
     q = QueryRewriter("llm", fee_pipeline.chat_model).rewrite(
         "Hi there! I was wondering, could you please tell me how much a wire transfer costs? Thanks")
@@ -182,7 +184,7 @@ def test_tool_required_makes_the_first_turn_a_bounded_search(blue_pipeline, mode
 
 
 def test_support_judge_separates_halueval_answers(qwen):
-    from agentic_rag.datasets import load_dataset
+    from agentic_rag.datasets.qa import load_dataset
     from agentic_rag.evaluation.llm_judge import validate_judge
 
     ds = load_dataset("halueval-qa").split("dev").sample(8, seed=5)
@@ -198,7 +200,7 @@ def test_support_judge_separates_halueval_answers(qwen):
 def test_sweep_with_llm_metric_groups(qwen, tmp_path):
     """answers + hallucination + ragas (faithfulness) + non-LLM ragas + the agent loop,
     on one sampled query."""
-    from agentic_rag.experiments import run_sweep
+    from agentic_rag.experiments.runner import run_sweep
     from agentic_rag.experiments.spec import SweepSpec
 
     spec = SweepSpec.model_validate({

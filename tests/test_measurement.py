@@ -8,9 +8,9 @@ import pytest
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.documents import Document
-from agentic_rag.index import AgenticIndex
-from agentic_rag.pipeline import Pipeline
-from agentic_rag.retrievers import CandidateMemo
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.retrieve.retrievers import CandidateMemo
+from agentic_rag.store.index import AgenticIndex
 
 from .fakes import HashingEmbedder
 

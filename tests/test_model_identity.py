@@ -2,9 +2,10 @@
 
 from types import SimpleNamespace as NS
 
-from agentic_rag.config import LLMConfig
-from agentic_rag.llm import ChatCache, OpenAIChatModel, model_identity
-from agentic_rag.models import MODELS
+from agentic_rag.config_llm import LLMConfig
+from agentic_rag.llm.cache import ChatCache, model_identity
+from agentic_rag.llm.client import OpenAIChatModel
+from agentic_rag.llm.models import MODELS
 
 
 def _client(counter):
@@ -67,7 +68,7 @@ def test_map_calls_keeps_input_order_at_any_concurrency():
     import random
     import time
 
-    from agentic_rag.llm import map_calls
+    from agentic_rag.llm.calls import map_calls
 
     def slow_square(x):
         time.sleep(random.random() / 200)

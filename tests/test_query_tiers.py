@@ -6,15 +6,15 @@ import pytest
 
 from agentic_rag.config import QueryConfig, RAGConfig, TiersConfig
 from agentic_rag.documents import Chunk, Document, Hit
-from agentic_rag.index import AgenticIndex
-from agentic_rag.query import (
+from agentic_rag.retrieve.query import (
     AgentQueryBuilder,
     apply_history_penalty,
     classify_intent_heuristic,
     rewrite_heuristic,
     word_overlap,
 )
-from agentic_rag.tiers import TieredIndex
+from agentic_rag.retrieve.tiers import TieredIndex
+from agentic_rag.store.index import AgenticIndex
 
 from .fakes import HashingEmbedder
 

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from agentic_rag.config import ConfigError
-from agentic_rag.experiments import execute, run_sweep
+from agentic_rag.config_base import ConfigError
+from agentic_rag.experiments import plan as execute
+from agentic_rag.experiments.runner import run_sweep
 from agentic_rag.experiments.spec import SweepSpec
-from agentic_rag.stores import StoreUnavailable
+from agentic_rag.store.base import StoreUnavailable
 
 from .fakes import HashingEmbedder, local_corpus
 from .test_chroma_server import CHROMA, SWEEP_DOCS, SWEEP_QS, ChromaServer, _free_port
@@ -248,7 +249,7 @@ def test_missing_ray_names_the_extra(corpus, tmp_path, monkeypatch):
 
 
 def test_capped_meter_and_bad_executor_are_refused(corpus, tmp_path):
-    from agentic_rag.llm import CallMeter
+    from agentic_rag.llm.calls import CallMeter
 
     with pytest.raises(ValueError, match="--max-llm-calls is not supported with executor ray"):
         run_sweep(_spec(corpus, "ray"), tmp_path / "runs", tmp_path / "cache", progress=False,

@@ -14,9 +14,9 @@ import pytest
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.documents import Hit
-from agentic_rag.embeddings import CachedEmbedder
-from agentic_rag.index import AgenticIndex, IndexLocked
-from agentic_rag.pipeline import Pipeline
+from agentic_rag.ingest.embeddings import CachedEmbedder
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.store.index import AgenticIndex, IndexLocked
 
 from .fakes import HashingEmbedder
 from .test_reliability_crash import ROOT, assert_in_step, corpus
@@ -94,7 +94,7 @@ WRITER = r"""
 import sys, time
 sys.path.insert(0, {root!r})
 from agentic_rag.config import RAGConfig
-from agentic_rag.index import AgenticIndex
+from agentic_rag.store.index import AgenticIndex
 from tests.fakes import HashingEmbedder
 from tests.test_reliability_crash import corpus
 
@@ -266,12 +266,12 @@ def test_a_busy_server_on_the_port_is_reused_not_relaunched(tmp_path, monkeypatc
     prompt: /v1/models answers after the 2 s health-check timeout. The second process must
     wait and reuse it, not launch a server that dies on `address already in use` (and, before
     it dies, truncates the running server's log)."""
-    from agentic_rag.config import ServerConfig
-    from agentic_rag.server import LlamaServer
+    from agentic_rag.config_llm import ServerConfig
+    from agentic_rag.llm.server import LlamaServer
 
     busy = _SlowModels(delay=3.0)
     try:
-        monkeypatch.setattr("agentic_rag.server.subprocess.Popen", _no_popen)
+        monkeypatch.setattr("agentic_rag.llm.server.subprocess.Popen", _no_popen)
         log = tmp_path / "logs" / f"llama-server-{busy.port}.log"
         log.parent.mkdir(parents=True)
         log.write_text("the running server's log\n")
@@ -284,12 +284,12 @@ def test_a_busy_server_on_the_port_is_reused_not_relaunched(tmp_path, monkeypatc
 
 
 def test_a_port_held_by_something_else_is_a_clear_error(tmp_path, monkeypatch):
-    from agentic_rag.config import ServerConfig
-    from agentic_rag.server import LlamaServer, ServerError
+    from agentic_rag.config_llm import ServerConfig
+    from agentic_rag.llm.server import LlamaServer, ServerError
 
     mute = _SlowModels(delay=None)
     try:
-        monkeypatch.setattr("agentic_rag.server.subprocess.Popen", _no_popen)
+        monkeypatch.setattr("agentic_rag.llm.server.subprocess.Popen", _no_popen)
         srv = LlamaServer(ServerConfig(port=mute.port, startup_timeout_s=3), home=tmp_path)
         with pytest.raises(ServerError, match=f"127.0.0.1:{mute.port} is in use"):
             srv.start(warm_up=False)

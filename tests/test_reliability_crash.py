@@ -15,7 +15,7 @@ import pytest
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.documents import Document
-from agentic_rag.index import AgenticIndex
+from agentic_rag.store.index import AgenticIndex
 
 from .fakes import HashingEmbedder
 
@@ -44,8 +44,8 @@ import os, sys, time
 sys.path.insert(0, {root!r})
 PAUSE = float(os.environ.get("WORKER_PAUSE_S", "0.05"))
 from agentic_rag.config import RAGConfig
-from agentic_rag.index import AgenticIndex
-from agentic_rag.lexical import LexicalIndex
+from agentic_rag.store.index import AgenticIndex
+from agentic_rag.store.lexical import LexicalIndex
 from tests.fakes import HashingEmbedder
 from tests.test_reliability_crash import corpus
 

@@ -9,12 +9,14 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from agentic_rag.chunking import AgenticChunker
-from agentic_rag.config import ChunkingConfig, ConfigError, RAGConfig
-from agentic_rag.datasets import DatasetError, load_local
+from agentic_rag.config import ChunkingConfig, RAGConfig
+from agentic_rag.config_base import ConfigError
+from agentic_rag.datasets.base import DatasetError
+from agentic_rag.datasets.qa import load_local
 from agentic_rag.documents import Document, DocumentError, Hit, read_document
-from agentic_rag.index import AgenticIndex
-from agentic_rag.markup import parse_blocks
+from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.ingest.markup import parse_blocks
+from agentic_rag.store.index import AgenticIndex
 
 from .fakes import FailingEmbedder, HashingEmbedder
 
@@ -64,7 +66,7 @@ def test_empty_and_whitespace_documents_are_recorded_skips(tmp_path, text, recor
 
 
 def test_cli_index_of_folder_with_binary_file_fails_cleanly(tmp_path, record_property):
-    from agentic_rag.cli import app
+    from agentic_rag.cli.main import app
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -295,7 +297,7 @@ def test_bad_sweep_specs_raise_config_error(tmp_path, name, record_property):
 
 
 def test_cli_reports_bad_config_without_traceback(tmp_path):
-    from agentic_rag.cli import app
+    from agentic_rag.cli.main import app
 
     p = tmp_path / "bad.yaml"
     p.write_text("chunking:\n  max_tokens: 5\n")
@@ -362,7 +364,7 @@ QUERIES = {
 
 @pytest.fixture(scope="module")
 def real_index(tmp_path_factory, minilm, banking):
-    from agentic_rag.embeddings import CachedEmbedder
+    from agentic_rag.ingest.embeddings import CachedEmbedder
 
     home = tmp_path_factory.mktemp("query-index")
     idx = AgenticIndex(RAGConfig(home=str(home)),
@@ -381,7 +383,7 @@ def _well_formed(hits: list, k: int) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_odd_queries_through_search_lexical_and_pipeline(real_index, name, record_property):
-    from agentic_rag.pipeline import Pipeline
+    from agentic_rag.retrieve.pipeline import Pipeline
 
     q = QUERIES[name]
     _well_formed(real_index.search(q, k=5), 5)

@@ -10,8 +10,9 @@ import math
 
 import pytest
 
-from agentic_rag.config import LLMConfig
-from agentic_rag.llm import LLMError, OpenAIChatModel, schema_errors
+from agentic_rag.config_llm import LLMConfig
+from agentic_rag.llm.client import OpenAIChatModel, schema_errors
+from agentic_rag.llm.types import LLMError
 
 from .faultproxy import FaultProxy
 
@@ -133,7 +134,7 @@ def faulty_sweep(tmp_path_factory, proxy, minilm):
     reset → recorded failure), q2 once (429 → retried), q3 twice (truncated, 503 →
     failure), q4 once (malformed JSON → retried), q5 clean. (Timeouts are covered above:
     a client timeout leaves the single-slot local server busy with the abandoned request.)"""
-    from agentic_rag.experiments import run_sweep
+    from agentic_rag.experiments.runner import run_sweep
     from agentic_rag.experiments.spec import SweepSpec
 
     tmp = tmp_path_factory.mktemp("faulty-sweep")
@@ -186,7 +187,7 @@ def test_sweep_summary_has_no_nan(faulty_sweep):
 
 
 def test_all_llm_calls_failing_sweep_still_finishes(tmp_path, proxy, minilm):
-    from agentic_rag.experiments import run_sweep
+    from agentic_rag.experiments.runner import run_sweep
     from agentic_rag.experiments.spec import SweepSpec
 
     docs, questions = local_dataset(tmp_path)
@@ -212,7 +213,7 @@ def test_all_llm_calls_failing_sweep_still_finishes(tmp_path, proxy, minilm):
 def test_api_key_value_never_written(faulty_sweep, record_property):
     """The sentinel key was sent to the server (so it was live), yet no run folder, exported
     config, cache, index or log line contains it."""
-    from agentic_rag.experiments import export_config
+    from agentic_rag.experiments.export import export_config
 
     assert any(SENTINEL in a for a in faulty_sweep["auth"])
     tmp = faulty_sweep["tmp"]

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from agentic_rag.config import RAGConfig
-from agentic_rag.index import AgenticIndex, IndexStateError
+from agentic_rag.store.index import AgenticIndex, IndexStateError
 
 from .fakes import FailingEmbedder, HashingEmbedder
 from .test_reliability_crash import assert_in_step, corpus
@@ -84,7 +84,7 @@ def test_a_failed_undo_is_reported_on_the_error_and_in_the_log(tmp_path, caplog)
 
     idx.store.delete = broken_delete
     new = corpus(1, n=4)[1:]
-    with caplog.at_level("ERROR", logger="agentic_rag.index"), \
+    with caplog.at_level("ERROR", logger="agentic_rag.store.index"), \
             pytest.raises(RuntimeError, match="went away") as exc:
         idx.add_documents(new, batch_size=4)  # the first batch is written, the second fails
     notes = getattr(exc.value, "__notes__", [])
@@ -108,7 +108,7 @@ def test_an_unreadable_saved_bm25_index_is_rebuilt_with_a_warning(tmp_path, capl
     first.add_documents(corpus(1, n=2))
     want = [h.chunk.id for h in first.search_lexical("guide topic1", 5)]
     (home / "lexical" / "chunks.jsonl").write_text("{not json\n", encoding="utf-8")
-    with caplog.at_level("WARNING", logger="agentic_rag.index"):
+    with caplog.at_level("WARNING", logger="agentic_rag.store.index"):
         got = [h.chunk.id for h in fake_index(home).search_lexical("guide topic1", 5)]
     assert got == want
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
@@ -122,7 +122,7 @@ def test_cli_search_reports_a_damaged_state_without_a_traceback(tmp_path):
     message that names the file and the mend, not a traceback (BM25 mode: no model load)."""
     from typer.testing import CliRunner
 
-    from agentic_rag.cli import app
+    from agentic_rag.cli.main import app
 
     home = tmp_path / "home"
     fake_index(home).add_documents(corpus(1, n=3))

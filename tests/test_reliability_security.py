@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from agentic_rag import models
-from agentic_rag.models import ModelMissing, resolve_model
+from agentic_rag.llm import models
+from agentic_rag.llm.models import ModelMissing, resolve_model
 
 from .test_reliability_crash import ROOT
 
@@ -68,8 +68,8 @@ steps = {{}}
 home, docs_dir, questions, base_url = sys.argv[1:5]
 from agentic_rag.config import RAGConfig
 from agentic_rag.documents import iter_document_paths, read_document
-from agentic_rag.index import AgenticIndex
-from agentic_rag.pipeline import Pipeline
+from agentic_rag.store.index import AgenticIndex
+from agentic_rag.retrieve.pipeline import Pipeline
 cfg = RAGConfig(home=home).with_overrides({{"llm.base_url": base_url, "llm.max_tokens": 16,
                                            "context.max_tokens": 150}})
 idx = AgenticIndex(cfg)
@@ -80,13 +80,13 @@ steps["bm25"] = len(idx.search_lexical("monthly fee", k=3))
 pipe = Pipeline(cfg, index=idx)
 steps["pipeline"] = len(pipe.retrieve("What is the monthly fee?")[1].hits)
 
-from agentic_rag.agent import run_agent
-from agentic_rag.tool import AgenticRAGTool
+from agentic_rag.agent.loop import run_agent
+from agentic_rag.agent.tool import AgenticRAGTool
 res = run_agent("What is the monthly maintenance fee?", pipe.chat_model, AgenticRAGTool(pipe),
                 max_steps=1, mode="json")  # SmolLM2's template has no native tool calls
 steps["agent"] = [res.stop_reason, res.prompt_tokens, res.error]
 
-from agentic_rag.experiments import run_sweep
+from agentic_rag.experiments.runner import run_sweep
 from agentic_rag.experiments.spec import SweepSpec
 spec = SweepSpec.model_validate({{
     "name": "offline", "dataset": {{"name": "local", "docs": docs_dir, "questions": questions,
@@ -179,8 +179,8 @@ def test_tampered_single_file_model_never_reaches_the_server(tmp_path, monkeypat
                                                              record_property):
     import shutil
 
-    from agentic_rag.config import ServerConfig
-    from agentic_rag.server import LlamaServer
+    from agentic_rag.config_llm import ServerConfig
+    from agentic_rag.llm.server import LlamaServer
 
     real = resolve_model("smollm2-135m")
     fake_dir = tmp_path / "pkg"
@@ -197,7 +197,7 @@ def test_tampered_single_file_model_never_reaches_the_server(tmp_path, monkeypat
     def no_popen(*a, **k):  # noqa: ANN002, ANN003
         raise AssertionError("the server was started with unchecked weights")
 
-    monkeypatch.setattr("agentic_rag.server.subprocess.Popen", no_popen)
+    monkeypatch.setattr("agentic_rag.llm.server.subprocess.Popen", no_popen)
     from .conftest import free_port
 
     srv = LlamaServer(ServerConfig(model="smollm2-135m", port=free_port()), home=tmp_path)
@@ -210,8 +210,8 @@ def test_tampered_embedding_weights_are_refused_before_loading(tmp_path, monkeyp
                                                                record_property):
     import sentence_transformers
 
-    from agentic_rag import embeddings
     from agentic_rag.config import EmbeddingConfig
+    from agentic_rag.ingest import embeddings
 
     folder = tmp_path / "model"
     folder.mkdir()

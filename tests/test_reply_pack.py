@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from agentic_rag.config import LLMConfig
-from agentic_rag.llm import ChatCache, OpenAIChatModel
+from agentic_rag.config_llm import LLMConfig
+from agentic_rag.llm.cache import ChatCache
+from agentic_rag.llm.client import OpenAIChatModel
 
 from .fakes import fake_openai_client
 

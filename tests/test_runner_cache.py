@@ -14,11 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentic_rag.experiments import evaluate, execute, row_cache, run_sweep, summary
+from agentic_rag.experiments import measure as evaluate
+from agentic_rag.experiments import plan as execute
+from agentic_rag.experiments import row_cache, summary
 from agentic_rag.experiments.row_cache import RowCache, code_version, source_digest
+from agentic_rag.experiments.runner import run_sweep
 from agentic_rag.experiments.spec import SweepSpec
 from agentic_rag.experiments.stats import bootstrap_ci
-from agentic_rag.llm import ChatReply, LLMError
+from agentic_rag.llm.types import ChatReply, LLMError
 
 from .fakes import HashingEmbedder, local_corpus
 
@@ -189,7 +192,7 @@ def test_no_cache_recomputes_and_refreshes(sweep):
 def test_cli_sweep_cache_flags(sweep):
     from typer.testing import CliRunner
 
-    from agentic_rag.cli import app
+    from agentic_rag.cli.main import app
 
     path = sweep.tmp / "tiny.yaml"
     sweep.spec().save(path)

@@ -17,17 +17,18 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from agentic_rag.agent import run_agent
-from agentic_rag.cli import app
-from agentic_rag.config import LLMConfig, RAGConfig
+from agentic_rag.agent.loop import run_agent
+from agentic_rag.agent.tool import QUERY_MAX_CHARS, TOOL_NAME, AgenticRAGTool
+from agentic_rag.cli.main import app
+from agentic_rag.config import RAGConfig
+from agentic_rag.config_llm import LLMConfig
 from agentic_rag.documents import Document
-from agentic_rag.index import AgenticIndex
-from agentic_rag.llm import OpenAIChatModel
-from agentic_rag.pipeline import Pipeline
-from agentic_rag.serve import INDEX_URI, SESSION_META_KEY, SearchError, ServedPipeline, parse_search
-from agentic_rag.serve_client import MCPSearchTool
-from agentic_rag.serve_http import HttpServer
-from agentic_rag.tool import QUERY_MAX_CHARS, TOOL_NAME, AgenticRAGTool
+from agentic_rag.llm.client import OpenAIChatModel
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.serve.client import MCPSearchTool
+from agentic_rag.serve.http import HttpServer
+from agentic_rag.serve.mcp import INDEX_URI, SESSION_META_KEY, SearchError, ServedPipeline, parse_search
+from agentic_rag.store.index import AgenticIndex
 
 from .fakes import HashingEmbedder, fake_openai_client
 
@@ -86,7 +87,7 @@ def test_stdio_client_lists_the_tool_and_gets_the_direct_pipelines_answers(expor
     from mcp import Client, StdioServerParameters
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-c", "from agentic_rag.cli import main; main()", "serve",
+        command=sys.executable, args=["-c", "from agentic_rag.cli.core import main; main()", "serve",
                                       "--config", str(exported["path"])],
         env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     queries = QUERIES[:3] + [QUERIES[0]]  # the repeat: one stdio connection is one session
@@ -280,7 +281,7 @@ def test_log_queries_switch(tmp_path, caplog):
     for flag in (False, True):
         served = ServedPipeline(Pipeline(idx.config, index=idx), log_queries=flag)
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="agentic_rag.serve"):
+        with caplog.at_level(logging.INFO, logger="agentic_rag.serve.mcp"):
             assert served.search({"query": "wire transfer zebra"}).chunk_ids
         assert ("zebra" in caplog.text) is flag
 

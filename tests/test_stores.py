@@ -6,7 +6,7 @@ import pytest
 
 from agentic_rag import AgenticChunker, Document
 from agentic_rag.config import StoreConfig
-from agentic_rag.stores import STORES, make_store
+from agentic_rag.store.backends import STORES, make_store
 
 from .fakes import HashingEmbedder
 
@@ -125,7 +125,7 @@ def test_auto_mode_is_exact_below_the_size_limit(tmp_path):
 def test_top_k_stable_equals_a_full_stable_sort_with_ties():
     import numpy as np
 
-    from agentic_rag.stores import top_k_stable
+    from agentic_rag.store.base import top_k_stable
 
     rng = np.random.default_rng(0)
     for n in (1, 2, 7, 50, 333):
@@ -143,7 +143,7 @@ def test_chroma_get_everything_past_sqlite_variable_limit(tmp_path):
 
     from agentic_rag.config import StoreConfig
     from agentic_rag.documents import Chunk
-    from agentic_rag.stores import ChromaStore
+    from agentic_rag.store.chroma import ChromaStore
 
     store = ChromaStore(StoreConfig(), tmp_path / "chroma")
     n = 33_000
@@ -161,7 +161,7 @@ def test_chroma_get_everything_past_sqlite_variable_limit(tmp_path):
 _DOTS = """
 import hashlib, sys
 import numpy as np
-from agentic_rag.stores import row_dots
+from agentic_rag.store.base import row_dots
 rng = np.random.default_rng(0)
 m = rng.standard_normal((2579, 384)).astype(np.float32)
 h = hashlib.sha256()
@@ -187,7 +187,7 @@ def test_exact_search_scores_are_the_same_bits_at_any_blas_thread_count():
     assert _dots("row_dots", 1) == _dots("row_dots", 2)
     import numpy as np
 
-    from agentic_rag.stores import row_dots
+    from agentic_rag.store.base import row_dots
 
     m = np.arange(12, dtype=np.float32).reshape(4, 3)
     assert np.allclose(row_dots(m, np.array([1, 0, 2])), m @ np.array([1, 0, 2], np.float32))

@@ -7,15 +7,15 @@ import json
 
 import pytest
 
-from agentic_rag.config import ConfigError, RAGConfig
-from agentic_rag.datasets.base import GoldSpan
-from agentic_rag.documents import Chunk, Document, Hit
-from agentic_rag.evaluation import span_metrics
+from agentic_rag.config import RAGConfig
+from agentic_rag.config_base import ConfigError
+from agentic_rag.documents import Chunk, Document, GoldSpan, Hit
 from agentic_rag.evaluation.containment import answer_at_k
-from agentic_rag.index import AgenticIndex
-from agentic_rag.lexical import LexicalIndex, field_text
-from agentic_rag.pipeline import Pipeline
-from agentic_rag.small_to_big import SectionMap, expand_hits, served_spans, stitch
+from agentic_rag.evaluation.retrieval import span_metrics
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.store.index import AgenticIndex
+from agentic_rag.store.lexical import LexicalIndex, field_text
+from agentic_rag.store.sections import SectionMap, expand_hits, served_spans, stitch
 
 from .fakes import HashingEmbedder
 
@@ -49,7 +49,7 @@ def test_field_text_is_title_heading_and_api_names():
 
 
 def test_doc_name_is_the_id_as_words_and_hashes_give_none():
-    from agentic_rag.lexical import doc_name
+    from agentic_rag.store.lexical import doc_name
 
     assert doc_name("doc_checking_accounts_blue_account_003") == "checking accounts blue account"
     assert doc_name("pydocs/library/os.path.rst") == "os path"
@@ -198,8 +198,8 @@ def test_find_answer_ignores_line_wrapping_only():
 
 
 def test_library_qa_loads_with_its_split_and_rejects_a_wrong_answer(tmp_path):
-    from agentic_rag.datasets import DatasetError, DatasetMissing, python_library_qa
-    from agentic_rag.datasets.qa import LIBRARY_QA
+    from agentic_rag.datasets.base import DatasetError, DatasetMissing
+    from agentic_rag.datasets.qa import LIBRARY_QA, python_library_qa
 
     try:
         ds = python_library_qa()
@@ -220,7 +220,7 @@ def test_library_qa_loads_with_its_split_and_rejects_a_wrong_answer(tmp_path):
 # ---- the comparison ----------------------------------------------------------------------
 def test_strategy_spec_variants_are_configs_and_the_default_is_the_baseline():
     from agentic_rag.experiments.spec import SweepSpec
-    from agentic_rag.experiments.strategies import STRATEGIES, strategy_spec
+    from agentic_rag.studies.strategies import STRATEGIES, strategy_spec
 
     spec = strategy_spec("tau2-banking", "test")
     configs = spec.configs()
@@ -238,7 +238,7 @@ def test_strategy_spec_variants_are_configs_and_the_default_is_the_baseline():
 def test_choose_needs_no_loss_anywhere_and_a_gain():
     import pandas as pd
 
-    from agentic_rag.experiments.strategies import choose
+    from agentic_rag.studies.strategies import choose
 
     def table(default, title, small, comps):
         return pd.DataFrame({"strategy": ["default", "title 0.5", "chunks 128", "dense", "bm25"],
@@ -261,7 +261,7 @@ def test_choose_needs_no_loss_anywhere_and_a_gain():
 
 def test_tuner_replays_small_to_big_and_the_title_field_without_new_dense_searches(tmp_path,
                                                                                     monkeypatch):
-    from agentic_rag.datasets import Dataset, Query
+    from agentic_rag.datasets.base import Dataset, Query
     from agentic_rag.experiments.replay import Tuner
 
     paras = [f"Paragraph {i} talks about topic{i} in some detail here." for i in range(6)]
@@ -273,7 +273,7 @@ def test_tuner_replays_small_to_big_and_the_title_field_without_new_dense_search
                  qrels={f"q{j}": {f"guide{j}.md": 1} for j in range(3)})
     base = RAGConfig().with_overrides({"chunking.max_tokens": 16, "chunking.overlap_tokens": 0})
     emb = HashingEmbedder()
-    monkeypatch.setattr("agentic_rag.experiments.execute.make_embedder", lambda *a, **k: emb)
+    monkeypatch.setattr("agentic_rag.experiments.plan.make_embedder", lambda *a, **k: emb)
     t = Tuner(ds, n=3, split="all", chunk_sizes=(16,), base=base, cache_dir=tmp_path,
               log=lambda *a: None)
     plain = t.score(mode="static", retrievers=("dense", "bm25"))

@@ -6,15 +6,10 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from agentic_rag.config import LLMConfig
-from agentic_rag.evaluation.support import (
-    content_words,
-    graded_support,
-    judge_messages,
-    lexical_support,
-    p_yes,
-)
-from agentic_rag.llm import ChatReply, LLMError, OpenAIChatModel
+from agentic_rag.config_llm import LLMConfig
+from agentic_rag.evaluation.support import content_words, graded_support, judge_messages, lexical_support, p_yes
+from agentic_rag.llm.client import OpenAIChatModel
+from agentic_rag.llm.types import ChatReply, LLMError
 
 
 class _Chat:

@@ -18,15 +18,19 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from agentic_rag.agent import AgentResult, passages_by_citation, run_agent
-from agentic_rag.chunking import AgenticChunker
-from agentic_rag.cli import _echo_support, app
-from agentic_rag.config import AgentConfig, ContextConfig, LLMConfig, RAGConfig, SupportConfig
-from agentic_rag.context import AgenticContextFormatter, citation_id
+from agentic_rag.agent.loop import run_agent
+from agentic_rag.agent.result import AgentResult, passages_by_citation
+from agentic_rag.agent.tool import AgenticRAGTool, ToolOutput
+from agentic_rag.cli.main import app
+from agentic_rag.cli.core import _echo_support
+from agentic_rag.config import AgentConfig, ContextConfig, RAGConfig, SupportConfig
+from agentic_rag.config_llm import LLMConfig
 from agentic_rag.documents import Hit
 from agentic_rag.evaluation.support import lexical_support, support_score
-from agentic_rag.llm import ChatReply, LLMError, OpenAIChatModel
-from agentic_rag.tool import AgenticRAGTool, ToolOutput
+from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.llm.client import OpenAIChatModel
+from agentic_rag.llm.types import ChatReply, LLMError
+from agentic_rag.retrieve.context import AgenticContextFormatter, citation_id
 
 QUESTION = "What is the domestic wire fee for a Lime Green business account?"
 NO_AMOUNT = "doc_business_checking_accounts_lime_green_008#prose@37-339"

@@ -21,9 +21,9 @@ from agentic_rag.evaluation.support import (
     support_score,
     support_tokens,
 )
-from agentic_rag.experiments.detectors import run_validation
-from agentic_rag.experiments.detectors_own import score_own
-from agentic_rag.llm import ChatReply
+from agentic_rag.llm.types import ChatReply
+from agentic_rag.studies.detectors.own import score_own
+from agentic_rag.studies.detectors.scoring import run_validation
 
 # The τ²-banking passages of the case (tests/test_support_flag.py renders them from the corpus)
 NO_AMOUNT = ("You may see one or more of the following fees on your Lime Green Account:\n\n"

@@ -11,12 +11,13 @@ import zlib
 
 import pytest
 
-from agentic_rag.chunking import AgenticChunker
-from agentic_rag.datasets import DatasetError, load_local
+from agentic_rag.datasets.base import DatasetError
+from agentic_rag.datasets.qa import load_local
 from agentic_rag.datasets.testset import GeneratedQuestion, generate_testset, sample_chunks, stratum
 from agentic_rag.datasets.testset_filters import REASONS, check_reply, longest_common_run, pronoun_subject
 from agentic_rag.documents import Chunk, Document
-from agentic_rag.llm_types import ChatReply, LLMError
+from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.llm.types import ChatReply, LLMError
 
 DOCS = {
     "fees.md": "# Fees\n\nThe Harbor account has a monthly fee of 7 dollars unless the balance "
@@ -245,7 +246,7 @@ def _rows(means: dict[str, float], n: int = 30, noise: float = 0.05, seed: int =
 
 
 def test_rank_agreement_is_kendall_tau_b_with_a_bootstrap_ci():
-    from agentic_rag.experiments.testset_validation import rank_agreement
+    from agentic_rag.studies.testset_validation import rank_agreement
 
     spread = {"a": 0.2, "b": 0.4, "c": 0.6, "d": 0.8}
     same = rank_agreement(_rows(spread), _rows(spread, seed=1), n_boot=200)
@@ -276,7 +277,8 @@ def test_rank_agreement_is_kendall_tau_b_with_a_bootstrap_ci():
 
 
 def test_a_packaged_corpus_takes_other_questions_and_drops_excluded_documents(tmp_path):
-    from agentic_rag.datasets import Dataset, Query, with_questions
+    from agentic_rag.datasets.base import Dataset, Query
+    from agentic_rag.datasets.qa import with_questions
 
     docs = [Document(id=f"pydocs/{p}", text=f"text of {p} " * 5) for p in
             ("faq/a.rst", "library/b.rst", "library/c.rst")]

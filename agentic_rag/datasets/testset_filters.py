@@ -12,10 +12,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ..documents import Chunk, Document
-from ..evaluation.answers import normalize_answer
-from ..llm_types import LLMError
-from .qa import find_answer
+from agentic_rag.datasets.qa import find_answer
+from agentic_rag.documents import Chunk, Document
+from agentic_rag.evaluation.answers import normalize_answer
+from agentic_rag.llm.types import LLMError
 
 REASONS = ("llm error", "malformed reply", "answer too long", "answer not in source",
            "copies the source", "near-duplicate", "question repeats the answer",

@@ -1,16 +1,4 @@
-"""Metrics: retrieval (ir-measures, document and span level), answers, hallucination, and
-how well a score detects a label (AUROC)."""
-
-from .answers import exact_match, normalize_answer, token_f1
-from .detection import auroc
-from .retrieval import (
-    RETRIEVAL_MEASURES,
-    doc_run,
-    ir_metrics,
-    per_type_hits,
-    span_metrics,
-    span_overlap,
-)
-
-__all__ = ["RETRIEVAL_MEASURES", "auroc", "doc_run", "exact_match", "ir_metrics",
-           "normalize_answer", "per_type_hits", "span_metrics", "span_overlap", "token_f1"]
+"""Layer 4, metrics only: retrieval (ir-measures, document and span level), answers (EM, token F1,
+abstention), containment of the answer in the context, support detectors and the LLM judge,
+ragas, and how well a score detects a label (AUROC). A new metric goes in the module of its
+kind here."""

@@ -36,3 +36,11 @@ def _f1(pred: str, ref: str) -> float:
 
 def token_f1(prediction: str, references: Sequence[str]) -> float:
     return max((_f1(prediction, r) for r in references), default=0.0)
+
+
+_ABSTAIN = re.compile(r"\b(i don'?t know|i do not know|cannot (?:find|answer|determine)|"
+                      r"(?:do|does) not (?:contain|mention|provide|specify|say))\b", re.I)
+
+
+def is_abstention(answer: str) -> bool:
+    return bool(_ABSTAIN.search(answer))

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..documents import Hit
-from .answers import normalize_answer
+from agentic_rag.documents import Hit
+from agentic_rag.evaluation.answers import normalize_answer
 
 
 def contains_answer(text: str, references: Sequence[str]) -> float:

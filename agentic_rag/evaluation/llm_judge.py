@@ -13,8 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..llm import ChatModel, ChatReply, LLMError, ask_json_field, map_calls
-from .detection import auroc
+from agentic_rag.evaluation.detection import auroc
+from agentic_rag.llm.calls import map_calls
+from agentic_rag.llm.client import ask_json_field
+from agentic_rag.llm.types import ChatModel, ChatReply, LLMError
 
 ANSWER_PROMPT = ("Answer the question using only the context. Reply with the answer only, in "
                  "a few words. If the context does not contain the answer, reply \"I don't know\".")

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ..config import LLMConfig
-from .detection import auroc
+from agentic_rag.config_llm import LLMConfig
+from agentic_rag.evaluation.detection import auroc
 
 RAGAS_INSTALL = ("pip install ragas==0.4.3 langchain-community==0.4.1 instructor==1.17.0 "
                  "rapidfuzz rouge_score sacrebleu")
@@ -109,7 +109,7 @@ class RagasScorer:
                 client = AsyncOpenAI(base_url=_base_url(self.config), api_key=key,
                                      timeout=self.config.timeout_s)
             else:  # llm.base_url / llm.endpoints: through make_chat_model, at temperature 0
-                from ..llm import make_chat_model
+                from agentic_rag.llm.chat import make_chat_model
 
                 client = chat_model_client(make_chat_model(
                     self.config.model_copy(update={"temperature": 0.0}), self.cache_dir))

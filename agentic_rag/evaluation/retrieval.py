@@ -19,9 +19,8 @@ from collections.abc import Sequence
 import ir_measures
 from ir_measures import MRR, P, R, nDCG
 
-from ..datasets.base import GoldSpan
-from ..documents import Hit
-from ..small_to_big import served_spans
+from agentic_rag.documents import GoldSpan, Hit
+from agentic_rag.store.sections import served_spans
 
 RETRIEVAL_MEASURES = {"recall@5": R @ 5, "recall@10": R @ 10, "precision@5": P @ 5,
                       "ndcg@10": nDCG @ 10, "mrr@10": MRR @ 10}

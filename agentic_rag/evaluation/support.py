@@ -39,9 +39,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, get_args
 
-from ..config import SupportDetector
-from ..llm import ChatModel, ChatReply, LLMError
-from .answers import normalize_answer
+from agentic_rag.config import SupportDetector
+from agentic_rag.evaluation.answers import normalize_answer
+from agentic_rag.llm.types import ChatModel, ChatReply, LLMError
 
 GRADED_JUDGE_PROMPT = (
     "Read the answer below and check it against the context above. Is every claim in the "

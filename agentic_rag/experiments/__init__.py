@@ -1,9 +1,6 @@
-"""The experiment runner: sweep specs → tidy per-query results, summaries, statistics, export."""
-
-from .export import choose_config, export_config
-from .runner import SweepResult, run_sweep
-from .spec import DatasetSpec, SweepSpec
-from .stats import bootstrap_ci, paired_bootstrap, pareto_front
-
-__all__ = ["DatasetSpec", "SweepResult", "SweepSpec", "bootstrap_ci", "choose_config",
-           "export_config", "paired_bootstrap", "pareto_front", "run_sweep"]
+"""Layer 9, the experiment machinery: a sweep `spec`, its `plan` (units of work, one per index),
+the `executors` (this process, or Ray), `measure` (one config × query → one measured row),
+`jsonl` (resumable rows), `row_cache`, `summary` and `stats` (paired bootstrap CIs, Pareto
+front), `runfolder`, `runner.run_sweep` (the driver), `export` (the chosen config with its
+provenance), `replay` (the interactive tuner), `plots` and `llm_cost` (estimates and the
+meter's progress). Studies (`agentic_rag.studies`) are built on it."""

@@ -1,4 +1,4 @@
-"""Executors: they turn units of work (`execute.Unit`) into finished rows.
+"""Executors: they turn units of work (`plan.Unit`) into finished rows.
 
 An executor is a context manager with `run_all(units)`, yielding batches of `Finished` rows
 in unit order (within a unit, in `unit.todo` order), so `rows.jsonl` is the same whatever
@@ -13,6 +13,7 @@ the same for every executor.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import uuid
@@ -21,14 +22,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..datasets import Dataset
-from ..llm import CallMeter, MeteredChatModel, make_chat_model, map_calls
-from ..pipeline import Pipeline
-from ..retrievers import CandidateMemo
-from . import execute
-from .evaluate import PendingRow, start_row
-from .execute import LLM_GROUPS, Finished, Unit, cached_row
-from .spec import RaySpec, SweepSpec
+from agentic_rag.datasets.base import Dataset
+from agentic_rag.experiments import plan as execute
+from agentic_rag.experiments.measure import PendingRow, start_row
+from agentic_rag.experiments.plan import LLM_GROUPS, Finished, Unit, cached_row
+from agentic_rag.experiments.spec import RaySpec, SweepSpec
+from agentic_rag.llm.calls import CallMeter, MeteredChatModel, map_calls
+from agentic_rag.llm.chat import make_chat_model
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.retrieve.retrievers import CandidateMemo
 
 
 class Executor(Protocol):
@@ -59,7 +61,8 @@ class LocalExecutor:
         self.cache_dir, self.llm_ids, self.compute = Path(cache_dir), llm_ids, compute
         self.progress, self.log = progress, log
         self.max_concurrency, self.meter = max_concurrency, meter or CallMeter()
-        self.server = self.scorer = None
+        self.scorer = None
+        self._llm_server = contextlib.ExitStack()  # the local LLM server, when started here
         self.docs_by_id = {d.id: d for d in ds.corpus}
         self.embedders: dict | None = None  # None: each index opens its own embedder
 
@@ -76,26 +79,22 @@ class LocalExecutor:
         spec = self.spec
         llm_groups = LLM_GROUPS & set(spec.metrics)
         retrieval = any(c[2].retrieval_calls_llm for c in self.configs)
-        if (llm_groups - {"ragas_nonllm"} or retrieval) and spec.base.llm.uses_local_server:
-            from ..server import LlamaServer
+        if llm_groups - {"ragas_nonllm"} or retrieval:
+            from agentic_rag.llm.server import serve_local
 
-            self.server = LlamaServer(spec.base.llm.server, home=self.cache_dir)
-            if not self.server.running():
-                self.log(f"starting the local LLM server ({spec.base.llm.server.model}) ...")
-                self.server.start()
+            self._llm_server.enter_context(serve_local(spec.base.llm, self.cache_dir, log=self.log))
 
     def make_scorer(self) -> None:
         """The ragas scorer, if the metrics include ragas."""
         spec = self.spec
         if "ragas" in spec.metrics:
-            from ..evaluation.ragas_metrics import RagasScorer
+            from agentic_rag.evaluation.ragas_metrics import RagasScorer
 
             self.scorer = RagasScorer(spec.base.llm, spec.ragas_metrics,
                                       cache_dir=str(self.cache_dir / "ragas-cache"))
 
     def __exit__(self, *exc: object) -> None:
-        if self.server is not None:
-            self.server.stop()
+        self._llm_server.close()
 
     def run_all(self, units: list[Unit]) -> Iterator[list[Finished]]:
         """Every unit's rows, unit after unit."""

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from ..config import RAGConfig
+from agentic_rag.config import RAGConfig
 
 _OPS = {"<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
         "<": operator.lt, ">": operator.gt}
@@ -76,8 +76,8 @@ def _values(row: pd.Series) -> dict[str, Any]:
 def score_on_test(run_dir: Path, cfg: RAGConfig, cache_dir: str | Path = "experiments/cache",
                   log=print) -> tuple[str, pd.Series]:  # noqa: ANN001
     """Run `cfg` alone on the test split of the run's dataset; (run name, summary row)."""
-    from .runner import run_sweep
-    from .spec import SweepSpec
+    from agentic_rag.experiments.runner import run_sweep
+    from agentic_rag.experiments.spec import SweepSpec
 
     spec = SweepSpec.load(run_dir / "spec.yaml")
     if spec.dataset.split != "dev":

@@ -1,7 +1,7 @@
 """The LLM cost of a run: estimated before it starts, metered while it runs.
 
-- `measured_rates`: prompt and generated tokens per second of this endpoint: the registry's
-  constants (measured on this machine, `claims/registry.py`) scaled by how long the reply
+- `measured_rates`: prompt and generated tokens per second of this endpoint: the
+  constants (measured on this machine, below) scaled by how long the reply
   cache's latest replies took against them, else the constants; `Rates.source` says which.
 - `estimate_line`: the calls, tokens and wall time a run is about to spend. The time is
   divided by the calls in flight only when the endpoint serves calls in parallel (assumed
@@ -20,11 +20,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import LLMConfig, ServerConfig
-from ..llm import CallMeter, ChatCache
-from .claims.registry import AGENT_TOKENS_PER_TASK, COMPLETION_TOKENS_PER_S, PROMPT_TOKENS_PER_S
+from agentic_rag.config_llm import LLMConfig, ServerConfig
+from agentic_rag.llm.cache import ChatCache
+from agentic_rag.llm.calls import CallMeter
 
-JUDGE_TOKENS_PER_ROW = 1200  # claims/registry.py, beside AGENT_TOKENS_PER_TASK
+# The local Qwen2.5-Coder-1.5B's token rates, the constants cost estimates start from:
+# llama.cpp's own timings over the first 23 calls of the b-answers run of 2026-11-30 18:21
+# (2 threads, machine otherwise idle): 58 prompt tokens/s, 14 generated tokens/s; rounded
+# down. (Earlier figure, 40/10, was measured with the machine shared with benchmarks.)
+PROMPT_TOKENS_PER_S = 55.0
+COMPLETION_TOKENS_PER_S = 13.0
+# per task and arm, from agent-v4 (30 banking tasks, retrieve_first): 2,033 prompt tokens for
+# the agent's turns; the judges read ~1,200 more when the answer is not an abstention
+AGENT_TOKENS_PER_TASK = 3300
+JUDGE_TOKENS_PER_ROW = 1200  # beside AGENT_TOKENS_PER_TASK
 RECENT = 200  # replies per cache file the speed is measured on
 MIN_REPLIES = 20
 
@@ -40,12 +49,12 @@ class Rates:
 
 
 CONSTANTS = Rates(PROMPT_TOKENS_PER_S, COMPLETION_TOKENS_PER_S,
-                  "the registry constants (claims/registry.py: local Qwen 1.5B, 2 threads, "
+                  "the rate constants (local Qwen 1.5B, 2 threads, "
                   "this machine idle), no usable measurement in the reply cache")
 
 
 def speed_factor(samples: list[tuple[int, int, float]]) -> float | None:
-    """How many times the registry constants' time the replies took: Σ seconds over Σ
+    """How many times the rate constants' time the replies took: Σ seconds over Σ
     (prompt/P + completion/C) at the constants' rates, from (prompt tokens, completion
     tokens, seconds) per reply; None with fewer than `MIN_REPLIES`. One factor, not two
     fitted rates: replies whose completions are all about as long (a judge's one token)
@@ -58,7 +67,7 @@ def speed_factor(samples: list[tuple[int, int, float]]) -> float | None:
 
 
 def measured_rates(caches: Iterable[Path], recent: int = RECENT) -> Rates:
-    """The registry constants scaled by this endpoint's measured speed (`speed_factor` over
+    """The rate constants scaled by this endpoint's measured speed (`speed_factor` over
     the last `recent` replies of each existing reply-cache file: replies the model computed,
     a cache hit is never stored again), else `CONSTANTS`."""
     samples, used = [], []
@@ -77,7 +86,7 @@ def measured_rates(caches: Iterable[Path], recent: int = RECENT) -> Rates:
         return CONSTANTS
     return Rates(CONSTANTS.prompt_per_s / factor, CONSTANTS.completion_per_s / factor,
                  f"measured on this endpoint: its {len(samples)} latest replies in "
-                 f"{', '.join(used)} took {factor:.2f}× the time at the registry constants' "
+                 f"{', '.join(used)} took {factor:.2f}× the time at the rate constants' "
                  f"{CONSTANTS.prompt_per_s:.0f} / {CONSTANTS.completion_per_s:.0f} tokens/s")
 
 
@@ -90,7 +99,7 @@ def serves_in_parallel(llm: LLMConfig) -> bool:
 
 def estimate_line(est: dict[str, int], rates: Rates, concurrency: int, parallel: bool) -> str:
     """One line: the calls, tokens and wall time to expect (`est`: `llm_calls`,
-    `prompt_tokens_est`, `completion_tokens_est`, as `execute.estimate_llm_cost` and
+    `prompt_tokens_est`, `completion_tokens_est`, as `plan.estimate_llm_cost` and
     `agent_cost` give them), and what the time rests on."""
     calls, prompt_tokens = est["llm_calls"], est["prompt_tokens_est"]
     completion_tokens = est["completion_tokens_est"]
@@ -127,7 +136,7 @@ def local_server_meta(config: ServerConfig) -> dict[str, Any]:
     """What a run's meta records of the embedded llama.cpp server: its build and CPU variant
     (`server.build_info`) and the settings that change outputs (`server_settings`); a
     build that cannot be inspected is recorded as the error, not left out silently."""
-    from ..server import ServerError, build_info, server_settings
+    from agentic_rag.llm.server import ServerError, build_info, server_settings
 
     try:
         build: dict[str, Any] = build_info(config)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .summary import short_label
+from agentic_rag.experiments.summary import short_label
 
 
 def _plt():

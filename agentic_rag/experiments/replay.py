@@ -27,12 +27,13 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import RAGConfig
-from ..datasets import Dataset, load_dataset
-from ..evaluation import doc_run, ir_metrics
-from ..pipeline import Pipeline
-from ..retrievers import CandidateMemo
-from .runner import open_index
+from agentic_rag.config import RAGConfig
+from agentic_rag.datasets.base import Dataset
+from agentic_rag.datasets.qa import load_dataset
+from agentic_rag.evaluation.retrieval import doc_run, ir_metrics
+from agentic_rag.experiments.plan import open_index
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.retrieve.retrievers import CandidateMemo
 
 SETTINGS = {  # tuner argument → config path
     "mode": "gate.mode", "min_confidence": "gate.min_confidence", "merge": "gate.merge",

@@ -37,9 +37,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import EmbeddingConfig, LLMConfig, RAGConfig
-from ..packages import file_sha256
-from ..sqlite_kv import SQLiteFile
+from agentic_rag.config import EmbeddingConfig, RAGConfig
+from agentic_rag.config_llm import LLMConfig
+from agentic_rag.packages import file_sha256
+from agentic_rag.store.sqlite_kv import SQLiteFile
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -133,7 +134,7 @@ def embedding_identity(config: EmbeddingConfig, cache: RowCache) -> str:
     loading it); a remote model is its name and endpoint."""
     if config.kind != "sentence-transformers":
         return f"{config.kind}:{config.model}@{config.base_url}"
-    from ..embeddings import _resolve_model_dir
+    from agentic_rag.ingest.embeddings import _resolve_model_dir
 
     try:
         folder = _resolve_model_dir(config.model)
@@ -146,7 +147,7 @@ def embedding_identity(config: EmbeddingConfig, cache: RowCache) -> str:
 def llm_identity(config: LLMConfig, cache: RowCache) -> str:
     """The model behind the LLM calls, as the reply cache keys it (`llm.model_identity`); a
     .gguf path is hashed through this cache's file digests."""
-    from ..llm import model_identity
+    from agentic_rag.llm.cache import model_identity
 
     return model_identity(config, digest=cache.file_digest)
 

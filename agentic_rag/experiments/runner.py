@@ -1,8 +1,8 @@
 """Run a sweep: every config × query (× repeat) → one row of measured results.
 
-`run_sweep` is the driver. The work is planned by `execute.py` (one unit per distinct
+`run_sweep` is the driver. The work is planned by `plan.py` (one unit per distinct
 index) and run by an executor (`executors.py`: this process, or a Ray cluster with
-`spec.executor: ray`), each row is measured by `evaluate.py`, and the rows become the
+`spec.executor: ray`), each row is measured by `measure.py`, and the rows become the
 results and summary tables in `summary.py`. The driver alone writes
 the run folder (through `runfolder.py`): `runs_dir/<timestamp>-<name>/` with
 `spec.yaml`, `configs/`, `rows.jsonl` (appended and fsync'd row by row),
@@ -35,44 +35,33 @@ from typing import Any
 
 import pandas as pd
 
-from ..datasets import Dataset
-from ..llm import CallMeter, LLMCallCap
-from .evaluate import evaluation_settings, failed, judge_view
-from .execute import (
-    LLM_GROUPS,
-    Finished,
-    estimate_llm_cost,
-    index_key,
-    load_spec_dataset,
-    open_index,
-    plan_units,
-)
-from .executors import LocalExecutor, RayExecutor
-from .llm_cost import (
+from agentic_rag.datasets.base import Dataset
+from agentic_rag.experiments.executors import LocalExecutor, RayExecutor
+from agentic_rag.experiments.jsonl import read_lines
+from agentic_rag.experiments.llm_cost import (
     Progress,
     estimate_line,
     local_server_meta,
     measured_rates,
     serves_in_parallel,
 )
-from .row_cache import RowCache, RowKeys, code_version, llm_identity
-from .runfolder import mark_complete, new_run_dir, versions, write_meta
-from .spec import SweepSpec
-from .summary import (
-    QUALITY,
-    cached_summary,
-    decision_distribution,
-    per_query_means,
-    print_summary,
-    results_frame,
-    summarize,
+from agentic_rag.experiments.measure import evaluation_settings, failed
+from agentic_rag.experiments.plan import (
+    LLM_GROUPS,
+    Finished,
+    estimate_llm_cost,
+    index_key,
+    load_spec_dataset,
+    plan_units,
 )
-
-# what callers imported from here before the split (notebooks, benchmarks, replay.py,
-# calibrate.py, claims)
-__all__ = ["QUALITY", "SweepResult", "decision_distribution", "estimate_llm_cost",
-           "evaluation_settings", "failed", "index_key", "judge_view", "load_spec_dataset",
-           "open_index", "per_query_means", "print_summary", "run_sweep", "summarize"]
+from agentic_rag.experiments.row_cache import RowCache, RowKeys, code_version, llm_identity
+from agentic_rag.experiments.runfolder import mark_complete, new_run_dir, versions, write_meta
+from agentic_rag.experiments.spec import SweepSpec
+from agentic_rag.experiments.summary import (
+    cached_summary,
+    results_frame,
+)
+from agentic_rag.llm.calls import CallMeter, LLMCallCap
 
 
 @dataclass
@@ -84,12 +73,12 @@ class SweepResult:
     rows_from_cache: int = 0
 
     def plot_tradeoff(self, x: str = "latency_p50_ms", y: str = "ndcg@10", path=None):  # noqa: ANN001, ANN201
-        from .plots import plot_tradeoff
+        from agentic_rag.experiments.plots import plot_tradeoff
 
         return plot_tradeoff(self.summary, x, y, path)
 
     def plot_metric(self, param: str, metric: str = "ndcg@10", path=None):  # noqa: ANN001, ANN201
-        from .plots import plot_metric
+        from agentic_rag.experiments.plots import plot_metric
 
         return plot_metric(self.summary, param, metric, path)
 
@@ -117,21 +106,8 @@ class _Rows:
                 f"{path.parent}: another sweep of this spec is writing this run folder "
                 f"({path.name} is locked); wait for it to finish or stop it, then rerun to "
                 "resume") from None
-        if path.stat().st_size:
-            raw = path.read_bytes()
-            good = 0
-            for line in raw.splitlines(keepends=True):
-                if not line.endswith(b"\n"):
-                    break
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    break
-                self._keep(row, line.decode("utf-8").rstrip("\n"))
-                good += len(line)
-            if good != len(raw):
-                with path.open("r+b") as f:
-                    f.truncate(good)
+        for row, line in read_lines(path):
+            self._keep(row, line)
 
     def _keep(self, row: dict, line: str) -> None:
         key = (row["config_id"], row["query_id"], row["repeat"])
@@ -291,7 +267,7 @@ def _llm_rows_to_compute(spec: SweepSpec, units: list, llm_ids: frozenset[str]) 
 def _announce_llm(spec: SweepSpec, ds: Dataset, configs: list, cache_dir: Path, llm_rows: int,
                   concurrency: int, log=print) -> None:  # noqa: ANN001
     """The LLM calls, tokens and wall time of the rows still to compute, at the rates
-    measured in this sweep's reply caches (else the registry constants)."""
+    measured in this sweep's reply caches (else the rate constants)."""
     groups = sorted(LLM_GROUPS & set(spec.metrics))
     full = estimate_llm_cost(spec, len(configs), len(ds.queries))
     share = llm_rows / max(1, len(configs) * spec.repeats * min(spec.llm_sample, len(ds.queries)))

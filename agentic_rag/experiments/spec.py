@@ -15,7 +15,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..config import ConfigError, RAGConfig, format_validation_error
+from agentic_rag.config import RAGConfig, format_validation_error
+from agentic_rag.config_base import ConfigError
 
 MetricGroup = Literal["retrieval", "answers", "hallucination", "ragas", "ragas_nonllm", "agent"]
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from .row_cache import RowCache, code_version
-from .spec import SweepSpec
-from .stats import bootstrap_ci, paired_effect, pareto_front
+from agentic_rag.experiments.row_cache import RowCache, code_version
+from agentic_rag.experiments.spec import SweepSpec
+from agentic_rag.experiments.stats import bootstrap_ci, paired_effect, pareto_front
 
 QUALITY = ["ndcg@10", "recall@10", "recall@5", "mrr@10", "precision@5"]
 PAIRED = ["span_recall@5", "span_recall@10", "span_iou@10", "exact_match", "token_f1",

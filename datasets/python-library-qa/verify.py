@@ -29,8 +29,8 @@ def seeded_split(ids: list[str]) -> dict[str, str]:
 
 
 def main() -> int:
-    from agentic_rag.chunking import AgenticChunker
-    from agentic_rag.datasets import python_docs
+    from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.datasets.corpora import python_docs
     from agentic_rag.datasets.qa import find_answer
     from agentic_rag.evaluation.answers import normalize_answer
 

@@ -1,14 +1,21 @@
 """Prompt variants for the retrieve_first user turn, on DEV questions (choose on dev)."""
-import sys, json, time
+import json
+import sys
+import time
+
 sys.path.insert(0, "experiments")
 from pathlib import Path
+
 import agent_eval as E
-from agentic_rag import agent as A
-from agentic_rag.config import AgentConfig, RAGConfig, ServerConfig
-from agentic_rag.llm import ChatCache, OpenAIChatModel
-from agentic_rag.server import LlamaServer
-from agentic_rag.tool import AgenticRAGTool
+
+from agentic_rag.agent import loop as A
+from agentic_rag.agent.tool import AgenticRAGTool
+from agentic_rag.config import AgentConfig, RAGConfig
+from agentic_rag.config_llm import ServerConfig
 from agentic_rag.evaluation.answers import token_f1
+from agentic_rag.llm.cache import ChatCache
+from agentic_rag.llm.client import OpenAIChatModel
+from agentic_rag.llm.server import LlamaServer
 
 home = Path("experiments/cache/agent-eval")
 srv = LlamaServer(ServerConfig(port=8777, n_ctx=8192, n_threads=2), home=str(home)); srv.start()

@@ -1,0 +1,145 @@
+"""What one agent run returns (`AgentResult`, its `AgentStep`s) and what its final answer says about
+itself: the passages it cites (`parse_citations`, `strip_citations`, `passages_by_citation`) and
+whether it abstains (`abstained`, from `evaluation.answers.is_abstention`). The support fields are
+filled by `agent.support.answer_support`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentic_rag.agent.tool import ToolOutput
+from agentic_rag.evaluation.answers import is_abstention
+
+
+class AgentStep(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    kind: Literal["tool_call", "answer", "invalid_call"]
+    via: str  # native | tool_call_text | json | policy (retrieve_first) | tool_choice | json_forced
+    arguments: dict[str, Any] | None = None
+    tool: ToolOutput | None = None
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False  # the reply came from the LLM cache (its latency is not the model's)
+
+
+class AgentResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+    answer: str
+    stop_reason: Literal["answer", "max_steps", "llm_error", "invalid_action", "nothing_found"]
+    policy: str = "free"
+    mode: str = "native"
+    steps: list[AgentStep] = Field(default_factory=list)
+    error: str | None = None
+    latency_s: float = 0.0
+    citations: list[str] = Field(default_factory=list)  # citation ids, as written
+    cited_chunks: list[str] = Field(default_factory=list)  # chunk ids of valid citations
+    invalid_citations: list[str] = Field(default_factory=list)  # ids of chunks never served
+    action_failures: int = 0  # malformed JSON actions (each after its one retry)
+    # support of the final answer (module doc); latency_s does not include its judge call
+    support_score: float | None = None  # in [0, 1]; None when not scored
+    supported: bool | None = None  # support_score >= support_threshold
+    support_detector: str | None = None  # graded_judge | lexical | mean
+    support_threshold: float | None = None
+    support_against: Literal["cited", "served"] | None = None  # the passages scored against
+    support_note: str | None = None  # why the answer was not scored, or scored against served
+    support_error: str | None = None  # the judge's LLMError ("kind: message"), never a score
+
+    @property
+    def tool_calls(self) -> int:
+        """Searches made, the policy's own (retrieve_first) included."""
+        return sum(1 for s in self.steps if s.kind == "tool_call")
+
+    @property
+    def model_tool_calls(self) -> int:
+        """Searches the model asked for (forced ones included, the policy's pre-search not)."""
+        return sum(1 for s in self.steps if s.kind == "tool_call" and s.via != "policy")
+
+    @property
+    def served(self) -> list[str]:
+        """Chunk ids the agent was shown, in order, without repeats."""
+        return list(dict.fromkeys(c for s in self.steps if s.tool for c in s.tool.chunk_ids))
+
+    @property
+    def citation_valid(self) -> bool:
+        """No citation names a chunk that was never served (vacuously true without citations)."""
+        return not self.invalid_citations
+
+    @property
+    def cites_served(self) -> bool:
+        return bool(self.cited_chunks)
+
+    @property
+    def abstained(self) -> bool:
+        return is_abstention(self.answer)
+
+    @property
+    def cached_calls(self) -> int:
+        """LLM turns answered from the cache: `latency_s` of such a run is not the model's."""
+        return sum(1 for s in self.steps if s.cached)
+
+    @property
+    def retrieval_iterations(self) -> int:
+        return sum(s.tool.iterations for s in self.steps if s.tool)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(s.prompt_tokens for s in self.steps)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(s.completion_tokens for s in self.steps)
+
+    @property
+    def context_tokens(self) -> int:
+        return sum(s.tool.context_tokens for s in self.steps if s.tool)
+
+
+_BRACKETS = re.compile(r"\[([^\[\]\n]{1,80})\]")
+
+
+_CITE_ID = re.compile(r"^[0-9a-f]{5}$")
+
+
+def parse_citations(answer: str) -> list[str]:
+    """Citation ids written in square brackets (`[3fa9c]`, `[3fa9c, 1b2c3]`, `[id: 3fa9c]`),
+    in order of first appearance."""
+    out: list[str] = []
+    for group in _BRACKETS.findall(answer):
+        for token in re.split(r"[,;\s]+", group.strip().lower()):
+            token = token.removeprefix("id:").removeprefix("#").strip()
+            if _CITE_ID.match(token) and token not in out:
+                out.append(token)
+    return out
+
+
+def strip_citations(answer: str) -> str:
+    """The answer without its citation brackets (`[3fa9c]`): an id is no claim, and the cited
+    passage's header carries it, so it would count as support."""
+    text = _BRACKETS.sub(lambda m: "" if parse_citations(m.group(0)) else m.group(0), answer)
+    return re.sub(r"\s+([.,;:!?])", r"\1", " ".join(text.split()))
+
+
+_PASSAGE_HEAD = re.compile(  # a passage's header in each `context.header_style`
+    r'^(?:--- Document \d+ \[(?P<dashes>[0-9a-f]{5})\] ---'
+    r'|<document index="\d+" id="(?P<xml>[0-9a-f]{5})"'
+    r'|### \[\d+\] [^\n]*\n_id: \[(?P<markdown>[0-9a-f]{5})\])', re.M)
+
+
+def passages_by_citation(content: str) -> dict[str, str]:
+    """One search's passages by citation id, each as the model read it: from its header to
+    the next passage's header (a passage served twice: its first text)."""
+    heads = list(_PASSAGE_HEAD.finditer(content))
+    out: dict[str, str] = {}
+    for m, nxt in zip(heads, [*heads[1:], None]):
+        cid = m.group("dashes") or m.group("xml") or m.group("markdown")
+        out.setdefault(cid, content[m.start():nxt.start() if nxt else len(content)].strip())
+    return out

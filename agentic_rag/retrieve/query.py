@@ -1,0 +1,253 @@
+"""Layer 2: intent-aware query construction.
+
+`AgentQueryBuilder.build_query(message, agent_state, previous_retrievals)` turns an
+agent's message into a `RetrievalIntent`: the intent (fact / code / procedure /
+data) from a heuristic or an LLM classifier, chunk-type filters from a
+configurable intent → types map, a rewritten query, and a de-duplication verdict
+against earlier retrievals (word overlap, or embedding similarity). Which
+classifier produced the intent is recorded, including an LLM failure that fell
+back to the heuristic: nothing is silently defaulted.
+
+`apply_history_penalty` lowers the score of chunks the agent was already served
+(the seed's "same chunks again" failure mode).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentic_rag.config import QueryConfig
+from agentic_rag.documents import Hit
+from agentic_rag.llm.client import ask_json_field
+from agentic_rag.llm.types import ChatModel, LLMError
+
+IntentType = Literal["fact", "code", "procedure", "data"]
+INTENTS: tuple[str, ...] = ("fact", "code", "procedure", "data")
+
+
+class RetrievalIntent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    original: str = ""
+    intent: IntentType = "fact"
+    filters: dict[str, Any] = Field(default_factory=dict)
+    min_confidence: float | None = None
+    classifier: str = "heuristic"
+    duplicate_of: str | None = None  # a previous retrieval this one repeats
+    dropped_filters: list[str] = Field(default_factory=list)  # types the index lacks
+
+
+# ---- heuristic classifier (the seed's keyword rules, improved) ---------------------
+_RULES: dict[str, tuple[str, ...]] = {
+    "code": ("code", "snippet", "function", "method", "syntax", "example of", "implement",
+             "script", "traceback", "exception", "error:", "import ", "def ", "class ", "regex",
+             "api call", "decorator", "```", "()"),
+    "procedure": ("how to", "how do i", "how can i", "steps", "step by step", "procedure",
+                  "process for", "walk me through", "set up", "setup", "install", "configure",
+                  "enable", "unlock", "reset", "open an", "close an", "apply for", "what should i do"),
+    "data": ("how much", "how many", "fee", "fees", "rate", "rates", "price", "cost", "limit",
+             "limits", "percentage", "percent", "%", "$", "table", "compare", "comparison",
+             "minimum", "maximum", "threshold", "apr", "apy", "amount", "number of"),
+}
+_PRIORITY = ("code", "data", "procedure")  # tie-break: the more specific intent wins
+
+
+def classify_intent_heuristic(message: str) -> IntentType:
+    """Count keyword hits per intent; the best count wins, ties broken by specificity."""
+    text = f" {message.lower()} "
+    counts = {intent: sum(1 for kw in kws if kw in text) for intent, kws in _RULES.items()}
+    if "`" in message:
+        counts["code"] += 2
+    best = max(_PRIORITY, key=lambda i: (counts[i], -_PRIORITY.index(i)))
+    return best if counts[best] > 0 else "fact"  # type: ignore[return-value]
+
+
+_INTENT_SCHEMA = {"type": "object", "properties": {"intent": {"type": "string", "enum": list(INTENTS)}},
+                  "required": ["intent"]}
+_INTENT_PROMPT = (
+    "Classify what the user needs from the documentation. Answer with JSON {\"intent\": X} where "
+    "X is one of: \"code\" (a code example, function or syntax), \"procedure\" (steps to do "
+    "something), \"data\" (a number, fee, rate, limit or table value), \"fact\" (anything else).")
+
+
+class LLMIntentClassifier:
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+
+    def __call__(self, message: str) -> IntentType:
+        intent, _ = ask_json_field(self.model, _INTENT_PROMPT, message, "intent", _INTENT_SCHEMA,
+                                   lambda v: v in INTENTS, max_tokens=20)
+        return intent
+
+
+# ---- rewriting ----------------------------------------------------------------------
+_FRAMING = (
+    "can you tell me", "could you tell me", "can you please", "could you please", "can you",
+    "could you", "would you", "please", "i want to know", "i would like to know", "i'd like to know",
+    "i was wondering", "i wonder", "do you know", "tell me", "help me understand", "help me",
+    "i need to know", "i need", "hey", "hi", "hello", "so", "ok", "okay", "quick question",
+)
+_TRAILING = ("thanks", "thank you", "thx", "please")
+
+
+def rewrite_heuristic(message: str) -> str:
+    """Strip conversational framing (greetings, 'can you tell me', trailing thanks)."""
+    q = " ".join(message.strip().split())
+    changed = True
+    while changed:
+        changed = False
+        low = q.lower()
+        for frame in _FRAMING:
+            if low.startswith(frame) and (len(low) == len(frame) or not low[len(frame)].isalnum()):
+                q = q[len(frame):].lstrip(" ,.!:;-")
+                changed = True
+                break
+        low = q.lower().rstrip(" .!?")
+        for tail in _TRAILING:
+            if low.endswith(tail) and (len(low) == len(tail) or not low[-len(tail) - 1].isalnum()):
+                q = q[:len(low) - len(tail)].rstrip(" ,.!")
+                changed = True
+                break
+    q = q.strip()
+    if q.lower().startswith(("if ", "whether ")):
+        q = q.split(" ", 1)[1] if " " in q else q
+    return q or message.strip()
+
+
+_REWRITE_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}},
+                   "required": ["query"]}
+_REWRITE_PROMPT = ("Rewrite the user's message as a short search query for a documentation "
+                   "search engine: keep names, numbers and technical terms, drop politeness. "
+                   "Answer with JSON {\"query\": \"...\"}.")
+
+
+class LLMRewriter:
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+
+    def __call__(self, message: str) -> str:
+        q, _ = ask_json_field(self.model, _REWRITE_PROMPT, message, "query", _REWRITE_SCHEMA,
+                              lambda v: isinstance(v, str) and bool(v.strip()), max_tokens=60)
+        return q.strip()
+
+
+class QueryRewriter:
+    """The seed's heuristic (strip conversational framing), an LLM rewriter, or none.
+    An LLM failure raises `LLMError` (the caller records it), never a silent fallback."""
+
+    def __init__(self, mode: Literal["none", "heuristic", "llm"] = "heuristic",
+                 chat_model: ChatModel | None = None) -> None:
+        if mode == "llm" and chat_model is None:
+            raise ValueError("QueryRewriter('llm') needs a chat model")
+        self.mode = mode
+        self._llm = LLMRewriter(chat_model) if mode == "llm" else None
+
+    def rewrite(self, message: str) -> str:
+        if self._llm is not None:
+            return self._llm(message)
+        return rewrite_heuristic(message) if self.mode == "heuristic" else message
+
+    __call__ = rewrite
+
+
+_QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how is are was were do does did can could "
+    "should would will shall may might must a an the of to in on for and or be been being "
+    "i me my we our you your it its this that these those there their they them he she his "
+    "her with about from by as at into than then so if any some".split())
+
+
+def rewrite_keywords(query: str) -> str:
+    """Keyword extraction for the gate's `rewrite_query`: drop question and function words,
+    keep content words, numbers, identifiers and quoted phrases, in their order. Returns
+    the query unchanged when nothing would be left."""
+    words = re.findall(r"\"[^\"]+\"|[\w.$%/+#-]+", query)
+    kept = [w for w in words if w.lower().strip(".") not in _QUESTION_WORDS]
+    out = " ".join(w.strip(".") for w in kept).strip()
+    return out or query
+
+
+# ---- de-duplication -----------------------------------------------------------------
+_WORD = re.compile(r"[a-z0-9_]+")
+_STOP = frozenset("a an the of to in on for and or is are was be how do i what can my me with "
+                  "does it this that".split())
+
+
+def query_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def word_overlap(a: str, b: str) -> float:
+    """Jaccard similarity of content words."""
+    wa, wb = query_words(a), query_words(b)
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / len(wa | wb)
+
+
+def apply_history_penalty(hits: Sequence[Hit], served: set[str], penalty: float) -> list[Hit]:
+    """Multiply the score of already-served chunks by (1 − penalty) and re-rank."""
+    if not served or penalty <= 0:
+        return list(hits)
+    scored = [h.model_copy(update={"score": h.score * (1 - penalty)}) if h.chunk.id in served else h
+              for h in hits]
+    scored.sort(key=lambda h: (-h.score, h.chunk.id))
+    return [h.model_copy(update={"rank": r}) for r, h in enumerate(scored, 1)]
+
+
+class AgentQueryBuilder:
+    def __init__(self, config: QueryConfig, chat_model: ChatModel | None = None,
+                 embed=None) -> None:  # noqa: ANN001 - Callable[[list[str]], np.ndarray]
+        self.config = config
+        self.embed = embed
+        if (config.classifier == "llm" or config.rewriter == "llm") and chat_model is None:
+            raise ValueError("query.classifier/rewriter 'llm' needs a chat model")
+        if config.dedup == "embedding" and embed is None:
+            raise ValueError("query.dedup 'embedding' needs an embed function")
+        self._llm_classifier = LLMIntentClassifier(chat_model) if chat_model else None
+        self.rewriter = QueryRewriter(config.rewriter, chat_model)
+
+    def classify(self, message: str) -> tuple[IntentType, str]:
+        if self.config.classifier == "llm":
+            try:
+                return self._llm_classifier(message), "llm"  # type: ignore[misc]
+            except LLMError as exc:
+                return classify_intent_heuristic(message), f"heuristic (llm failed: {exc.kind})"
+        return classify_intent_heuristic(message), "heuristic"
+
+    def rewrite(self, message: str) -> str:
+        return self.rewriter.rewrite(message)  # an LLM failure propagates as LLMError
+
+    def is_duplicate(self, query: str, previous: Sequence[str]) -> str | None:
+        if self.config.dedup == "none" or not previous:
+            return None
+        if self.config.dedup == "overlap":
+            for p in previous:
+                if word_overlap(query, p) >= self.config.overlap_threshold:
+                    return p
+            return None
+        vecs = np.asarray(self.embed([query, *previous]))
+        sims = vecs[1:] @ vecs[0]
+        best = int(np.argmax(sims))
+        return previous[best] if sims[best] >= self.config.embedding_threshold else None
+
+    def build_query(self, message: str, agent_state: dict[str, Any] | None = None,
+                    previous_retrievals: Sequence[str] = ()) -> RetrievalIntent:
+        state = agent_state or {}
+        intent, source = self.classify(message)
+        if state.get("task_type") in INTENTS:  # the agent knows better than keywords
+            intent, source = state["task_type"], "agent_state"
+        types = self.config.intent_filters.get(intent, ())
+        filters: dict[str, Any] = {}
+        if types:
+            filters["chunk_type"] = list(types) if len(types) > 1 else types[0]
+        query = self.rewrite(message)
+        return RetrievalIntent(query=query, original=message, intent=intent, filters=filters,
+                               min_confidence=state.get("min_confidence"), classifier=source,
+                               duplicate_of=self.is_duplicate(query, previous_retrievals))

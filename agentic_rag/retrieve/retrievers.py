@@ -1,0 +1,142 @@
+"""Hybrid retrieval over an `AgenticIndex`: dense and BM25 candidate lists, fused with
+RRF or score fusion (`fusion.py`), with intent filters applied hard, soft or not at all.
+
+`FusionRetriever.evidence(query, k, where, retrievers, filter_mode)` returns the fused
+list *and* every retriever's own candidate list (the confidence gate reads both);
+`search(query, k, where)` is the plain `SearchFn` (hard filters, configured retrievers).
+
+Retrievers: `dense` (the vector store), `bm25` (BM25 over the chunk text, heading path
+prefixed) and `title` (field matching: BM25 over each chunk's title field only — document
+title, heading path, API names; `lexical.field_text`), each with its fusion weight.
+
+Small-to-big (`fusion.small_to_big = "section"`): the fused list is served as parents, each
+hit grown with its section's neighbouring chunks up to `fusion.parent_tokens`
+(`small_to_big.py`); the retrievers' own lists (`Evidence.runs`) stay the matched chunks.
+
+Filters (`filter_mode`):
+- `hard`: every retriever searches only chunks matching `where`;
+- `soft`: retrievers search everything, and a dense list restricted by `where`
+  (`filtered`) is fused in as one more ranking: matching chunk types are boosted, the
+  list is never emptied;
+- `off`: `where` is ignored.
+
+Candidate lists are memoised per (retriever, query, where, depth) in a `CandidateMemo`
+when one is passed: replaying fusion and gate settings over the same queries then
+costs no new search (`experiments/replay.py`).
+
+Scores of fused hits: `raw_score` is the fused value; `score` divides it by the value
+an item ranked first by every ranking would get (RRF: Σw / (k + 1)), so it lies in
+[0, 1] and 1.0 means "first everywhere". For score fusion it already lies in [0, 1].
+A single ranking is returned as is (cosines for dense, BM25 / best BM25 for bm25).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from agentic_rag.config import FusionConfig
+from agentic_rag.documents import Hit
+from agentic_rag.retrieve.evidence import Evidence
+from agentic_rag.retrieve.fusion import rrf, score_fusion
+from agentic_rag.store.index import AgenticIndex
+from agentic_rag.store.sections import expand_hits
+
+
+class CandidateMemo:
+    """Candidate lists per (retriever, query, filter, depth) and the seconds each first search
+    took. `cost` adds up search seconds charged since `take()`: the real time of fresh
+    searches and the recorded time of replayed ones, so a replayed retrieval reports the
+    latency it would have had; `fresh` is the part actually spent searching."""
+
+    def __init__(self) -> None:
+        self.lists: dict[str, list[Hit]] = {}
+        self.seconds: dict[str, float] = {}
+        self.cost = self.fresh = 0.0
+        self.searches = 0
+
+    def take(self) -> tuple[float, float]:
+        out = (self.cost, self.fresh)
+        self.cost = self.fresh = 0.0
+        return out
+
+    def __len__(self) -> int:
+        return len(self.lists)
+
+
+class FusionRetriever:
+    def __init__(self, config: FusionConfig, index: AgenticIndex,
+                 memo: CandidateMemo | None = None) -> None:
+        self.config = config
+        self.index = index
+        self.memo = memo
+        self._vectors: dict[str, object] = {}  # query → embedding, for this retriever's life
+
+    def run(self, name: str, query: str, where: dict[str, Any] | None) -> list[Hit]:
+        """One retriever's candidate list at depth `fusion.candidates`."""
+        depth = self.config.candidates
+        memo = self.memo
+        key = json.dumps([name, query, where, depth], sort_keys=True)
+        if memo is not None and key in memo.lists:
+            memo.cost += memo.seconds[key]
+            return memo.lists[key]
+        t0 = time.perf_counter()
+        if name == "dense":  # one embedding per query text however often it is searched
+            vec = self._vectors.get(query)
+            if vec is None:
+                if len(self._vectors) >= 256:  # a long-lived retriever: keep it small
+                    self._vectors.clear()
+                vec = self._vectors[query] = self.index.embed_query(query)
+            hits = self.index.search(query, depth, where, vector=vec)
+        elif name == "bm25":
+            hits = self.index.search_lexical(query, depth, where)
+        elif name == "title":
+            hits = self.index.search_fields(query, depth, where)
+        else:
+            raise ValueError(f"fusion.retrievers: unknown retriever {name!r}")
+        if memo is not None:
+            dt = time.perf_counter() - t0
+            memo.lists[key], memo.seconds[key] = hits, dt
+            memo.cost += dt
+            memo.fresh += dt
+            memo.searches += 1
+        return hits
+
+    def evidence(self, query: str, k: int, where: dict[str, Any] | None = None,
+                 retrievers: tuple[str, ...] | None = None,
+                 filter_mode: str = "hard") -> Evidence:
+        names = tuple(retrievers or self.config.retrievers)
+        hard = where if (where and filter_mode == "hard") else None
+        runs = {name: self.run(name, query, hard) for name in names}
+        if where and filter_mode == "soft":
+            runs["filtered"] = self.run("dense", query, where)
+        weights = [self.config.weight(name) for name in runs]
+        hits = self.fuse(runs, weights)
+        if self.config.small_to_big == "section":
+            hits = expand_hits(hits, self.index.sections(), self.config.parent_tokens)
+        return Evidence(hits=hits, runs=runs, filtered=bool(where) and filter_mode != "off", k=k)
+
+    def fuse(self, runs: dict[str, list[Hit]], weights: list[float]) -> list[Hit]:
+        cfg = self.config
+        if len(runs) == 1:
+            return list(next(iter(runs.values())))
+        by_id = {}
+        for hits in runs.values():
+            for h in hits:
+                by_id.setdefault(h.chunk.id, h.chunk)
+        if cfg.method == "rrf":
+            fused = rrf([[h.chunk.id for h in hits] for hits in runs.values()], cfg.rrf_k, weights)
+            best = sum(weights) / (cfg.rrf_k + 1)
+        else:
+            total = sum(weights)
+            fused = score_fusion(
+                [{h.chunk.id: (h.raw_score if h.raw_score is not None else h.score) for h in hits}
+                 for hits in runs.values()], [w / total for w in weights], cfg.normalise)
+            best = 1.0
+        name = "+".join(runs)
+        return [Hit(chunk=by_id[cid], score=min(1.0, s / best), raw_score=s, rank=r,
+                    retriever=name) for r, (cid, s) in enumerate(fused, 1)]
+
+    def search(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[Hit]:
+        return self.evidence(query, k, where, None, "hard").hits[:k]

@@ -1,0 +1,458 @@
+"""Agent retrieval policies × tool modes against closed-book, on τ²-banking and the Python FAQ.
+
+    agentic-rag agent-eval --run agent-v1 --split test --n 30 \\
+        --cells retrieve_first:native closed_book:native
+    agentic-rag agent-eval --run agent-v1 --split dev --n 8 \\
+        --cells retrieve_first:native tool_required:native free:native closed_book:native \\
+                retrieve_first:json tool_required:json free:json
+    agentic-rag agent-eval --run agent-v1 --summarize-only
+
+(`python experiments/agent_eval.py ...` in a checkout runs the same.) One row per (dataset,
+split, cell, question) is appended to `<runs-dir>/<run>/rows.jsonl` (default
+`experiments/agent-runs/`, relative to the working directory); a rerun skips rows already
+there, and every LLM call (agent and judges) is cached on disk (keyed by model and server
+URL: keep `--port`), so a rerun after an interruption costs nothing for what was done.
+Up to `--max-concurrency` questions run at once (default `llm.max_concurrency`; rows are
+written in the same order at any concurrency); `--max-llm-calls N` stops cleanly after N
+new LLM calls (a rerun continues). Before each pass the expected calls, tokens and wall
+time are printed, and while it runs, progress with an ETA (`llm_cost.py`).
+Questions are interleaved (question 1 of each dataset under every cell, then question 2
+...), so a run cut short still has paired rows. `summary.csv` has one row per (dataset,
+split, cell): means with 95 % bootstrap CIs and, for every metric, the paired difference vs
+closed_book on the same questions with its paired-bootstrap CI (`agent_eval.summary.py`).
+
+Metrics per question:
+- `searched` (≥ 1 search), `searches`, `model_searches` (the policy's own pre-search not
+  counted), `latency_s`, `prompt_tokens`, `completion_tokens`;
+- `correct`: the LLM judge (`judge_correctness`) against the gold reference. Python FAQ:
+  the answer section (first 500 characters). τ²-banking has no gold answer text; the
+  reference is the task's expected outcome written from its gold actions (product names,
+  the tools the agent should use, personal data left out) — a weaker gold, said so;
+  an abstention ("I don't know") is scored incorrect without a judge call;
+- `token_f1` (SQuAD) against the FAQ answer section (NaN for banking);
+- `hallucinated`: the support judge (`judge_support`) on the answer against the passages
+  the agent was served; NaN for closed_book (no evidence) and 0 for an abstention;
+- `citation_valid`, `cites_served`, `invalid_citations`, `abstained`, `failed` (an LLM
+  error or an invalid JSON action: scored as incorrect, counted here).
+Judge failures (LLMError) leave the metric NaN and are counted in `judge_failures`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from agentic_rag.agent.loop import run_agent
+from agentic_rag.agent.result import AgentResult
+from agentic_rag.agent.tool import AgenticRAGTool
+from agentic_rag.config import AgentConfig, RAGConfig
+from agentic_rag.config_llm import LLMConfig, ServerConfig
+from agentic_rag.evaluation.answers import token_f1
+from agentic_rag.evaluation.llm_judge import judge_correctness, judge_support
+from agentic_rag.experiments.jsonl import append_rows, read_rows
+from agentic_rag.experiments.llm_cost import (
+    Progress,
+    agent_cost,
+    cap_message,
+    estimate_line,
+    judge_cost,
+    local_server_meta,
+    measured_rates,
+)
+from agentic_rag.experiments.runfolder import base_meta, git_commit
+from agentic_rag.llm.cache import ChatCache, model_identity
+from agentic_rag.llm.calls import CallMeter, LLMCallCap, MeteredChatModel, map_calls
+from agentic_rag.llm.chat import make_chat_model
+from agentic_rag.llm.client import OpenAIChatModel
+from agentic_rag.llm.server import serve_local
+from agentic_rag.llm.types import ChatModel, LLMError
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.store.index import AgenticIndex
+from agentic_rag.studies.agent_eval.summary import BASELINE, compare, markdown, summarize
+from agentic_rag.studies.agent_eval.tasks import customer_openings, load
+
+RUNS_DIR = "experiments/agent-runs"  # relative to the working directory (the repository root)
+HOME = "experiments/cache/agent-eval"
+DATASETS = ("python-faq", "tau2-banking")
+POLICIES = ("retrieve_first", "tool_required", "free", "closed_book")
+GATES = ("gated", "static", "always_expand")
+GATE_DEFAULT = RAGConfig().gate.mode
+
+
+def parse_cell(cell: str) -> tuple[str, str, str | None]:
+    """`policy:mode[:gate]`; the gate is the retrieval tool's `gate.mode` (None: the
+    config's default, `gated`), e.g. `retrieve_first:native:static` for the static tool."""
+    parts = cell.split(":")
+    if len(parts) not in (2, 3) or parts[0] not in POLICIES or parts[1] not in ("native", "json") \
+            or (len(parts) == 3 and parts[2] not in GATES):
+        raise ValueError(f"--cells: {cell!r} is not policy:mode[:gate] with policy in "
+                         f"{POLICIES}, mode native|json, gate in {GATES}")
+    return parts[0], parts[1], parts[2] if len(parts) == 3 else None
+
+
+def build_pipeline(ds, home: Path, overrides: dict, chat: ChatModel) -> Pipeline:  # noqa: ANN001
+    """One index per corpus (by fingerprint), built once and shared by later runs."""
+    cfg = RAGConfig().with_overrides(
+        {"home": str(home / f"{ds.name.split(':')[0].split('[')[0]}-{ds.corpus_fingerprint()}"),
+         **overrides})
+    index = AgenticIndex(cfg)
+    if index.count() == 0:
+        t0 = time.perf_counter()
+        index.add_documents(ds.corpus)
+        print(f"[{ds.name}] indexed {len(ds.corpus)} documents, {index.count()} chunks in "
+              f"{time.perf_counter() - t0:.0f}s", flush=True)
+    return Pipeline(cfg, index=index, chat_model=chat)
+
+
+def agent_row(res: AgentResult, item: dict) -> dict:
+    """Everything measured without a judge; the judges run in a second pass (`judge`)."""
+    failed = res.stop_reason in ("llm_error", "invalid_action")
+    return {"answer": res.answer, "stop_reason": res.stop_reason, "error": res.error,
+            "searched": float(res.tool_calls > 0), "searches": res.tool_calls,
+            "model_searches": res.model_tool_calls,
+            "retrieval_iterations": res.retrieval_iterations, "latency_s": res.latency_s,
+            "cached_calls": res.cached_calls,
+            "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
+            "citations": res.citations, "invalid_citations": res.invalid_citations,
+            "cited_chunks": res.cited_chunks, "served": res.served,
+            "citation_valid": float(res.citation_valid), "cites_served": float(res.cites_served),
+            "abstained": float(res.abstained), "failed": float(failed),
+            "action_failures": res.action_failures,
+            "queries": [s.arguments.get("query") for s in res.steps
+                        if s.kind == "tool_call" and s.arguments],
+            "token_f1": token_f1(res.answer, item["answers"]) if item["answers"] else np.nan,
+            "evidence": "\n\n".join(s.tool.content for s in res.steps
+                                     if s.tool and s.tool.chunk_ids)}
+
+
+def judge(row: dict, item: dict, chat: ChatModel) -> dict:
+    """`correct` against the gold reference, `hallucinated` against the served passages.
+    A failed run or an abstention is incorrect without a judge call; an abstention makes no
+    claim (not hallucinated); without passages served (closed_book, a run that did not
+    search) there is nothing to judge against: NaN, and the summary counts `halluc_judged`."""
+    out = {"judge_failures": 0}
+    no_claim = row["failed"] or row["abstained"] or not row["answer"]
+    if no_claim:
+        out["correct"] = 0.0
+    else:
+        try:
+            ok, _ = judge_correctness(chat, item["judge_question"], item["reference"],
+                                      row["answer"])
+            out["correct"] = float(ok)
+        except LLMError:
+            out["correct"], out["judge_failures"] = np.nan, 1
+    if not row["evidence"]:
+        out["hallucinated"] = np.nan  # nothing served (closed_book, or no search): not judged
+    elif no_claim:
+        out["hallucinated"] = 0.0
+    else:
+        try:
+            supported, _ = judge_support(chat, row["evidence"], row["answer"])
+            out["hallucinated"] = 0.0 if supported else 1.0
+        except LLMError:
+            out["hallucinated"] = np.nan
+            out["judge_failures"] += 1
+    return out
+
+
+def _key(r: dict) -> tuple:
+    return r["dataset"], r["split"], r["cell"], r["qid"]
+
+
+def run(args: argparse.Namespace, meter: CallMeter | None = None,
+        llm: LLMConfig | None = None) -> None:
+    """The agent pass and the judge pass of `args.cells` on `args.datasets`, appended to
+    `args.runs_dir/args.run/`. The LLM: `llm` when it sets `llm.base_url` / `llm.endpoints`
+    (called through `make_chat_model`, no server started), else the local server started for
+    the run (`--port`, `--threads`). Every LLM call goes through `meter` (default: one capped
+    at `args.max_llm_calls`); at its cap `llm.LLMCallCap` propagates, with every finished
+    row written."""
+    cells = check(args)
+    meter = meter if meter is not None else CallMeter(args.max_llm_calls)
+    cfg = RAGConfig()
+    remote = llm is not None and not llm.uses_local_server
+    if remote:
+        cfg = cfg.model_copy(update={"llm": llm})
+    conc = args.max_concurrency or cfg.llm.slots
+    run_dir = Path(args.runs_dir) / args.run
+    run_dir.mkdir(parents=True, exist_ok=True)
+    rows_path, judged_path = run_dir / "rows.jsonl", run_dir / "judgements.jsonl"
+    meta_path = run_dir / f"meta-{args.split}.json"
+    overrides = {"context.max_tokens": args.context_tokens}
+    server = ServerConfig(port=args.port, n_ctx=8192, n_threads=args.threads)
+    with serve_local(cfg.llm, args.home, server) as srv:
+        if srv is None:  # llm.base_url / llm.endpoints: the pool or the one endpoint
+            model = make_chat_model(cfg.llm, args.home)
+            where = ", ".join(cfg.llm.endpoints or (cfg.llm.base_url,))
+            llm_meta = {"identity": model.model_id}
+        else:
+            model = OpenAIChatModel(cfg.llm, base_url=srv.base_url,
+                                    cache=ChatCache(Path(args.home) / "llm.sqlite"))
+            where = srv.base_url
+            llm_meta = {"identity": model_identity(cfg.llm.model_copy(update={"server": server}))}
+        chat = MeteredChatModel(model, meter)
+        loaded = {d: load(d, args.split, args.n, args.seed, args.corpus_size.get(d))
+                  for d in args.datasets}
+        items = {d: v[0] for d, v in loaded.items()}
+        if args.banking_question == "opening" and "tau2-banking" in items:
+            ds = loaded["tau2-banking"][1]
+            items["tau2-banking"] = customer_openings(
+                items["tau2-banking"], chat, {q.id: q.text for q in ds.queries},
+                run_dir / f"openings-{args.split}.jsonl")
+        llm_meta.update({"reply_cache_key": chat.model_id, "max_concurrency": conc,
+                         **(local_server_meta(server) if srv is not None else {})})
+        _write_meta(meta_path, args, cfg, where, overrides, loaded, llm_meta)
+        if not args.judge_only:
+            gates = sorted({parse_cell(c)[2] for c in cells} - {None}, key=str)
+            pipes = {(d, g): build_pipeline(v[1], Path(args.home), {**overrides, "gate.mode": g},
+                                            chat)
+                     for d, v in loaded.items() for g in [GATE_DEFAULT, *gates]}
+            _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path, conc, meter)
+        if not args.no_judge:
+            _judge_pass(args, items, chat, rows_path, judged_path, conc, meter)
+
+
+def check(args: argparse.Namespace) -> list[str]:
+    """The cells as `policy:mode[:gate]` (a bare policy is native); ValueError for a bad cell,
+    or for banking rows of this run that read the other `--banking-question`."""
+    cells = [c if ":" in c else f"{c}:native" for c in args.cells]
+    for c in cells:
+        parse_cell(c)
+    run_dir = Path(args.runs_dir) / args.run
+    meta_path = run_dir / f"meta-{args.split}.json"
+    if meta_path.exists() and "tau2-banking" in args.datasets:
+        before = json.loads(meta_path.read_text()).get("banking_question", "scenario")
+        if before != args.banking_question:
+            raise ValueError(f"{run_dir}: its banking rows read the {before!r} question; "
+                             f"--banking-question {args.banking_question} needs its own --run")
+    return cells
+
+
+def _write_meta(meta_path: Path, args: argparse.Namespace, cfg: RAGConfig, server: str,
+                overrides: dict, loaded: dict, llm: dict | None = None) -> None:
+    """`meta-<split>.json`: this invocation's settings and corpora (`runfolder.base_meta`'s
+    Python, platform and packages; `llm`: the model's identity as `llm.model_identity` gives
+    it for this server, the reply cache's key, the calls in flight), and the history of every
+    invocation on this run folder (passes, resumptions, the judge pass), in order."""
+    meta = {**base_meta(), "command": args.command, "git_commit": git_commit(),
+            "llm": llm,
+            "model": cfg.llm.server.model if cfg.llm.uses_local_server else cfg.llm.model,
+            "server": server, "seed": args.seed,
+            "overrides": overrides, "agent_defaults": AgentConfig().model_dump(),
+            "banking_question": args.banking_question,
+            "max_steps": args.max_steps, "corpus_size": args.corpus_size,
+            "corpora": {d: {"name": v[1].name, "documents": len(v[1].corpus),
+                            "fingerprint": v[1].corpus_fingerprint()}
+                        for d, v in loaded.items()}}
+    earlier = json.loads(meta_path.read_text()).get("history", []) if meta_path.exists() else []
+    meta["history"] = [*earlier, {"command": meta["command"], "git_commit": meta["git_commit"],
+                                  "started": time.strftime("%Y-%m-%dT%H:%M:%S")}]
+    meta_path.write_text(json.dumps(meta, indent=2))
+
+
+def _pending(args, cells, items, done):  # noqa: ANN001, ANN202
+    """The (dataset, i, item, cell) not in `done`, questions interleaved across datasets."""
+    for i in range(max(len(v) for v in items.values())):
+        for d in args.datasets:
+            if i >= len(items[d]):
+                continue
+            for cell in cells:
+                if (d, args.split, cell, items[d][i]["qid"]) not in done:
+                    yield d, i, items[d][i], cell
+
+
+def _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path,  # noqa: ANN001
+                conc: int = 1, meter: CallMeter | None = None) -> None:
+    """Questions interleaved across datasets; each row is judged as soon as it is run, so a
+    run cut by its budget leaves complete, paired rows. Up to `conc` questions (agent and
+    judges) at once; rows are written in the order above at any concurrency."""
+    done = {_key(r) for r in read_rows(rows_path)}
+    judged = {_key(r) for r in read_rows(judged_path)}
+    deadline = time.time() + args.budget_min * 60 if args.budget_min else None
+    n = sum(1 for _ in _pending(args, cells, items, done))
+    if n:
+        print(f"agent pass: {n} question × cell runs to do. " + estimate_line(
+            agent_cost(n), rates=measured_rates([Path(args.home) / "llm.sqlite"]),
+            concurrency=conc, parallel=False), flush=True)
+    progress = Progress(n, lambda m: print(m, flush=True), "agent pass", meter)
+
+    def tasks():  # noqa: ANN202 - drawn in this thread, so the budget is checked here
+        for d, i, item, cell in _pending(args, cells, items, done):
+            if deadline and time.time() > deadline:
+                print(f"budget of {args.budget_min} min spent: stopping before "
+                      f"{d} #{i} {cell}", flush=True)
+                return
+            yield d, i, item, cell
+
+    def run_one(task: tuple) -> tuple[dict, dict, str, float]:  # a worker: the LLM calls
+        d, i, item, cell = task
+        policy, mode, gate = parse_cell(cell)
+        acfg = AgentConfig(policy=policy, mode=mode, max_steps=args.max_steps)
+        tool = None if policy == "closed_book" else AgenticRAGTool(pipes[d, gate or GATE_DEFAULT])
+        t0 = time.perf_counter()
+        res = run_agent(item["question"], chat, tool, acfg)
+        row = {"dataset": d, "split": args.split, "cell": cell, "qid": item["qid"],
+               "i": i, **agent_row(res, item), "wall_s": time.perf_counter() - t0}
+        j = {}
+        if not args.no_judge and _key(row) not in judged:
+            j = {"dataset": d, "split": args.split, "cell": cell,
+                 "qid": item["qid"], **judge(row, item, chat)}
+        return row, j, res.answer, time.perf_counter() - t0
+
+    for _, (row, j, answer, seconds) in map_calls(run_one, tasks(), conc):
+        append_rows(rows_path, [row], _jsonable)
+        if j:
+            append_rows(judged_path, [j], _jsonable)
+        print(f"[{row['dataset']} #{row['i']} {row['cell']}] searches={row['searches']} "
+              f"cites={row['citations']} bad={row['invalid_citations']} "
+              f"{row['stop_reason']} correct={j.get('correct')} "
+              f"halluc={j.get('hallucinated')} {seconds:.0f}s :: "
+              f"{answer[:100]!r}", flush=True)
+        progress.advance()
+
+
+def _judge_pass(args, items, chat, rows_path, judged_path,  # noqa: ANN001
+                conc: int = 1, meter: CallMeter | None = None) -> None:
+    by_q = {(d, it["qid"]): it for d, its in items.items() for it in its}
+    done = {_key(r) for r in read_rows(judged_path)}
+    todo = [(row, by_q[row["dataset"], row["qid"]]) for row in read_rows(rows_path)
+            if (row["dataset"], row["qid"]) in by_q and row["split"] == args.split
+            and _key(row) not in done]
+    if todo:
+        print(f"judge pass: {len(todo)} rows to judge. " + estimate_line(
+            judge_cost(len(todo)), rates=measured_rates([Path(args.home) / "llm.sqlite"]),
+            concurrency=conc, parallel=False), flush=True)
+    progress = Progress(len(todo), lambda m: print(m, flush=True), "judge pass", meter)
+
+    def one(task: tuple[dict, dict]) -> tuple[dict, dict, float]:  # a worker: the judges
+        row, item = task
+        t0 = time.perf_counter()
+        j = {"dataset": row["dataset"], "split": row["split"], "cell": row["cell"],
+             "qid": row["qid"], **judge(row, item, chat)}
+        return row, j, time.perf_counter() - t0
+
+    for _, (row, j, seconds) in map_calls(one, todo, conc):
+        append_rows(judged_path, [j], _jsonable)
+        print(f"judged [{row['dataset']} #{row['i']} {row['cell']}] correct={j['correct']} "
+              f"hallucinated={j['hallucinated']} {seconds:.0f}s", flush=True)
+        progress.advance()
+
+
+def _jsonable(v):  # noqa: ANN001, ANN202
+    return None if isinstance(v, float) and np.isnan(v) else str(v)
+
+
+def parser(prog: str | None = None) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    p.add_argument("--run", required=True)
+    p.add_argument("--runs-dir", default=RUNS_DIR, help="where the run folders are")
+    p.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    p.add_argument("--split", default="test", choices=["dev", "test", "all"])
+    p.add_argument("--n", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cells", nargs="+", default=["retrieve_first:native", BASELINE])
+    p.add_argument("--max-steps", type=int, default=AgentConfig().max_steps)
+    p.add_argument("--context-tokens", type=int, default=RAGConfig().context.max_tokens,
+                   help="context.max_tokens: passages per search (cost: ~40 tokens/s reading)")
+    p.add_argument("--port", type=int, default=8777, help="keep it fixed: the LLM cache key has it")
+    p.add_argument("--threads", type=int, default=ServerConfig().n_threads,
+                   help="llama.cpp threads (1 is faster on an oversubscribed 2-core machine)")
+    p.add_argument("--home", default=HOME, help="the LLM cache and the indexes")
+    p.add_argument("--config", default=None, metavar="YAML",
+                   help="a config file whose llm section is used when it sets llm.base_url or "
+                        "llm.endpoints: the calls go there (max_concurrency per endpoint) and no "
+                        "local server is started; otherwise the local server (--port, --threads)")
+    p.add_argument("--corpus-size", nargs="*", default=["python-faq=80", "tau2-banking=250"],
+                   help="DATASET=N: index the sampled questions' gold documents plus seeded "
+                   "distractors up to N documents (none = the whole corpus)")
+    p.add_argument("--budget-min", type=float, default=None,
+                   help="stop the agent pass after this many minutes (rows so far are kept)")
+    p.add_argument("--banking-question", choices=["scenario", "opening"], default="scenario",
+                   help="τ²-banking: the agent reads the framed role-play scenario, or the "
+                        "customer's opening message written from it by the LLM (use its own "
+                        "--run: the cells keep their names)")
+    p.add_argument("--max-concurrency", type=int, default=None,
+                   help="questions (their LLM calls) in flight at once (default: "
+                        "llm.max_concurrency, 1; the local server has one slot, so more only "
+                        "queue there)")
+    p.add_argument("--max-llm-calls", type=int, default=None, metavar="N",
+                   help="stop cleanly after N new (not cached) LLM calls; a rerun continues")
+    p.add_argument("--no-judge", action="store_true", help="agent pass only")
+    p.add_argument("--judge-only", action="store_true", help="judge the rows already run")
+    p.add_argument("--summarize-only", action="store_true")
+    p.add_argument("--compare", metavar="BEFORE_RUN", default=None,
+                   help="after summarizing, pair this run's rows with BEFORE_RUN's (same "
+                        "dataset × cell × question) into compare-<BEFORE_RUN>.csv")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None,
+         meter: CallMeter | None = None, llm: LLMConfig | None = None) -> pd.DataFrame | None:
+    """Run (unless --summarize-only), judge, summarize; print the summary. `argv`: the options
+    (default: the process's); `prog`: the command they follow, recorded with them in the run's
+    meta file (default: the process's `sys.argv[0]`). `meter`: the caller's (the claims
+    share one across protocols), whose `LLMCallCap` propagates; without it, `--max-llm-calls`
+    stops the run with a message and no summary (None). `llm`: the caller's LLM settings
+    (the claims' config), else `--config`'s (`run`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = prog or sys.argv[0]
+    p = parser(prog)
+    args = p.parse_args(argv)
+    args.command = " ".join([prog, *argv])
+    args.corpus_size = {k: int(v) for k, v in (x.split("=") for x in args.corpus_size)}
+    if not args.summarize_only:
+        try:
+            check(args)
+            if llm is None and args.config:
+                llm = RAGConfig.load(args.config).llm
+        except ValueError as exc:  # a ConfigError is one, naming the file and field
+            p.exit(1, f"{exc}\n")
+        try:
+            run(args, meter, llm)
+        except LLMCallCap as stop:
+            if meter is not None:
+                raise
+            rows = len(read_rows(Path(args.runs_dir) / args.run / "rows.jsonl"))
+            print(cap_message(stop, f"{rows} rows in {Path(args.runs_dir) / args.run}",
+                              args.command), flush=True)
+            return None
+    run_dir = Path(args.runs_dir) / args.run
+    summary = summarize(run_dir)
+    (run_dir / "summary.md").write_text(markdown(summary, "` then `".join(
+        reproduce(c) for c in _commands(run_dir, args.command))))
+    cols = ["dataset", "split", "cell", "n", "searched", "searches", "correct", "correct_vs_closed",
+            "token_f1", "hallucinated", "citation_valid", "cites_served", "latency_p50_s"]
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(summary[[c for c in cols if c in summary]].to_string(index=False))
+        if args.compare:
+            cmp = compare(Path(args.runs_dir) / args.compare, run_dir)
+            cmp.to_csv(run_dir / f"compare-{args.compare}.csv", index=False)
+            print(cmp.to_string(index=False))
+    return summary
+
+
+def _commands(run_dir: Path, current: str) -> list[str]:
+    """Every command recorded in the run's meta files, in order, without repeats."""
+    metas = sorted(run_dir.glob("meta-*.json"))
+    commands = [h["command"] for m in metas
+                for h in json.loads(m.read_text()).get("history")
+                or [json.loads(m.read_text())]] or [current]
+    return list(dict.fromkeys(commands))
+
+
+def reproduce(command: str) -> str:
+    """A recorded command as a shell line from the repository root."""
+    if command.startswith("agentic-rag "):
+        return f"AGENTIC_RAG_DATA=datasets/cache .venv/bin/{command}"
+    return f"AGENTIC_RAG_DATA=datasets/cache .venv/bin/python {command}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Set (ii) of the detector validation: the local model's own answers in the (b)/(c)
+protocols' shared arm (`own_answers`), every detector on them (`score_own`), and the table
+against the hand labels with the labellers' agreement (`own_table`). The files live in one
+folder (`answers.jsonl`, `scored.jsonl`, `labels-pass1.jsonl`, `labels-pass2.jsonl`), written
+row by row and resumable as set (i)'s (`detectors`).
+
+    agentic-rag validate-detectors --own-answers 150 --out experiments/detectors/halueval-own
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from agentic_rag.experiments.jsonl import read_rows
+from agentic_rag.llm.calls import map_calls
+from agentic_rag.llm.types import ChatModel, LLMError
+from agentic_rag.studies.detectors.scoring import (
+    _rewrite,
+    missing_judges,
+    refresh_lexical,
+    score_answer,
+    with_combined,
+)
+from agentic_rag.studies.detectors.stats import cohens_kappa, detector_table
+
+
+def own_answers(chat: ChatModel, out: str | Path, n: int = 150, seed: int = 0,
+                cache_dir: str | Path = "experiments/cache", log: Callable[..., Any] = print,
+                max_calls: int | None = None) -> pd.DataFrame:
+    """Set (ii): the local model's own answers in the (b)/(c) protocols' shared arm (HaluEval
+    test, the claims' sample of 200 over 2,000 paragraphs, hybrid static retrieval, k = 10,
+    default context), the first `n` questions. Each row keeps the question, reference, the
+    answer and the judge's view of the served chunks (what a labeller reads), in
+    `out/answers.jsonl` (resumable, committed so labels and detectors can be rerun anywhere)."""
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.datasets.qa import load_dataset
+    from agentic_rag.evaluation.llm_judge import ANSWER_PROMPT, generate_answer
+    from agentic_rag.experiments.measure import judge_view
+    from agentic_rag.experiments.plan import open_index
+    from agentic_rag.retrieve.pipeline import Pipeline
+
+    ds = load_dataset("halueval-qa").split("test").sample(200, seed, 2000)
+    cfg = RAGConfig().with_overrides({"fusion.retrievers": ["dense", "bm25"],
+                                      "gate.mode": "static"})
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "answers.jsonl"
+    done = {r["qid"]: r for r in read_rows(path)}
+    todo = [q for q in ds.queries[:n] if q.id not in done][:max_calls]
+    log(f"own answers: {len(done)} done, {len(todo)} to answer → {path}")
+    if todo:
+        first, index = open_index(cfg, ds, cache_dir, log=log)
+        pipe = Pipeline(first, index=index)
+        with path.open("a", encoding="utf-8") as f:
+            for q in todo:
+                intent, result = pipe.retrieve(q.text, k=10)
+                hits = result.hits[:10]
+                ctx = pipe.format(hits, intent)
+                row = {"qid": q.id, "question": q.text, "reference": q.answers[0],
+                       "context": judge_view(hits, ctx.included), "served_tokens": ctx.tokens,
+                       "answer_prompt": ANSWER_PROMPT}
+                try:
+                    reply = generate_answer(chat, q.text, ctx.text,  # the labelled layout
+                                            layout="instructions-first")
+                    row.update(answer=reply.content.strip(), cached=reply.cached)
+                except LLMError as exc:
+                    row.update(answer=None, error=f"{exc.kind}: {exc}")
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+                done[q.id] = row
+    return pd.DataFrame([done[q.id] for q in ds.queries[:n] if q.id in done])
+
+
+def score_own(chat: ChatModel | None, out: str | Path, log: Callable[..., Any] = print,
+              max_concurrency: int = 1) -> pd.DataFrame:
+    """Every detector on every own answer of `out/answers.jsonl` (the context the judge
+    reads, the answer) into `out/scored.jsonl` (resumable, same order at any concurrency)."""
+    out = Path(out)
+    answers = [r for r in read_rows(out / "answers.jsonl") if r.get("answer") is not None]
+    path = out / "scored.jsonl"
+    by_qid = {r["qid"]: r for r in answers}
+    if n := refresh_lexical(path, read_rows(path), lambda r: (
+            (by_qid[r["qid"]]["context"], by_qid[r["qid"]]["answer"]) if r["qid"] in by_qid
+            else None)):
+        log(f"own answers: no-LLM scores recomputed on {n} answers → {path}")
+    done = {r["qid"]: r for r in read_rows(path)}  # a later row of a qid replaces it
+    todo = [r for r in answers if r["qid"] not in done
+            or (chat is not None and missing_judges(done[r["qid"]], r.get("question")))]
+    log(f"own answers: {len(done)} scored, {len(todo)} to score → {path}")
+
+    def score(r: dict[str, Any]) -> dict[str, Any]:
+        old = done.get(r["qid"], {})
+        q = r.get("question")
+        return {**old, "qid": r["qid"], **score_answer(chat, r["context"], r["answer"], q,
+                                                        missing_judges(old or None, q))}
+
+    with path.open("a", encoding="utf-8") as f:
+        for _, row in map_calls(score, todo, max_concurrency):
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+            done[row["qid"]] = row
+    if todo and len(read_rows(path)) > len(done):  # replaced rows: one row per answer again
+        _rewrite(path, [done[r["qid"]] for r in answers if r["qid"] in done])
+    return pd.DataFrame([done[r["qid"]] for r in answers if r["qid"] in done])
+
+
+def read_labels(out: str | Path, labelling_pass: int = 1) -> pd.DataFrame:
+    """The hand labels of one pass (`labels-pass<N>.jsonl`: qid, supported 1/0, note,
+    labeller), with `label` = 1 for an unsupported (hallucinated) answer."""
+    path = Path(out) / f"labels-pass{labelling_pass}.jsonl"
+    rows = pd.DataFrame(read_rows(path))
+    if rows.empty:
+        raise FileNotFoundError(f"{path}: no labels")
+    bad = rows[~rows["supported"].isin([0, 1])]
+    if not bad.empty:
+        raise ValueError(f"{path}: 'supported' must be 0 or 1, got {bad['supported'].tolist()[:5]} "
+                         f"(qids {bad['qid'].tolist()[:5]})")
+    return rows.assign(label=1 - rows["supported"].astype(int))
+
+
+def own_rows(out: str | Path) -> pd.DataFrame:
+    """Set (ii)'s scored answers (the latest row of each) with the first pass's `label` and a
+    column per combined detector."""
+    out = Path(out)
+    scored = pd.DataFrame({r["qid"]: r for r in read_rows(out / "scored.jsonl")}.values())
+    return with_combined(scored.merge(read_labels(out, 1)[["qid", "label"]], on="qid",
+                                      how="inner"))
+
+
+def own_table(out: str | Path, threshold: float = 0.5) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Set (ii): detectors against the first pass's labels, plus the labellers' agreement
+    (κ and raw agreement over the answers both passes labelled)."""
+    out = Path(out)
+    first = read_labels(out, 1)
+    rows = own_rows(out)
+    table = detector_table(rows, threshold)
+    info: dict[str, Any] = {"labelled": len(first), "scored_and_labelled": len(rows),
+                            "unsupported": int(first["label"].sum())}
+    if (out / "labels-pass2.jsonl").exists():
+        both = first.merge(read_labels(out, 2), on="qid", suffixes=("_1", "_2"))
+        info.update(double_labelled=len(both),
+                    kappa=cohens_kappa(both["supported_1"], both["supported_2"]),
+                    agreement=float((both["supported_1"] == both["supported_2"]).mean()))
+    return table, info

@@ -1,0 +1,168 @@
+"""Validate hallucination detectors on labelled answers: AUROC with a bootstrap CI, on scores.
+
+Set (i) is HaluEval QA: per question, its right answer (label 0) and its hallucinated
+answer (label 1), each checked against the question's knowledge paragraph. Every detector
+scores every answer (`support.py`: the graded LLM judge, the lexical baseline); the rows go
+to a JSONL file one by one (fsync'd), so a killed run resumes where it stopped and a
+finished one is re-read, not re-run. Failures (an LLM call that failed after its retries)
+are rows with an `error`, counted and never scored. The no-LLM scores (`LEXICAL_SCORES`) are
+cheap and pure: every pass recomputes them on the rows already written and rewrites the file
+when they changed, so a change to them reaches the tables without re-asking the judge
+(`--no-llm` on a finished folder does exactly that).
+
+    agentic-rag validate-detectors --n 200 --out experiments/detectors/halueval-dev
+
+AUROC's CI resamples questions (both answers of a question together), 2,000 draws
+(`detectors.stats`). Set (ii), the model's own hand-labelled answers, is `detectors.own`;
+both share this module's scoring (`score_answer`) and its resumable JSONL rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from agentic_rag.config_llm import LLMConfig
+from agentic_rag.datasets.qa import halueval_pairs
+from agentic_rag.llm.calls import CallMeter, MeteredChatModel
+from agentic_rag.studies.detectors.scoring import run_validation, with_combined
+
+
+def validate_on_pairs(llm: LLMConfig, home: str | Path, n: int, seed: int = 0,
+                      metric: str = "judge", max_concurrency: int = 1,
+                      meter: CallMeter | None = None, log=None) -> dict[str, Any]:  # noqa: ANN001
+    """The one judge validation (`agentic-rag validate-judge` and the claims ledger's judge
+    row): `metric` (the yes/no support judge, or ragas faithfulness) on `n` seeded HaluEval
+    dev questions, right answer vs hallucinated answer; failures counted, not scored. The
+    local server is started (or reused) for it when `llm` needs one; replies are cached under
+    `home`."""
+    import time
+
+    from agentic_rag.evaluation.llm_judge import validate_judge
+    from agentic_rag.llm.chat import make_chat_model
+    from agentic_rag.llm.server import serve_local
+
+    if metric not in ("judge", "ragas-faithfulness"):
+        raise ValueError(f"metric {metric!r}: use judge or ragas-faithfulness")
+    pairs = halueval_pairs(n, seed)
+    items = [(p["context"], p["right"], p["hallucinated"]) for p in pairs]
+    t0 = time.perf_counter()
+    with serve_local(llm, home, log=log):
+        chat = make_chat_model(llm, home)
+        if metric == "judge":
+            res = validate_judge(MeteredChatModel(chat, meter or CallMeter()), items,
+                                 max_concurrency)
+        else:
+            from agentic_rag.evaluation.ragas_metrics import validate_faithfulness
+
+            res = validate_faithfulness(llm, items, [p["question"] for p in pairs])
+    return {**res, "metric": metric, "n_questions": n, "seed": seed,
+            "model": llm.server.model if llm.uses_local_server else llm.model,
+            "identity": chat.model_id, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
+    """`agentic-rag validate-detectors --n 200 --out DIR [--no-llm]`: HaluEval pairs."""
+    import argparse
+
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.llm.chat import make_chat_model
+    from agentic_rag.llm.server import serve_local
+
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=200, help="HaluEval questions (2 answers each)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--split", default="dev")
+    ap.add_argument("--out", default="experiments/detectors/halueval-dev")
+    ap.add_argument("--home", default="experiments/cache", help="reply cache and server logs")
+    ap.add_argument("--config", default=None, metavar="YAML",
+                    help="a config file whose llm section is used (llm.base_url / llm.endpoints: "
+                         "the calls go there and no local server is started)")
+    ap.add_argument("--no-llm", action="store_true", help="lexical baseline only")
+    ap.add_argument("--max-llm-calls", type=int, default=None)
+    ap.add_argument("--max-concurrency", type=int, default=None,
+                    help="judge calls in flight (default: llm.max_concurrency per endpoint)")
+    ap.add_argument("--own-answers", type=int, default=0, metavar="N",
+                    help="set (ii) instead: the local model's own answers to the first N "
+                         "HaluEval test questions of the (b)/(c) protocols' hybrid arm, then "
+                         "every detector on them, then the table against the hand labels "
+                         "(labels-pass1.jsonl, labels-pass2.jsonl in --out) when present")
+    ap.add_argument("--ragas", type=int, default=0, metavar="N",
+                    help="with --own-answers: also ragas Faithfulness on a balanced, seeded "
+                         "subsample of N labelled answers (slow: minutes per answer), its AUROC "
+                         "and cost beside the other detectors' on the same answers → ragas.json")
+    ap.add_argument("--answers-only", action="store_true",
+                    help="with --own-answers: only generate the answers (for labelling)")
+    args = ap.parse_args(argv)
+    cfg = RAGConfig()
+    if args.config:
+        try:
+            cfg = cfg.model_copy(update={"llm": RAGConfig.load(args.config).llm})
+        except ValueError as exc:  # a ConfigError, naming the file and field
+            ap.exit(2, f"{exc}\n")
+    conc = args.max_concurrency or cfg.llm.slots
+    if args.own_answers:
+        _own_main(args, cfg, conc)
+        return
+    items = halueval_pairs(args.n, args.seed, args.split)
+    if args.no_llm:
+        rows = run_validation(None, items, args.out, max_calls=args.max_llm_calls)
+    else:
+        with serve_local(cfg.llm, args.home) as srv:
+            chat = make_chat_model(cfg.llm, args.home, base_url=srv and srv.base_url)
+            rows = run_validation(chat, items, args.out, max_calls=args.max_llm_calls,
+                                  max_concurrency=conc)
+    from agentic_rag.studies.detectors.stats import detector_table
+
+    table = detector_table(with_combined(rows))
+    table.to_csv(Path(args.out) / "detectors.csv", index=False)
+    print(table.to_string(index=False))
+    _write_paired(with_combined(rows), Path(args.out))
+
+
+def _write_paired(rows: pd.DataFrame, out: Path) -> None:
+    """`paired.csv`: each question-aware detector against its question-blind twin."""
+    from agentic_rag.studies.detectors.stats import paired_table
+
+    paired = paired_table(rows)
+    if not paired.empty:
+        paired.to_csv(out / "paired.csv", index=False)
+        print(paired.to_string(index=False))
+
+
+def _own_main(args: Any, cfg: Any, conc: int) -> None:
+    from agentic_rag.llm.chat import make_chat_model
+    from agentic_rag.llm.server import serve_local
+    from agentic_rag.studies.detectors.own import own_answers, own_rows, own_table, score_own
+
+    with serve_local(cfg.llm, args.home) as srv:
+        chat = make_chat_model(cfg.llm, args.home, base_url=srv and srv.base_url)
+        own_answers(chat, args.out, args.own_answers, args.seed, args.home,
+                    max_calls=args.max_llm_calls)
+        if not args.answers_only:
+            score_own(None if args.no_llm else chat, args.out, max_concurrency=conc)
+        if args.ragas and not args.no_llm:
+            from agentic_rag.studies.detectors.ragas import score_ragas
+
+            score_ragas(cfg.llm, args.out, args.ragas, args.seed)
+    if not args.answers_only and (Path(args.out) / "labels-pass1.jsonl").exists():
+        table, info = own_table(args.out)
+        table.to_csv(Path(args.out) / "detectors.csv", index=False)
+        (Path(args.out) / "labelling.json").write_text(json.dumps(info, indent=2))
+        print(table.to_string(index=False))
+        print(info)
+        _write_paired(own_rows(args.out), Path(args.out))
+    if args.ragas and (Path(args.out) / "ragas.jsonl").exists():
+        from agentic_rag.studies.detectors.ragas import ragas_summary
+
+        summary = ragas_summary(args.out)
+        (Path(args.out) / "ragas.json").write_text(json.dumps(summary, indent=2))
+        print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
