@@ -57,7 +57,7 @@ from agentic_rag.serve.client import MCPSearchTool  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BEGIN, END = "<!-- serve-latency:begin -->", "<!-- serve-latency:end -->"
-CLI = [sys.executable, "-c", "from agentic_rag.cli.core import main; main()"]
+CLI = [sys.executable, "-c", "from agentic_rag.cli.main import main; main()"]
 # what an agent sends: a few words (the schema's maxLength is 200; τ²-banking's own task texts
 # are customer personas of ~3,000 characters, not searches)
 QUERIES = ["wire transfer fee", "unlock a debit card", "monthly maintenance fee Blue account",

@@ -87,7 +87,7 @@ def test_stdio_client_lists_the_tool_and_gets_the_direct_pipelines_answers(expor
     from mcp import Client, StdioServerParameters
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-c", "from agentic_rag.cli.core import main; main()", "serve",
+        command=sys.executable, args=["-c", "from agentic_rag.cli.main import main; main()", "serve",
                                       "--config", str(exported["path"])],
         env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     queries = QUERIES[:3] + [QUERIES[0]]  # the repeat: one stdio connection is one session
