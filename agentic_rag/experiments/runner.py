@@ -238,6 +238,13 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
         bar.close()
         rows.close()
         cache.close()
+    return _finish(spec, configs, run_dir, rows, cache, use_cache, from_cache)
+
+
+def _finish(spec: SweepSpec, configs: list, run_dir: Path, rows: _Rows, cache: RowCache,
+            use_cache: bool, from_cache: int) -> SweepResult:
+    """A finished run's tables from its rows (`results.parquet`, `summary.csv`, the summary
+    read from the row cache where it can be), then the folder marked complete."""
     results = results_frame(rows.rows, configs)
     summary = cached_summary(results, spec, configs, rows.lines, cache, use_cache)
     cache.close()
