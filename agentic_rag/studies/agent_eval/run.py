@@ -192,9 +192,10 @@ def run(args: AgentEvalOptions, meter: CallMeter | None = None,
         _write_meta(meta_path, args, cfg, where, overrides, loaded, llm_meta)
         if not args.judge_only:
             gates = sorted({parse_cell(c)[2] for c in cells} - {None}, key=str)
+            searches = any(parse_cell(c)[0] != "closed_book" for c in cells)  # else no index
             pipes = {(d, g): build_pipeline(v[1], Path(args.home), {**overrides, "gate.mode": g},
                                             chat)
-                     for d, v in loaded.items() for g in [GATE_DEFAULT, *gates]}
+                     for d, v in loaded.items() for g in [GATE_DEFAULT, *gates] if searches}
             _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path, conc, meter)
         if not args.no_judge:
             _judge_pass(args, items, chat, rows_path, judged_path, conc, meter)
