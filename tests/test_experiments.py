@@ -152,7 +152,7 @@ def test_resume_after_kill_9(tmp_path):
     spec = {**SPEC, "name": "crash", "dataset": {**SPEC["dataset"], "n": 40}}
     path = tmp_path / "crash.yaml"
     path.write_text(yaml.safe_dump(spec))
-    cmd = [sys.executable, "-m", "agentic_rag.cli.core", "sweep", str(path), "--runs-dir",
+    cmd = [sys.executable, "-m", "agentic_rag.cli.main", "sweep", str(path), "--runs-dir",
            str(tmp_path / "runs"), "--cache-dir", str(tmp_path / "cache"), "--no-plots"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "HF_HUB_OFFLINE": "1"})
