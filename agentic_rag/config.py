@@ -3,9 +3,10 @@
 `RAGConfig` holds one sub-model per component; each component is handed only
 its own sub-config. Files round-trip exactly through YAML or JSON, unknown keys
 and out-of-range values are rejected with an error naming the file, the field
-and the value, and `config_hash()` gives a stable content hash (used for
-caches and run folders). Secrets never live here: only the *name* of the
-environment variable that holds them.
+and the value, and `config_hash()` gives a stable content hash (recorded in
+run folders and the claims ledger); `index_hash()` the identity of an index
+(the sections it holds, the store kind, the corpus). Secrets never live here:
+only the *name* of the environment variable that holds them.
 """
 
 from __future__ import annotations
@@ -306,6 +307,11 @@ class AgentConfig(_Section):
     support: SupportConfig = SupportConfig()
 
 
+# the sections that decide what an index holds (chunks, vectors, BM25 statistics); with the
+# store kind and the corpus they are its identity (`RAGConfig.index_hash`)
+INDEX_SECTIONS = ("chunking", "embedding", "lexical")
+
+
 class RAGConfig(_Section):
     """The whole pipeline. `home` is where indexes and caches live."""
 
@@ -336,9 +342,24 @@ class RAGConfig(_Section):
         return self.model_dump(mode="json")
 
     def config_hash(self, length: int = 12) -> str:
-        """Stable content hash: same values → same hash, whatever the key order in the file."""
+        """Stable content hash of the whole config: same values → same hash, whatever the key
+        order in the file (recorded in run folders and the claims ledger). For an index's
+        identity use `index_hash`, which leaves out every setting the index does not hold."""
         canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:length]
+
+    def index_hash(self, corpus_fingerprint: str, length: int = 12) -> str:
+        """The identity of an index built from a corpus under this config: the corpus's
+        fingerprint (`Dataset.corpus_fingerprint`, `documents_fingerprint`) and the sections
+        that decide what the index holds (`INDEX_SECTIONS`: chunking, embedding, lexical)
+        plus the store kind. Nothing else (retrieval, gate, LLM, `home`) enters, so every
+        config of a sweep that shares them shares one index. The one function for it: the
+        sweep's shared index folders (`index-<hash>`) and the cold-start homes. Its value is
+        the former `experiments.plan.index_key`'s, byte for byte, so existing index folders
+        (and the reply caches inside them) keep their names."""
+        parts = [corpus_fingerprint, *(getattr(self, s).model_dump_json() for s in INDEX_SECTIONS),
+                 self.store.kind]
+        return hashlib.sha256("|".join(parts).encode()).hexdigest()[:length]
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)

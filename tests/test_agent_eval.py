@@ -1,13 +1,12 @@
 """The agent eval's summary and before/after comparison on hand-made rows: each cell against
 closed-book and against the default agent on the same questions, and two runs paired by
-dataset × cell × question; `gold_served` on hand-made spans; the CLI command and the
-repository's old script path run the same `main`."""
+dataset × cell × question; `gold_served` on hand-made spans; the CLI command (typer, its
+list options argparse-style so the committed commands still run) builds the typed options
+that `run.evaluate` takes."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +16,6 @@ import pytest
 from agentic_rag.documents import GoldSpan
 from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.studies.agent_eval import summary as agent_eval
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _row(cell: str, qid: str, f1: float, abstained: bool = False, searches: int = 1) -> dict:
@@ -93,7 +90,7 @@ def test_gold_served_overlaps_gold_spans_or_finds_required_documents(qid, served
     assert (np.isnan(want) and np.isnan(got[0])) or got[0] == want
 
 
-def test_cli_command_and_old_script_path_run_the_package_evaluation(tmp_path, monkeypatch):
+def test_cli_command_runs_the_package_evaluation(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from agentic_rag.cli.main import app
@@ -111,8 +108,47 @@ def test_cli_command_and_old_script_path_run_the_package_evaluation(tmp_path, mo
     # a bad cell is refused before any LLM server starts
     res = CliRunner().invoke(app, ["agent-eval", "--run", "x", "--runs-dir", str(tmp_path),
                                    "--cells", "retrieve_first:telepathy"])
-    assert res.exit_code == 1 and "not policy:mode[:gate]" in res.output
+    assert res.exit_code == 2 and "not policy:mode[:gate]" in res.output
     assert not (tmp_path / "x").exists()
-    old = subprocess.run([sys.executable, "experiments/agent_eval.py", "--help"], cwd=ROOT,
-                         capture_output=True, text=True)
-    assert old.returncode == 0 and "--runs-dir" in old.stdout and "--banking-question" in old.stdout
+    res = CliRunner().invoke(app, ["agent-eval", "--help"])
+    assert res.exit_code == 0
+    assert "--runs-dir" in res.output and "--banking-question" in res.output
+
+
+def test_committed_commands_parse_into_the_same_options(monkeypatch):
+    """A command recorded by the former argparse script (list options as `--cells a b c`)
+    runs under `agentic-rag agent-eval` with the same options, and `command_line` prints
+    options that parse back to themselves; the bare `--corpus-size` means whole corpora."""
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli.main import app
+    from agentic_rag.studies.agent_eval import run
+    from agentic_rag.studies.agent_eval.options import AgentEvalOptions, command_line
+
+    seen = []
+    monkeypatch.setattr(run, "evaluate", lambda opts, **k: seen.append(opts))
+    recorded = ("experiments/agent_eval.py --run agent-v6 --split test --n 30 --threads 2 "
+                "--port 8777 --datasets tau2-banking --cells closed_book:native "
+                "retrieve_first:native free:native tool_required:native tool_required:json "
+                "--budget-min 15")
+    res = CliRunner().invoke(app, ["agent-eval", *recorded.split()[1:]])
+    assert res.exit_code == 0, res.output
+    want = AgentEvalOptions(run="agent-v6", n=30, threads=2, port=8777,
+                            datasets=("tau2-banking",), budget_min=15.0,
+                            cells=("closed_book:native", "retrieve_first:native", "free:native",
+                                   "tool_required:native", "tool_required:json"))
+    assert seen == [want]
+    assert run.reproduce(recorded).endswith("bin/agentic-rag agent-eval" + recorded[len(
+        "experiments/agent_eval.py"):])
+    odd = AgentEvalOptions(run="r", corpus_size={}, cells=("free:json",), no_judge=True,
+                           datasets=["python-faq", "tau2-banking"], threads=1)
+    line = command_line(odd)
+    assert line == ("agentic-rag agent-eval --run r --cells free:json --threads 1 "
+                    "--corpus-size --no-judge")
+    res = CliRunner().invoke(app, line.split()[1:])
+    assert res.exit_code == 0, res.output
+    assert seen[-1] == odd
+    for bad, msg in ((["--corpus-size", "python-faq"], "use DATASET=N"),
+                     (["--split", "train"], "use one of dev, test, all")):
+        res = CliRunner().invoke(app, ["agent-eval", "--run", "x", *bad])
+        assert res.exit_code == 2 and msg in res.output, res.output

@@ -308,29 +308,32 @@ def test_agent_protocol_pairs_tasks_and_reads_like_a_sweep(tmp_path):
 
 
 def test_agent_protocol_runs_the_agent_evaluation_in_process(tmp_path, monkeypatch):
-    """No script of the checkout, no subprocess: `run_agent_claim` calls `agent_eval.main`
+    """No script of the checkout, no subprocess: `run_agent_claim` calls `agent_eval.run.evaluate`
     (what `agentic-rag agent-eval` runs) with the protocol's options, then reads its rows."""
     from agentic_rag.studies.agent_eval import run as agent_eval
+    from agentic_rag.studies.agent_eval.options import AgentEvalOptions, command_line
 
     claim = next(c for c in CLAIMS if c.id == "a-agent-tool-calls")
-    calls = []
+    calls, logged = [], []
 
-    def fake_main(argv, prog, meter, llm=None):  # noqa: ANN001
+    def fake_evaluate(opts, meter, llm=None, out=print):  # noqa: ANN001
+        assert isinstance(opts, AgentEvalOptions)
         assert llm is None  # none given: the agent evaluation uses its own local server
-        calls.append((list(argv), prog))
+        calls.append(opts)
         assert meter.calls == 0  # the claims' meter: every LLM call counted (and capped) there
-        runs = Path(argv[argv.index("--runs-dir") + 1])
-        _agent_rows(runs / argv[argv.index("--run") + 1], gated=[1, 1], static=[2, 2],
-                    correct=[1, 0])
+        _agent_rows(Path(opts.runs_dir) / opts.run, gated=[1, 1], static=[2, 2], correct=[1, 0])
 
-    monkeypatch.setattr(agent_eval, "main", fake_main)
+    monkeypatch.setattr(agent_eval, "evaluate", fake_evaluate)
     run = protocols.run_agent_claim(claim, tmp_path / "runs", agent_runs=tmp_path / "agent-runs",
-                                     log=lambda *a: None)
-    [(argv, prog)] = calls
-    assert prog == "agentic-rag agent-eval" and argv[argv.index("--run") + 1] == "claim-a-agent"
-    assert argv[argv.index("--cells") + 1:argv.index("--cells") + 3] == [
-        registry.AGENT_CELLS["treatment"], registry.AGENT_CELLS["baseline"]]
-    assert argv[argv.index("--n") + 1] == str(claim.llm_sample)
+                                     log=logged.append, max_concurrency=3)
+    [opts] = calls
+    assert opts.run == "claim-a-agent" and opts.datasets == ("tau2-banking",)
+    assert opts.split == "test" and opts.n == claim.llm_sample and opts.max_concurrency == 3
+    assert opts.cells == (registry.AGENT_CELLS["treatment"], registry.AGENT_CELLS["baseline"])
+    assert opts.runs_dir == str(tmp_path / "agent-runs")
+    # the logged command reruns the protocol's evaluation from a shell
+    assert any(line.endswith(command_line(opts)) and "agentic-rag agent-eval --run claim-a-agent"
+               in line for line in logged)
     meta = json.loads((run / "meta.json").read_text())
     assert meta["agent_run"] == str(tmp_path / "agent-runs" / "claim-a-agent")
     assert ledger.ledger_row(claim, "support automation", run)["n_queries"] == 2

@@ -47,3 +47,18 @@ def test_index_reports_bad_file(tmp_path):
     bad.write_bytes(b"\xff\xfe\x00\x00binary")
     res = runner.invoke(app, ["index", str(bad), "--home", str(tmp_path / "h")])
     assert res.exit_code == 2 and "bad.md" in res.output
+
+
+@pytest.mark.parametrize("args, want", [
+    (["--cells", "a", "b", "--n", "3"], ["--cells", "a", "--cells", "b", "--n", "3"]),
+    (["--runs", "--threshold", "0.4"], ["--runs=", "--threshold", "0.4"]),
+    (["--n", "3", "--runs"], ["--n", "3", "--runs="]),
+    (["--cells=a", "--x", "-1"], ["--cells=a", "--x", "-1"]),
+    (["--runs", "--", "--cells", "x"], ["--runs=", "--", "--cells", "x"]),
+])
+def test_list_options_take_several_values_after_one_flag(args, want):
+    """`ManyValues` reads `--f a b` as click's `--f a --f b`, and a bare `--f` as one empty
+    value, only for the command's list options."""
+    from agentic_rag.cli.app import spread_values
+
+    assert spread_values(args, {"--cells", "--runs"}) == want

@@ -68,3 +68,40 @@ def test_cross_field_rules_named():
         RAGConfig.from_dict({"gate": {"initial_k": 10, "max_k": 5}})
     with pytest.raises(ConfigError, match="weights"):
         RAGConfig.from_dict({"fusion": {"weights": [1.0]}})
+
+
+def test_index_hash_keys_what_an_index_holds_and_keeps_the_old_index_keys():
+    """`index_hash` is the one identity of an index: the corpus and the chunking, embedding
+    and lexical sections plus the store kind; retrieval, gate, LLM settings and `home` leave
+    it alone (configs of a sweep share an index). Its value is the former
+    `experiments.plan.index_key`'s (written out here), so existing `index-<key>` folders and
+    the reply caches inside them keep their names."""
+    import hashlib
+
+    def former_index_key(cfg: RAGConfig, corpus_fp: str) -> str:
+        parts = [corpus_fp, cfg.chunking.model_dump_json(), cfg.embedding.model_dump_json(),
+                 cfg.lexical.model_dump_json(), cfg.store.kind]
+        return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
+
+    base = RAGConfig()
+    same = base.with_overrides({"gate.mode": "static", "home": "/elsewhere",
+                                "llm.max_concurrency": 4, "fusion.retrievers": ["bm25"]})
+    assert same.index_hash("fp") == base.index_hash("fp")
+    assert same.config_hash() != base.config_hash()
+    for over in ({"chunking.max_tokens": 64}, {"lexical.k1": 1.2}, {"store.kind": "qdrant"}):
+        cfg = base.with_overrides(over)
+        assert cfg.index_hash("fp") != base.index_hash("fp"), over
+        assert cfg.index_hash("fp") == former_index_key(cfg, "fp")
+    assert base.index_hash("other") != base.index_hash("fp")
+    assert base.index_hash("fp") == former_index_key(base, "fp")
+
+
+def test_documents_fingerprint_is_the_corpus_fingerprint_in_any_order():
+    from agentic_rag.datasets.base import Dataset, documents_fingerprint
+    from agentic_rag.documents import Document
+
+    docs = [Document(id=f"d{i}", text=f"text {i}") for i in range(3)]
+    ds = Dataset(name="t", corpus=docs, queries=[], qrels={})
+    assert documents_fingerprint(reversed(docs)) == ds.corpus_fingerprint()
+    edited = [docs[0], docs[1], Document(id="d2", text="text 2, edited")]
+    assert documents_fingerprint(edited) != ds.corpus_fingerprint()

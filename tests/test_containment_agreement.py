@@ -83,3 +83,26 @@ def test_run_rows_keeps_rows_with_both_metrics(tmp_path):
     assert df[["qid", "config_id", "in_context", "token_f1"]].values.tolist() == [
         ["q1", "c00", 1.0, 0.5], ["q1", "c01", 0.0, 0.0]]
     assert run_rows(tmp_path / "missing").empty
+
+
+def test_the_command_takes_several_run_folders_after_one_flag(tmp_path, monkeypatch):
+    """`--runs A B` (argparse-style, as before the typer command) reads both folders; the
+    bare `--runs` reads none (not the default claim runs)."""
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli.main import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "answers.jsonl").write_text("")
+    for name in ("r1", "r2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "rows.jsonl").write_text(json.dumps(
+            {"query_id": "q", "config_id": "c00", "token_f1": 1.0, "answer_in_context": 1.0})
+            + "\n")
+    both = CliRunner().invoke(app, ["containment-agreement", "--answers", "answers.jsonl",
+                                    "--runs", "r1", "r2", "--threshold", "0.4"])
+    assert both.exit_code == 0, both.output
+    assert "r1: 1 rows" in both.output and "r2: 1 rows" in both.output
+    none = CliRunner().invoke(app, ["containment-agreement", "--answers", "answers.jsonl",
+                                    "--runs"])
+    assert none.exit_code == 0 and "runs: no claim" in none.output and "r1" not in none.output

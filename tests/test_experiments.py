@@ -125,10 +125,10 @@ def test_export_then_rebuild_gives_same_retrieval(sweep, tmp_path):
     cid = data["provenance"]["config_id"]
     pipe = Pipeline.from_config(out)
     assert pipe.config.chunking == RAGConfig.load(res.run_dir / "configs" / f"{cid}.yaml").chunking
-    from agentic_rag.experiments.plan import index_key, load_spec_dataset
+    from agentic_rag.experiments.plan import load_spec_dataset
 
     ds = load_spec_dataset(res.spec)
-    home = root / "cache" / f"index-{index_key(pipe.config, ds.corpus_fingerprint())}"
+    home = root / "cache" / f"index-{pipe.config.index_hash(ds.corpus_fingerprint())}"
     assert home.exists()  # the exported config maps back onto the index the sweep built
     pipe = Pipeline.from_config(pipe.config.with_overrides({"home": str(home)}))
     rows = res.results[res.results.config_id == cid].set_index("query_id")

@@ -110,10 +110,11 @@ def test_agent_eval(endpoints, tmp_path, monkeypatch):
     monkeypatch.setattr(agent_eval_summary, "gold_served",
                         lambda df: pd.Series(np.nan, index=df.index))
     monkeypatch.setattr(agent_eval, "build_pipeline", lambda *a, **k: None)  # closed_book only
-    agent_eval.main(["--run", "r", "--runs-dir", str(tmp_path), "--home", str(tmp_path / "home"),
-                     "--datasets", "python-faq", "--split", "dev", "--n", "2",
-                     "--cells", "closed_book:native", "--corpus-size", "python-faq=3",
-                     "--config", str(config_file(tmp_path, urls))], prog="agent-eval")
+    res = CliRunner().invoke(app, [
+        "agent-eval", "--run", "r", "--runs-dir", str(tmp_path), "--home", str(tmp_path / "home"),
+        "--datasets", "python-faq", "--split", "dev", "--n", "2", "--cells", "closed_book:native",
+        "--corpus-size", "python-faq=3", "--config", str(config_file(tmp_path, urls))])
+    assert res.exit_code == 0, res.output
     rows = [json.loads(x) for x in (tmp_path / "r" / "rows.jsonl").read_text().splitlines()]
     judged = [json.loads(x) for x in (tmp_path / "r" / "judgements.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and not any(r["failed"] for r in rows)
@@ -140,7 +141,8 @@ def test_claims_judge_validation_and_agent_protocol(endpoints, tmp_path, monkeyp
     check_spread(urls, live, 4)
     # the agent protocol hands the claims' LLM settings to the agent evaluation
     seen = []
-    monkeypatch.setattr(agent_eval, "main", lambda argv, prog, meter, llm=None: seen.append(llm))
+    monkeypatch.setattr(agent_eval, "evaluate",
+                        lambda opts, meter, llm=None, out=print: seen.append(llm))
     claim = next(c for c in registry.CLAIMS if c.kind == "agent")
     with pytest.raises(FileNotFoundError):  # the fake main wrote no rows
         protocols.run_agent_claim(claim, tmp_path / "runs", tmp_path / "agent-runs",

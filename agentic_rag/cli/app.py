@@ -1,5 +1,6 @@
 """The `agentic-rag` typer app and what every command module shares: the config and home options,
-LLM-call options, `_config` (a config file, checked) and `_fail` (a clear error, exit 2). Commands
+LLM-call options, `_config` (a config file, checked), `_fail` (a clear error, exit 2) and
+`ManyValues` (list options read argparse-style: `--cells a b c`). Commands
 register on `app` in their own modules (`core`, `evaluate`, `testset`, `serve`); `cli.main`
 imports them all and runs the app."""
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.config_base import ConfigError
@@ -51,3 +53,47 @@ def _stopped_at_cap(stop: Exception, what: str) -> None:
 
     typer.echo(cap_message(stop, what, "agentic-rag " + " ".join(sys.argv[1:])))
     raise typer.Exit(0)
+
+
+class ManyValues(TyperCommand):
+    """A command whose list options take one or more values after a single flag, as
+    argparse's `nargs="+"` does (`--cells a b c`, what the committed agent-eval commands
+    say), besides click's repeated flag (`--cells a --cells b`). The words after such a flag,
+    up to the next option, are its values; the flag alone gives one empty value (`--runs`
+    with nothing: none), which the command reads as "no values"."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, spread_values(args, self._list_flags()))
+
+    def _list_flags(self) -> set[str]:
+        # typer carries its own copy of click (typer._click): its options are not click.Option
+        return {o for p in self.params if p.param_type_name == "option"
+                and getattr(p, "multiple", False) for o in p.opts}
+
+
+def spread_values(args: list[str], flags: set[str]) -> list[str]:
+    """`--f a b --g` -> `--f a --f b --g` for every flag in `flags`; a flag in `flags`
+    followed by no value -> `--f=` (one empty value). Everything after `--` is left as it is."""
+    out: list[str] = []
+    flag, given = None, False
+    for i, a in enumerate(args):
+        if a == "--":
+            out += [f"{flag}="] if flag and not given else []
+            out += args[i:]
+            break
+        if a.startswith("-"):
+            if flag and not given:
+                out.append(f"{flag}=")
+            flag, given = (a, False) if a in flags else (None, False)
+            if flag is None:
+                out.append(a)
+            continue
+        if flag:
+            out += [flag, a]
+            given = True
+        else:
+            out.append(a)
+    else:
+        if flag and not given:
+            out.append(f"{flag}=")
+    return out

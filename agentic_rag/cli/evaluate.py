@@ -15,6 +15,7 @@ import typer
 from agentic_rag.cli.app import (
     ConfigOpt,
     HomeOpt,
+    ManyValues,
     MaxConcurrencyOpt,
     MaxLLMCallsOpt,
     _config,
@@ -22,6 +23,9 @@ from agentic_rag.cli.app import (
     _stopped_at_cap,
     app,
 )
+from agentic_rag.experiments.llm_cost import cap_message
+from agentic_rag.studies.agent_eval.options import BANKING_QUESTIONS, SPLITS
+from agentic_rag.studies.agent_eval.options import DEFAULTS as AGENT_EVAL_DEFAULTS
 
 
 @app.command()
@@ -141,14 +145,89 @@ def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks t
     typer.echo(f"report: {out / 'REPORT.md'}")
 
 
-@app.command("agent-eval", add_help_option=False,
-             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def agent_eval_cmd(ctx: typer.Context) -> None:
-    """Agent retrieval policies × tool modes vs closed-book on τ²-banking and the Python FAQ
-    (rows in experiments/agent-runs/<run>/; options: agentic-rag agent-eval --help)."""
-    from agentic_rag.studies.agent_eval.run import main as agent_eval
+AE = AGENT_EVAL_DEFAULTS
+# agent-eval's list defaults as the command shows and parses them (read only)
+AE_DATASETS, AE_CELLS = list(AE.datasets), list(AE.cells)
+AE_CORPUS_SIZE = [f"{k}={v}" for k, v in AE.corpus_size.items()]
 
-    agent_eval(ctx.args, prog="agentic-rag agent-eval")
+
+@app.command("agent-eval", cls=ManyValues)
+def agent_eval_cmd(
+    run: Annotated[str, typer.Option(help="the run folder's name (under --runs-dir)")],
+    runs_dir: Annotated[str, typer.Option(help="where the run folders are")] = AE.runs_dir,
+    datasets: Annotated[list[str], typer.Option(help="one or more datasets")] = AE_DATASETS,
+    split: Annotated[str, typer.Option(help=" | ".join(SPLITS))] = AE.split,
+    n: Annotated[int, typer.Option(help="questions per dataset")] = AE.n,
+    seed: Annotated[int, typer.Option(help="which questions are drawn")] = AE.seed,
+    cells: Annotated[list[str], typer.Option(
+        help="one or more policy:mode[:gate] (policy: retrieve_first, tool_required, free, "
+             "closed_book; mode: native or json; gate: gated, static, always_expand)")] = AE_CELLS,
+    max_steps: Annotated[int, typer.Option(help="agent steps per question")] = AE.max_steps,
+    context_tokens: Annotated[int, typer.Option(
+        help="context.max_tokens: passages per search (cost: ~40 tokens/s reading)")] = (
+        AE.context_tokens),
+    port: Annotated[int, typer.Option(help="keep it fixed: the LLM cache key has it")] = AE.port,
+    threads: Annotated[int, typer.Option(
+        help="llama.cpp threads (1 is faster on an oversubscribed 2-core machine)")] = AE.threads,
+    home: Annotated[str, typer.Option(help="the LLM cache and the indexes")] = AE.home,
+    config: Annotated[str | None, typer.Option(
+        metavar="YAML", help="a config file whose llm section is used when it sets "
+        "llm.base_url or llm.endpoints: the calls go there (max_concurrency per endpoint) "
+        "and no local server is started; otherwise the local server (--port, --threads)")] = None,
+    corpus_size: Annotated[list[str], typer.Option(
+        metavar="DATASET=N", help="one or more DATASET=N: index the sampled questions' gold "
+        "documents plus seeded distractors up to N documents (the flag alone, or a dataset "
+        "left out: the whole corpus)")] = AE_CORPUS_SIZE,
+    budget_min: Annotated[float | None, typer.Option(
+        help="stop the agent pass after this many minutes (rows so far are kept)")] = None,
+    banking_question: Annotated[str, typer.Option(
+        help=f"{' | '.join(BANKING_QUESTIONS)}. τ²-banking: the agent reads the framed "
+             "role-play scenario, or the customer's opening message written from it by the "
+             "LLM (use its own --run: the cells keep their names)")] = AE.banking_question,
+    max_concurrency: Annotated[int | None, typer.Option(
+        min=1, help="questions (their LLM calls) in flight at once (default: "
+                    "llm.max_concurrency, 1; the local server has one slot, so more only "
+                    "queue there)")] = None,
+    max_llm_calls: MaxLLMCallsOpt = None,
+    no_judge: Annotated[bool, typer.Option("--no-judge", help="agent pass only")] = False,
+    judge_only: Annotated[bool, typer.Option("--judge-only",
+                                             help="judge the rows already run")] = False,
+    summarize_only: Annotated[bool, typer.Option("--summarize-only",
+                                                 help="only rewrite the summary")] = False,
+    compare: Annotated[str | None, typer.Option(
+        metavar="BEFORE_RUN", help="after summarizing, pair this run's rows with BEFORE_RUN's "
+        "(same dataset × cell × question) into compare-<BEFORE_RUN>.csv")] = None,
+) -> None:
+    """Agent retrieval policies × tool modes vs closed-book on τ²-banking and the Python FAQ:
+    one row per (dataset, split, cell, question) in <runs-dir>/<run>/rows.jsonl, judged into
+    judgements.jsonl; a rerun resumes. List options take one or more values
+    (`--cells retrieve_first:native closed_book:native`)."""
+    from agentic_rag.experiments.jsonl import read_rows
+    from agentic_rag.llm.calls import LLMCallCap
+    from agentic_rag.studies.agent_eval.options import (
+        AgentEvalOptions,
+        command_line,
+        parse_corpus_size,
+    )
+    from agentic_rag.studies.agent_eval.run import evaluate
+
+    try:
+        opts = AgentEvalOptions(
+            run=run, runs_dir=runs_dir, datasets=datasets, split=split, n=n, seed=seed,
+            cells=cells, max_steps=max_steps, context_tokens=context_tokens, port=port,
+            threads=threads, home=home, config=config,
+            corpus_size=parse_corpus_size([v for v in corpus_size if v]),
+            budget_min=budget_min, banking_question=banking_question,
+            max_concurrency=max_concurrency, max_llm_calls=max_llm_calls, no_judge=no_judge,
+            judge_only=judge_only, summarize_only=summarize_only, compare=compare)
+        evaluate(opts, out=typer.echo)
+    except LLMCallCap as stop:
+        rows = len(read_rows(Path(runs_dir) / run / "rows.jsonl"))
+        typer.echo(cap_message(stop, f"{rows} rows in {Path(runs_dir) / run}",
+                               command_line(opts)))
+        raise typer.Exit(0) from None
+    except ValueError as exc:  # a bad cell, option or config file, before any LLM call
+        _fail(str(exc))
 
 
 @app.command("validate-detectors", add_help_option=False,
@@ -161,14 +240,22 @@ def validate_detectors_cmd(ctx: typer.Context) -> None:
     detectors(ctx.args, prog="agentic-rag validate-detectors")
 
 
-@app.command("containment-agreement", add_help_option=False,
-             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def containment_agreement_cmd(ctx: typer.Context) -> None:
+@app.command("containment-agreement", cls=ManyValues)
+def containment_agreement_cmd(
+    answers: Annotated[Path | None, typer.Option(
+        help="own-answers JSONL, read only (default: the detector validation's own answers, "
+             "containment_agreement.OWN_ANSWERS)")] = None,
+    runs: Annotated[list[Path] | None, typer.Option(
+        help="one or more run folders (default: the claim b-answers and c-boundaries runs "
+             "under experiments/runs/; the flag alone: none)")] = None,
+    threshold: Annotated[float, typer.Option(help="token F1 counted as right")] = 0.5,
+) -> None:
     """answer_in_context (no LLM) vs the LLM's token F1 where both exist: own answers and
-    claims runs (options: agentic-rag containment-agreement --help)."""
-    from agentic_rag.studies.containment_agreement import main as containment_agreement
+    claims runs."""
+    from agentic_rag.studies.containment_agreement import report
 
-    containment_agreement(ctx.args, prog="agentic-rag containment-agreement")
+    report(answers, None if runs is None else [r for r in runs if str(r) not in ("", ".")],
+           threshold, log=typer.echo)
 
 
 @app.command()

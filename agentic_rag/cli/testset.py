@@ -113,69 +113,30 @@ def abstention(
     config: ConfigOpt = None, home: HomeOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
 ) -> None:
     """How often the agent says it does not know on the set's unanswerable questions, and
-    answers on its answerable ones (experiments/abstention.py): the agent (agent.* of the
+    answers on its answerable ones (studies/abstention.py): the agent (agent.* of the
     config) over the index at --home, through the configured LLM; every call is cached."""
-    from agentic_rag.agent.tool import AgenticRAGTool
-    from agentic_rag.datasets.base import DatasetError
-    from agentic_rag.datasets.qa import load_local
-    from agentic_rag.experiments.llm_cost import agent_cost, estimate_line, measured_rates, serves_in_parallel
-    from agentic_rag.llm.calls import CallMeter, LLMCallCap, MeteredChatModel
-    from agentic_rag.llm.chat import make_chat_model
-    from agentic_rag.llm.server import ServerError, serve_local
-    from agentic_rag.retrieve.pipeline import Pipeline
-    from agentic_rag.studies.abstention import abstention_report, ask_questions, report_lines, select_questions
+    from agentic_rag.llm.calls import CallMeter, LLMCallCap
+    from agentic_rag.llm.server import ServerError
+    from agentic_rag.studies.abstention import report_lines, run_abstention
 
     cfg = _config(config, home)
-    try:
-        queries = select_questions(load_local(docs, questions).queries, answerable, seed)
-    except (DatasetError, ValueError) as exc:
-        _fail(str(exc))
-    pipe = Pipeline(cfg)
-    if pipe.index.count() == 0:
-        _fail(f"the index at {cfg.home} is empty: run `agentic-rag index {docs}` first "
-              f"(with the same --config / --home)")
-    n_no = sum(q.metadata.get("answerable") is False for q in queries)
-    typer.echo(f"{n_no} unanswerable + {len(queries) - n_no} answerable questions from "
-               f"{questions}; policy {cfg.agent.policy}, index {cfg.home}")
-    typer.echo(estimate_line(agent_cost(len(queries)),
-                             measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]), 1,
-                             serves_in_parallel(cfg.llm)))
-    out = out or questions.with_name(f"{questions.stem}.abstention.jsonl")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    server = serve_local(cfg.llm, cfg.home)
     meter = CallMeter(max_llm_calls)
+    rows = out or questions.with_name(f"{questions.stem}.abstention.jsonl")
     try:
-        with server, out.open("w", encoding="utf-8") as f:
-            chat = MeteredChatModel(make_chat_model(cfg.llm, cfg.home), meter)
-            pipe = Pipeline(cfg, index=pipe.index, chat_model=chat)
-
-            def write(row: dict) -> None:  # each row as it is made: a cut run keeps them
-                f.write(json.dumps(row) + "\n")
-                f.flush()
-
-            rows = ask_questions(queries, chat, AgenticRAGTool(pipe), cfg.agent, on_row=write)
+        run = run_abstention(cfg, docs, questions, answerable, seed, rows, meter, typer.echo)
     except LLMCallCap as stop:
-        _stopped_at_cap(stop, f"{out} holds the rows done so far; the report is not written")
-    except (ServerError, ValueError) as exc:
+        _stopped_at_cap(stop, f"{rows} holds the rows done so far; the report is not written")
+    except (ServerError, ValueError) as exc:  # a DatasetError is a ValueError
         _fail(str(exc))
-    report = abstention_report(rows)
-    # a set generated before the corpus check (its summary has no unanswerable_checked) may
-    # hold "unanswerable" questions the corpus answers
-    summary = questions.with_name(f"{questions.stem}.summary.json")
-    checked = json.loads(summary.read_text()).get("unanswerable_checked") \
-        if summary.exists() else None
-    report_path = out.with_suffix(".json")
-    report_path.write_text(json.dumps({**report, "questions": str(questions),
-                                       "policy": cfg.agent.policy,
-                                       "unanswerable_checked_against_corpus": checked}, indent=2))
-    for line in report_lines(report):
+    for line in report_lines(run.report):
         typer.echo(line)
-    if checked is None:
+    if run.checked is None:
         typer.secho(f"{questions}: its unanswerable questions were not checked against the "
-                    f"corpus ({summary.name} has no unanswerable_checked): some may be "
-                    "answerable; read them before you report the share", fg=typer.colors.YELLOW)
-    typer.echo(f"rows: {out}; report: {report_path}; {meter.calls} new LLM calls, "
-               f"{meter.cached} cached")
+                    f"corpus ({questions.stem}.summary.json has no unanswerable_checked): some "
+                    "may be answerable; read them before you report the share",
+                    fg=typer.colors.YELLOW)
+    typer.echo(f"rows: {run.rows_path}; report: {run.report_path}; {meter.calls} new LLM "
+               f"calls, {meter.cached} cached")
 
 
 @app.command("validate-testset")
@@ -190,35 +151,19 @@ def validate_testset_cmd(
 ) -> None:
     """Does a generated set rank settings as human questions do? Generate from the gold
     documents of a packaged set's human questions, sweep both, report Kendall τ-b."""
-    from agentic_rag.experiments.llm_cost import Progress
-    from agentic_rag.llm.calls import CallMeter, LLMCallCap, MeteredChatModel
-    from agentic_rag.llm.chat import make_chat_model
-    from agentic_rag.llm.server import ServerError, serve_local
-    from agentic_rag.studies.testset_validation import CORPORA, validate_testset
+    from agentic_rag.llm.calls import CallMeter, LLMCallCap
+    from agentic_rag.llm.server import ServerError
+    from agentic_rag.studies.testset_validation import result_lines, run_validation
 
-    if corpus not in CORPORA:
-        _fail(f"--corpus {corpus!r}: use one of {sorted(CORPORA)}")
     cfg = _config(config, home)
-    server = serve_local(cfg.llm, cfg.home)
-    meter = CallMeter(max_llm_calls)
-    # the set is committed; its LLM replies travel with it, so a fresh machine regenerates
-    # the same set from the pack instead of asking the model again
-    pack = out_dir / corpus / "llm-replies.jsonl"
     try:
-        with server:
-            chat = MeteredChatModel(make_chat_model(cfg.llm, cfg.home, pack=pack), meter)
-            res = validate_testset(corpus, chat, n=n, seed=seed, out_dir=out_dir,
-                                   max_concurrency=max_concurrency or cfg.llm.max_concurrency,
-                                   log=typer.echo,
-                                   progress=Progress(n, typer.echo, "testset", meter))
+        res = run_validation(cfg, corpus, n=n, seed=seed, out_dir=out_dir,
+                             max_concurrency=max_concurrency, meter=CallMeter(max_llm_calls),
+                             log=typer.echo)
     except LLMCallCap as stop:
         _stopped_at_cap(stop, "the generated set is not written yet")
     except (ServerError, ValueError, RuntimeError) as exc:
         _fail(str(exc))
-    typer.echo(f"{corpus}: Kendall tau-b {res['tau_b']} [{res['tau_b_ci'][0]}, "
-               f"{res['tau_b_ci'][1]}] over {res['configs']} configs "
-               f"({res['human_queries']} human, {res['generated_queries']} generated questions)")
-    typer.echo(f"best on human: {res['best_human']}; on generated: {res['best_generated']} "
-               f"(same: {res['same_best']}; the human best ranks "
-               f"{res['best_human_on_generated_rank']} on the generated set)")
+    for line in result_lines(res):
+        typer.echo(line)
     typer.echo(f"→ {out_dir / corpus / 'agreement.json'}")

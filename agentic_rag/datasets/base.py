@@ -18,11 +18,21 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rag.documents import Document, GoldSpan
+
+
+def documents_fingerprint(docs: Iterable[Document]) -> str:
+    """The identity of a set of documents, whatever their order: ids and content hashes
+    (`Dataset.corpus_fingerprint`; with a config, `RAGConfig.index_hash` names an index)."""
+    h = hashlib.sha256()
+    for d in sorted(docs, key=lambda d: d.id):
+        h.update(f"{d.id}\0{d.content_hash}\n".encode())
+    return h.hexdigest()[:16]
 
 
 class DatasetMissing(RuntimeError):
@@ -69,10 +79,7 @@ class Dataset(BaseModel):
         return h.hexdigest()[:16]
 
     def corpus_fingerprint(self) -> str:
-        h = hashlib.sha256()
-        for d in sorted(self.corpus, key=lambda d: d.id):
-            h.update(f"{d.id}\0{d.content_hash}\n".encode())
-        return h.hexdigest()[:16]
+        return documents_fingerprint(self.corpus)
 
     def split(self, which: Literal["dev", "test", "all"]) -> Dataset:
         if which == "all":

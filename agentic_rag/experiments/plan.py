@@ -12,7 +12,6 @@ driver (`runner.run_sweep`) alone appends them to `rows.jsonl` and the row cache
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,12 +41,6 @@ def load_spec_dataset(spec: SweepSpec) -> Dataset:
     return ds
 
 
-def index_key(cfg: RAGConfig, corpus_fp: str) -> str:
-    parts = [corpus_fp, cfg.chunking.model_dump_json(), cfg.embedding.model_dump_json(),
-             cfg.lexical.model_dump_json(), cfg.store.kind]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
-
-
 def open_index(cfg: RAGConfig, ds: Dataset, cache_dir: str | Path, progress: bool = False,
                log=print, embedders: dict | None = None,  # noqa: ANN001
                ) -> tuple[RAGConfig, AgenticIndex]:
@@ -55,7 +48,7 @@ def open_index(cfg: RAGConfig, ds: Dataset, cache_dir: str | Path, progress: boo
     (built once per distinct key in `cache_dir`, reused by every later run). `embedders`:
     embedders by their config, reused across calls (a Ray worker loads its model once)."""
     cache_dir = Path(cache_dir)
-    key = index_key(cfg, ds.corpus_fingerprint())
+    key = cfg.index_hash(ds.corpus_fingerprint())
     over: dict = {"home": str(cache_dir / f"index-{key}")}
     if cfg.store.url:  # one server holds every index of the sweep: one collection per key
         over["store.collection"] = f"{cfg.store.collection[:48]}-{key}"
@@ -125,7 +118,7 @@ def plan_units(spec: SweepSpec, ds: Dataset, configs: list, done: set[tuple[str,
     groups: dict[str, list[int]] = {}
     corpus_fp = ds.corpus_fingerprint()
     for i, (_, _, cfg) in enumerate(configs):
-        groups.setdefault(index_key(cfg, corpus_fp), []).append(i)
+        groups.setdefault(cfg.index_hash(corpus_fp), []).append(i)
     units = []
     for members in groups.values():
         # configs interleaved per query, so drift (caches, background work) hits all alike

@@ -50,7 +50,6 @@ from agentic_rag.experiments.plan import (
     LLM_GROUPS,
     Finished,
     estimate_llm_cost,
-    index_key,
     load_spec_dataset,
     plan_units,
 )
@@ -238,6 +237,13 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
         bar.close()
         rows.close()
         cache.close()
+    return _finish(spec, configs, run_dir, rows, cache, use_cache, from_cache)
+
+
+def _finish(spec: SweepSpec, configs: list, run_dir: Path, rows: _Rows, cache: RowCache,
+            use_cache: bool, from_cache: int) -> SweepResult:
+    """A finished run's tables from its rows (`results.parquet`, `summary.csv`, the summary
+    read from the row cache where it can be), then the folder marked complete."""
     results = results_frame(rows.rows, configs)
     summary = cached_summary(results, spec, configs, rows.lines, cache, use_cache)
     cache.close()
@@ -272,7 +278,7 @@ def _announce_llm(spec: SweepSpec, ds: Dataset, configs: list, cache_dir: Path, 
     full = estimate_llm_cost(spec, len(configs), len(ds.queries))
     share = llm_rows / max(1, len(configs) * spec.repeats * min(spec.llm_sample, len(ds.queries)))
     fp = ds.corpus_fingerprint()
-    homes = sorted({index_key(cfg, fp) for _, _, cfg in configs})
+    homes = sorted({cfg.index_hash(fp) for _, _, cfg in configs})
     rates = measured_rates(cache_dir / f"index-{h}" / "cache" / "llm.sqlite" for h in homes)
     est = {k: round(v * share) for k, v in full.items()}
     log(f"LLM metrics {groups} on {min(spec.llm_sample, len(ds.queries))} queries per config, "

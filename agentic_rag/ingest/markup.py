@@ -183,6 +183,9 @@ class _Parser:
         return self.blocks
 
     def _step(self, i: int) -> int:  # noqa: C901 - a dispatcher over block starts
+        # Over 80 lines on purpose: the parser's state machine, one branch per kind of block
+        # start (fence, heading, table, list, directive, ...) in the order they must be
+        # tried; split up, the order would hide across functions that share `i` and `lines`.
         lines, n = self.lines, len(self.lines)
         ln = lines[i]
         s = ln.text

@@ -17,17 +17,23 @@ containment count is a lexical floor, not a judge.
 
     rows = ask_questions(queries, chat, tool, config.agent)      # one agent run per question
     report = abstention_report(rows)
+    run = run_abstention(config, docs, questions, answerable=20)  # all of it, files written
     agentic-rag abstention DOCS QUESTIONS --answerable 20         # the same from the shell
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from agentic_rag.config import RAGConfig
 from agentic_rag.datasets.base import Query
 from agentic_rag.experiments.stats import wilson_interval
+from agentic_rag.llm.calls import CallMeter
 
 FAILED = ("llm_error", "invalid_action")
 
@@ -118,3 +124,77 @@ def report_lines(report: dict[str, Any]) -> list[str]:
             f"{pct(report['answers_containing_reference'])}",
             f"failed runs (LLM error or invalid action), left out of both: {f['unanswerable']} "
             f"unanswerable, {f['answerable']} answerable; intervals: {report['interval']}"]
+
+
+@dataclass(frozen=True)
+class AbstentionRun:
+    """What `run_abstention` wrote: the per-question rows (`rows_path`, JSONL), the report
+    (`report_path`, JSON: `report` plus the set, the policy and `checked`), and `checked`:
+    whether the set's unanswerable questions were checked against the corpus when it was
+    generated (None: its summary does not say, so some may be answerable)."""
+
+    rows_path: Path
+    report_path: Path
+    report: dict[str, Any]
+    checked: bool | None
+
+
+def run_abstention(cfg: RAGConfig, docs: str | Path, questions: str | Path,
+                   answerable: int | None = None, seed: int = 0, out: str | Path | None = None,
+                   meter: CallMeter | None = None,
+                   log: Callable[[str], Any] = print) -> AbstentionRun:
+    """The abstention study on a generated set: `select_questions` from `questions` (a set
+    from `agentic-rag testset` over `docs`), the agent (`cfg.agent`) over the index at
+    `cfg.home` through `cfg.llm` (the local server started when `cfg.llm` names no
+    endpoint), each row written to `out` (default `<questions stem>.abstention.jsonl`) as it
+    is made, then the report beside it (`.json`). ValueError for a set without unanswerable
+    questions or an empty index (a `DatasetError` is one); `llm.LLMCallCap` at the meter's cap
+    propagates with the rows so far written and no report; `ServerError` if the server does
+    not start."""
+    from agentic_rag.agent.tool import AgenticRAGTool
+    from agentic_rag.datasets.qa import load_local
+    from agentic_rag.experiments.llm_cost import (
+        agent_cost,
+        estimate_line,
+        measured_rates,
+        serves_in_parallel,
+    )
+    from agentic_rag.llm.calls import MeteredChatModel
+    from agentic_rag.llm.chat import make_chat_model
+    from agentic_rag.llm.server import serve_local
+    from agentic_rag.retrieve.pipeline import Pipeline
+
+    questions = Path(questions)
+    queries = select_questions(load_local(docs, questions).queries, answerable, seed)
+    pipe = Pipeline(cfg)
+    if pipe.index.count() == 0:
+        raise ValueError(f"the index at {cfg.home} is empty: run `agentic-rag index {docs}` "
+                         f"first (with the same --config / --home)")
+    n_no = sum(q.metadata.get("answerable") is False for q in queries)
+    log(f"{n_no} unanswerable + {len(queries) - n_no} answerable questions from {questions}; "
+        f"policy {cfg.agent.policy}, index {cfg.home}")
+    log(estimate_line(agent_cost(len(queries)),
+                      measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]), 1,
+                      serves_in_parallel(cfg.llm)))
+    out = Path(out) if out else questions.with_name(f"{questions.stem}.abstention.jsonl")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with serve_local(cfg.llm, cfg.home), out.open("w", encoding="utf-8") as f:
+        chat = MeteredChatModel(make_chat_model(cfg.llm, cfg.home), meter or CallMeter())
+        pipe = Pipeline(cfg, index=pipe.index, chat_model=chat)
+
+        def write(row: dict) -> None:  # each row as it is made: a cut run keeps them
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+
+        rows = ask_questions(queries, chat, AgenticRAGTool(pipe), cfg.agent, on_row=write)
+    report = abstention_report(rows)
+    # a set generated before the corpus check (its summary has no unanswerable_checked) may
+    # hold "unanswerable" questions the corpus answers
+    summary = questions.with_name(f"{questions.stem}.summary.json")
+    checked = json.loads(summary.read_text()).get("unanswerable_checked") \
+        if summary.exists() else None
+    report_path = out.with_suffix(".json")
+    report_path.write_text(json.dumps({**report, "questions": str(questions),
+                                       "policy": cfg.agent.policy,
+                                       "unanswerable_checked_against_corpus": checked}, indent=2))
+    return AbstentionRun(out, report_path, report, checked)

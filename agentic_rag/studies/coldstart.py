@@ -36,6 +36,7 @@ from typing import Any
 import pandas as pd
 
 from agentic_rag.config import RAGConfig
+from agentic_rag.datasets.base import documents_fingerprint
 from agentic_rag.experiments.runfolder import mark_complete, new_run_dir, write_meta
 from agentic_rag.experiments.stats import bootstrap_ci, paired_effect
 
@@ -54,6 +55,7 @@ _CHILD = """
 import json, time
 T0 = time.time()
 from agentic_rag.config import RAGConfig
+from agentic_rag.datasets.base import documents_fingerprint
 from agentic_rag.store.index import AgenticIndex
 from agentic_rag.retrieve.tiers import TieredIndex
 import {store_module}  # the vector store's client library: imported up front, like the rest
@@ -92,9 +94,10 @@ def prepare_homes(root: str | Path = DEFAULT_ROOT, n_banking: int | None = None,
 
     bank, old = _documents(n_banking, n_python)
     cfg = RAGConfig()
-    blob = json.dumps([[d.id, hashlib.sha256(d.text.encode()).hexdigest()] for d in bank + old]
-                      + [cfg.chunking.model_dump(mode="json"), cfg.embedding.model_dump(mode="json"),
-                         cfg.store.kind, cfg.tiers.model_dump(mode="json"), ARCHIVE_DATE])
+    # the flat home is an index of these documents under cfg (`index_hash`); the tiered one
+    # adds the tier settings and the archive date
+    blob = json.dumps([cfg.index_hash(documents_fingerprint(bank + old)),
+                       cfg.tiers.model_dump(mode="json"), ARCHIVE_DATE])
     folder = Path(root) / f"{len(bank)}b-{len(old)}p-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
     marker = folder / "setup.json"
     if marker.exists():

@@ -15,12 +15,13 @@ the two binary readings. Sources:
   b-answers and c-boundaries, when run since containment was logged).
 
     agentic-rag containment-agreement [--answers PATH] [--runs DIR ...] [--threshold 0.5]
+
+(`report` in code.)
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,32 +126,31 @@ def _fmt(res: dict[str, Any]) -> str:
             f"out/not {c['out_not_good']}")
 
 
-def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    p.add_argument("--answers", default=OWN_ANSWERS, help="own-answers JSONL (read only)")
-    p.add_argument("--runs", nargs="*", default=None,
-                   help="run folders (default: experiments/runs/ claim b-answers and "
-                        "c-boundaries runs)")
-    p.add_argument("--threshold", type=float, default=0.5, help="token F1 counted as right")
-    args = p.parse_args(argv)
+def report(answers: str | Path | None = None, runs: Sequence[str | Path] | None = None,
+           threshold: float = 0.5, log: Callable[[str], Any] = print) -> None:
+    """The agreement on the own-answers set (`answers`, default `OWN_ANSWERS`) and on each
+    run folder in `runs` (None: the claim b-answers / c-boundaries runs under
+    experiments/runs/; empty: none), one line each through `log`. F1 ≥ `threshold` counts
+    as right."""
     from agentic_rag.config import RAGConfig
     from agentic_rag.ingest.tokens import make_token_counter
 
+    answers = OWN_ANSWERS if answers is None else answers
     counter = make_token_counter(RAGConfig().context.tokenizer)
-    own = own_answer_rows(args.answers, counter.count)
+    own = own_answer_rows(answers, counter.count)
     views = own["served_view"].dropna() if len(own) else pd.Series(dtype=bool)
-    print(f"{args.answers}: {len(own)} answered questions; context = served context "
-          f"(token count = served_tokens) in {int(views.sum())} of {len(views)}")
+    log(f"{answers}: {len(own)} answered questions; context = served context "
+        f"(token count = served_tokens) in {int(views.sum())} of {len(views)}")
     if len(own):
-        print("  " + _fmt(agreement(own["in_context"], own["token_f1"], args.threshold,
-                                     own["qid"].tolist())))
-    runs = [Path(r) for r in args.runs] if args.runs is not None else sorted(
+        log("  " + _fmt(agreement(own["in_context"], own["token_f1"], threshold,
+                                   own["qid"].tolist())))
+    runs = [Path(r) for r in runs] if runs is not None else sorted(
         {d for g in RUN_GLOBS for d in Path("experiments/runs").glob(g) if d.is_dir()})
     if not runs:
-        print("runs: no claim b-answers / c-boundaries run folder under experiments/runs/")
+        log("runs: no claim b-answers / c-boundaries run folder under experiments/runs/")
     for d in runs:
         rows = run_rows(d)
-        print(f"{d}: {len(rows)} rows with token_f1 and answer_in_context")
+        log(f"{d}: {len(rows)} rows with token_f1 and answer_in_context")
         if len(rows):
-            print("  " + _fmt(agreement(rows["in_context"], rows["token_f1"], args.threshold,
-                                         rows["qid"].tolist())))
+            log("  " + _fmt(agreement(rows["in_context"], rows["token_f1"], threshold,
+                                       rows["qid"].tolist())))

@@ -8,6 +8,8 @@ whether both sets pick the same best config.
 
     res = validate_testset("halueval", chat, n=150)     # generates (cached), sweeps, compares
     res["tau_b"], res["tau_b_ci"], res["same_best"]
+    res = run_validation(config, "halueval")            # the same with the config's LLM
+    agentic-rag validate-testset --corpus halueval      # the same from the shell
 
 Corpora (`CORPORA`):
 - `halueval`: the quick sweep's HaluEval-QA sample (100 dev questions written by people for
@@ -196,3 +198,39 @@ def validate_testset(corpus: str, chat: Any, n: int = 150, seed: int = 0,
                    "generation": json.loads(path.with_name("generated.summary.json").read_text())})
     (folder / "agreement.json").write_text(json.dumps(result, indent=2))
     return result
+
+
+def run_validation(cfg: Any, corpus: str, n: int = 150, seed: int = 0,
+                   out_dir: str | Path = OUT, max_concurrency: int | None = None,
+                   meter: Any = None, log: Callable[[str], Any] = print) -> dict[str, Any]:
+    """`validate_testset` through `cfg.llm` (a `RAGConfig`; the local server started when it
+    names no endpoint), every call through `meter` (`llm.LLMCallCap` at its cap propagates),
+    up to `max_concurrency` (default `llm.max_concurrency`) in flight. The set is committed
+    and its LLM replies travel with it (`<out_dir>/<corpus>/llm-replies.jsonl`, a reply
+    pack), so a fresh machine regenerates the same set from the pack instead of asking the
+    model again. ValueError for an unknown corpus; `ServerError` if the server does not
+    start."""
+    from agentic_rag.experiments.llm_cost import Progress
+    from agentic_rag.llm.calls import CallMeter, MeteredChatModel
+    from agentic_rag.llm.chat import make_chat_model
+    from agentic_rag.llm.server import serve_local
+
+    if corpus not in CORPORA:
+        raise ValueError(f"--corpus {corpus!r}: use one of {sorted(CORPORA)}")
+    meter = meter if meter is not None else CallMeter()
+    pack = Path(out_dir) / corpus / "llm-replies.jsonl"
+    with serve_local(cfg.llm, cfg.home):
+        chat = MeteredChatModel(make_chat_model(cfg.llm, cfg.home, pack=pack), meter)
+        return validate_testset(corpus, chat, n=n, seed=seed, out_dir=out_dir,
+                                max_concurrency=max_concurrency or cfg.llm.max_concurrency,
+                                log=log, progress=Progress(n, log, "testset", meter))
+
+
+def result_lines(res: dict[str, Any]) -> list[str]:
+    """`validate_testset`'s result in words: τ-b with its CI, and the best configs."""
+    return [f"{res['corpus']}: Kendall tau-b {res['tau_b']} [{res['tau_b_ci'][0]}, "
+            f"{res['tau_b_ci'][1]}] over {res['configs']} configs "
+            f"({res['human_queries']} human, {res['generated_queries']} generated questions)",
+            f"best on human: {res['best_human']}; on generated: {res['best_generated']} "
+            f"(same: {res['same_best']}; the human best ranks "
+            f"{res['best_human_on_generated_rank']} on the generated set)"]

@@ -7,7 +7,7 @@
                 retrieve_first:json tool_required:json free:json
     agentic-rag agent-eval --run agent-v1 --summarize-only
 
-(`python experiments/agent_eval.py ...` in a checkout runs the same.) One row per (dataset,
+In code: `evaluate(AgentEvalOptions(run=...), ...)` (`options.py`). One row per (dataset,
 split, cell, question) is appended to `<runs-dir>/<run>/rows.jsonl` (default
 `experiments/agent-runs/`, relative to the working directory); a rerun skips rows already
 there, and every LLM call (agent and judges) is cached on disk (keyed by model and server
@@ -39,11 +39,8 @@ Judge failures (LLMError) leave the metric NaN and are counted in `judge_failure
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +57,6 @@ from agentic_rag.experiments.jsonl import append_rows, read_rows
 from agentic_rag.experiments.llm_cost import (
     Progress,
     agent_cost,
-    cap_message,
     estimate_line,
     judge_cost,
     local_server_meta,
@@ -68,33 +64,18 @@ from agentic_rag.experiments.llm_cost import (
 )
 from agentic_rag.experiments.runfolder import base_meta, git_commit
 from agentic_rag.llm.cache import ChatCache, model_identity
-from agentic_rag.llm.calls import CallMeter, LLMCallCap, MeteredChatModel, map_calls
+from agentic_rag.llm.calls import CallMeter, MeteredChatModel, map_calls
 from agentic_rag.llm.chat import make_chat_model
 from agentic_rag.llm.client import OpenAIChatModel
 from agentic_rag.llm.server import serve_local
 from agentic_rag.llm.types import ChatModel, LLMError
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
-from agentic_rag.studies.agent_eval.summary import BASELINE, compare, markdown, summarize
+from agentic_rag.studies.agent_eval.options import PROG, AgentEvalOptions, command_line, parse_cell
+from agentic_rag.studies.agent_eval.summary import compare, markdown, summarize
 from agentic_rag.studies.agent_eval.tasks import customer_openings, load
 
-RUNS_DIR = "experiments/agent-runs"  # relative to the working directory (the repository root)
-HOME = "experiments/cache/agent-eval"
-DATASETS = ("python-faq", "tau2-banking")
-POLICIES = ("retrieve_first", "tool_required", "free", "closed_book")
-GATES = ("gated", "static", "always_expand")
 GATE_DEFAULT = RAGConfig().gate.mode
-
-
-def parse_cell(cell: str) -> tuple[str, str, str | None]:
-    """`policy:mode[:gate]`; the gate is the retrieval tool's `gate.mode` (None: the
-    config's default, `gated`), e.g. `retrieve_first:native:static` for the static tool."""
-    parts = cell.split(":")
-    if len(parts) not in (2, 3) or parts[0] not in POLICIES or parts[1] not in ("native", "json") \
-            or (len(parts) == 3 and parts[2] not in GATES):
-        raise ValueError(f"--cells: {cell!r} is not policy:mode[:gate] with policy in "
-                         f"{POLICIES}, mode native|json, gate in {GATES}")
-    return parts[0], parts[1], parts[2] if len(parts) == 3 else None
 
 
 def build_pipeline(ds, home: Path, overrides: dict, chat: ChatModel) -> Pipeline:  # noqa: ANN001
@@ -166,7 +147,7 @@ def _key(r: dict) -> tuple:
     return r["dataset"], r["split"], r["cell"], r["qid"]
 
 
-def run(args: argparse.Namespace, meter: CallMeter | None = None,
+def run(args: AgentEvalOptions, meter: CallMeter | None = None,
         llm: LLMConfig | None = None) -> None:
     """The agent pass and the judge pass of `args.cells` on `args.datasets`, appended to
     `args.runs_dir/args.run/`. The LLM: `llm` when it sets `llm.base_url` / `llm.endpoints`
@@ -211,15 +192,16 @@ def run(args: argparse.Namespace, meter: CallMeter | None = None,
         _write_meta(meta_path, args, cfg, where, overrides, loaded, llm_meta)
         if not args.judge_only:
             gates = sorted({parse_cell(c)[2] for c in cells} - {None}, key=str)
+            searches = any(parse_cell(c)[0] != "closed_book" for c in cells)  # else no index
             pipes = {(d, g): build_pipeline(v[1], Path(args.home), {**overrides, "gate.mode": g},
                                             chat)
-                     for d, v in loaded.items() for g in [GATE_DEFAULT, *gates]}
+                     for d, v in loaded.items() for g in [GATE_DEFAULT, *gates] if searches}
             _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path, conc, meter)
         if not args.no_judge:
             _judge_pass(args, items, chat, rows_path, judged_path, conc, meter)
 
 
-def check(args: argparse.Namespace) -> list[str]:
+def check(args: AgentEvalOptions) -> list[str]:
     """The cells as `policy:mode[:gate]` (a bare policy is native); ValueError for a bad cell,
     or for banking rows of this run that read the other `--banking-question`."""
     cells = [c if ":" in c else f"{c}:native" for c in args.cells]
@@ -235,13 +217,13 @@ def check(args: argparse.Namespace) -> list[str]:
     return cells
 
 
-def _write_meta(meta_path: Path, args: argparse.Namespace, cfg: RAGConfig, server: str,
+def _write_meta(meta_path: Path, args: AgentEvalOptions, cfg: RAGConfig, server: str,
                 overrides: dict, loaded: dict, llm: dict | None = None) -> None:
     """`meta-<split>.json`: this invocation's settings and corpora (`runfolder.base_meta`'s
     Python, platform and packages; `llm`: the model's identity as `llm.model_identity` gives
     it for this server, the reply cache's key, the calls in flight), and the history of every
     invocation on this run folder (passes, resumptions, the judge pass), in order."""
-    meta = {**base_meta(), "command": args.command, "git_commit": git_commit(),
+    meta = {**base_meta(), "command": command_line(args), "git_commit": git_commit(),
             "llm": llm,
             "model": cfg.llm.server.model if cfg.llm.uses_local_server else cfg.llm.model,
             "server": server, "seed": args.seed,
@@ -349,92 +331,32 @@ def _jsonable(v):  # noqa: ANN001, ANN202
     return None if isinstance(v, float) and np.isnan(v) else str(v)
 
 
-def parser(prog: str | None = None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
-    p.add_argument("--run", required=True)
-    p.add_argument("--runs-dir", default=RUNS_DIR, help="where the run folders are")
-    p.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    p.add_argument("--split", default="test", choices=["dev", "test", "all"])
-    p.add_argument("--n", type=int, default=30)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cells", nargs="+", default=["retrieve_first:native", BASELINE])
-    p.add_argument("--max-steps", type=int, default=AgentConfig().max_steps)
-    p.add_argument("--context-tokens", type=int, default=RAGConfig().context.max_tokens,
-                   help="context.max_tokens: passages per search (cost: ~40 tokens/s reading)")
-    p.add_argument("--port", type=int, default=8777, help="keep it fixed: the LLM cache key has it")
-    p.add_argument("--threads", type=int, default=ServerConfig().n_threads,
-                   help="llama.cpp threads (1 is faster on an oversubscribed 2-core machine)")
-    p.add_argument("--home", default=HOME, help="the LLM cache and the indexes")
-    p.add_argument("--config", default=None, metavar="YAML",
-                   help="a config file whose llm section is used when it sets llm.base_url or "
-                        "llm.endpoints: the calls go there (max_concurrency per endpoint) and no "
-                        "local server is started; otherwise the local server (--port, --threads)")
-    p.add_argument("--corpus-size", nargs="*", default=["python-faq=80", "tau2-banking=250"],
-                   help="DATASET=N: index the sampled questions' gold documents plus seeded "
-                   "distractors up to N documents (none = the whole corpus)")
-    p.add_argument("--budget-min", type=float, default=None,
-                   help="stop the agent pass after this many minutes (rows so far are kept)")
-    p.add_argument("--banking-question", choices=["scenario", "opening"], default="scenario",
-                   help="τ²-banking: the agent reads the framed role-play scenario, or the "
-                        "customer's opening message written from it by the LLM (use its own "
-                        "--run: the cells keep their names)")
-    p.add_argument("--max-concurrency", type=int, default=None,
-                   help="questions (their LLM calls) in flight at once (default: "
-                        "llm.max_concurrency, 1; the local server has one slot, so more only "
-                        "queue there)")
-    p.add_argument("--max-llm-calls", type=int, default=None, metavar="N",
-                   help="stop cleanly after N new (not cached) LLM calls; a rerun continues")
-    p.add_argument("--no-judge", action="store_true", help="agent pass only")
-    p.add_argument("--judge-only", action="store_true", help="judge the rows already run")
-    p.add_argument("--summarize-only", action="store_true")
-    p.add_argument("--compare", metavar="BEFORE_RUN", default=None,
-                   help="after summarizing, pair this run's rows with BEFORE_RUN's (same "
-                        "dataset × cell × question) into compare-<BEFORE_RUN>.csv")
-    return p
-
-
-def main(argv: Sequence[str] | None = None, prog: str | None = None,
-         meter: CallMeter | None = None, llm: LLMConfig | None = None) -> pd.DataFrame | None:
-    """Run (unless --summarize-only), judge, summarize; print the summary. `argv`: the options
-    (default: the process's); `prog`: the command they follow, recorded with them in the run's
-    meta file (default: the process's `sys.argv[0]`). `meter`: the caller's (the claims
-    share one across protocols), whose `LLMCallCap` propagates; without it, `--max-llm-calls`
-    stops the run with a message and no summary (None). `llm`: the caller's LLM settings
-    (the claims' config), else `--config`'s (`run`)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    prog = prog or sys.argv[0]
-    p = parser(prog)
-    args = p.parse_args(argv)
-    args.command = " ".join([prog, *argv])
-    args.corpus_size = {k: int(v) for k, v in (x.split("=") for x in args.corpus_size)}
-    if not args.summarize_only:
-        try:
-            check(args)
-            if llm is None and args.config:
-                llm = RAGConfig.load(args.config).llm
-        except ValueError as exc:  # a ConfigError is one, naming the file and field
-            p.exit(1, f"{exc}\n")
-        try:
-            run(args, meter, llm)
-        except LLMCallCap as stop:
-            if meter is not None:
-                raise
-            rows = len(read_rows(Path(args.runs_dir) / args.run / "rows.jsonl"))
-            print(cap_message(stop, f"{rows} rows in {Path(args.runs_dir) / args.run}",
-                              args.command), flush=True)
-            return None
-    run_dir = Path(args.runs_dir) / args.run
+def evaluate(opts: AgentEvalOptions, meter: CallMeter | None = None,
+             llm: LLMConfig | None = None, out=print) -> pd.DataFrame:  # noqa: ANN001
+    """Run (unless `opts.summarize_only`), judge, summarize; write `summary.csv` and
+    `summary.md` in the run folder, print the summary through `out` and return it.
+    `meter`: every LLM call goes through it (default: one capped at `opts.max_llm_calls`);
+    at its cap `llm.LLMCallCap` propagates with every finished row written (a rerun
+    continues). `llm`: the caller's LLM settings (the claims' config), else `opts.config`'s
+    (`run`). ValueError (a ConfigError is one) for a bad cell, config or banking question,
+    before any LLM server starts."""
+    if not opts.summarize_only:
+        check(opts)
+        if llm is None and opts.config:
+            llm = RAGConfig.load(opts.config).llm
+        run(opts, meter, llm)
+    run_dir = Path(opts.runs_dir) / opts.run
     summary = summarize(run_dir)
     (run_dir / "summary.md").write_text(markdown(summary, "` then `".join(
-        reproduce(c) for c in _commands(run_dir, args.command))))
+        reproduce(c) for c in _commands(run_dir, command_line(opts)))))
     cols = ["dataset", "split", "cell", "n", "searched", "searches", "correct", "correct_vs_closed",
             "token_f1", "hallucinated", "citation_valid", "cites_served", "latency_p50_s"]
     with pd.option_context("display.width", 250, "display.max_columns", 30):
-        print(summary[[c for c in cols if c in summary]].to_string(index=False))
-        if args.compare:
-            cmp = compare(Path(args.runs_dir) / args.compare, run_dir)
-            cmp.to_csv(run_dir / f"compare-{args.compare}.csv", index=False)
-            print(cmp.to_string(index=False))
+        out(summary[[c for c in cols if c in summary]].to_string(index=False))
+        if opts.compare:
+            cmp = compare(Path(opts.runs_dir) / opts.compare, run_dir)
+            cmp.to_csv(run_dir / f"compare-{opts.compare}.csv", index=False)
+            out(cmp.to_string(index=False))
     return summary
 
 
@@ -448,11 +370,13 @@ def _commands(run_dir: Path, current: str) -> list[str]:
 
 
 def reproduce(command: str) -> str:
-    """A recorded command as a shell line from the repository root."""
+    """A recorded command as a shell line from the repository root. Runs recorded by the
+    former script (`experiments/agent_eval.py --run ...`, gone) read as `agentic-rag
+    agent-eval` with the same options, which the command still takes."""
+    for script in ("experiments/agent_eval.py", "agent_eval.py"):
+        if command.startswith(script + " "):
+            command = PROG + command[len(script):]
     if command.startswith("agentic-rag "):
         return f"AGENTIC_RAG_DATA=datasets/cache .venv/bin/{command}"
     return f"AGENTIC_RAG_DATA=datasets/cache .venv/bin/python {command}"
 
-
-if __name__ == "__main__":
-    main()

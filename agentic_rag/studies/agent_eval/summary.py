@@ -1,5 +1,5 @@
 """The agent evaluation's tables, from a run folder's `rows.jsonl` and `judgements.jsonl`
-(written by `agent_eval.py`): `summarize` (one row per dataset × split × cell: means with
+(written by `run.py`): `summarize` (one row per dataset × split × cell: means with
 95 % bootstrap CIs and paired differences vs closed-book, vs the default agent and vs the
 gated tool), `compare` (two runs, question by question), `markdown` (the README table) and
 `gold_served` (did a served passage hold the gold answer?). Every paired difference is

@@ -5,7 +5,7 @@ A protocol names a baseline arm and a treatment arm, the metric the claim is abo
 direction the design claims (`registry.py`: `Claim`, `CLAIMS`). Retrieval and LLM protocols
 are ordinary sweeps (config overrides, `runner.run_sweep`); the tiers protocol is a
 fresh-process benchmark (`coldstart.run_cold_start`); the agent protocol runs the agent
-evaluation (`agent_eval.main`, in this process) and turns its paired rows into a run folder
+evaluation (`agent_eval.run.evaluate`, in this process) and turns its paired rows into a run folder
 (`agent_run_folder`) — all in `protocols.py`. Either way a run folder holds `summary.csv`
 in the runner's format, and the measured effect is the paired relative change treatment vs
 baseline over the same queries (for the tiers protocol: the same repetitions) with its 95 %

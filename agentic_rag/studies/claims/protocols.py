@@ -209,19 +209,19 @@ def run_agent_claim(claim: Claim, runs_dir: str | Path = "experiments/runs",
                     max_concurrency: int = 1, meter: CallMeter | None = None,
                     llm: LLMConfig | None = None) -> Path:
     """Run (or resume: rows and LLM calls are kept) the agent evaluation of both arms in this
-    process (`agent_eval.main`, what `agentic-rag agent-eval` runs), then
+    process (`agent_eval.run.evaluate`, what `agentic-rag agent-eval` runs), then
     `agent_run_folder`. Its LLM calls go through `meter` (`LLMCallCap` propagates), to
     `llm.base_url` / `llm.endpoints` when `llm` sets them (else the agent evaluation's own
     local server)."""
     from agentic_rag.studies.agent_eval import run as agent_eval
+    from agentic_rag.studies.agent_eval.options import AgentEvalOptions, command_line
 
-    argv = ["--run", AGENT_RUN, "--datasets", "tau2-banking", "--split", "test",
-            "--n", str(claim.llm_sample), "--cells", AGENT_CELLS["treatment"],
-            AGENT_CELLS["baseline"], "--runs-dir", str(agent_runs)]
-    if max_concurrency > 1:
-        argv += ["--max-concurrency", str(max_concurrency)]
-    log(f"agent protocol {claim.id}: {AGENT_EVAL} {' '.join(argv)}")
-    agent_eval.main(argv, prog=AGENT_EVAL, meter=meter or CallMeter(), llm=llm)
+    opts = AgentEvalOptions(run=AGENT_RUN, runs_dir=str(agent_runs), datasets=("tau2-banking",),
+                            split="test", n=claim.llm_sample,
+                            cells=(AGENT_CELLS["treatment"], AGENT_CELLS["baseline"]),
+                            max_concurrency=max_concurrency if max_concurrency > 1 else None)
+    log(f"agent protocol {claim.id}: {command_line(opts, AGENT_EVAL)}")
+    agent_eval.evaluate(opts, meter=meter or CallMeter(), llm=llm, out=log)
     return agent_run_folder(Path(agent_runs) / AGENT_RUN, runs_dir, claim,
                             name=f"claim-{claim.id}-tau2-banking")
 
@@ -352,7 +352,7 @@ def _announce_llm(base: RAGConfig, chosen: set[str], cache_dir: str | Path, conc
     """The chosen LLM protocols' ceiling (`llm_budget`: calls, tokens), and its wall time at
     the rates measured in the protocols' reply caches, else the rate constants."""
     from agentic_rag.experiments.llm_cost import estimate_line, measured_rates, serves_in_parallel
-    from agentic_rag.studies.agent_eval.run import HOME
+    from agentic_rag.studies.agent_eval.options import HOME
 
     budget = llm_budget(base, llm_sample)
     ids = {c.id for c in CLAIMS if c.id in chosen and c.needs_llm}
