@@ -26,6 +26,7 @@ from agentic_rag.studies.claims.ledger import (
     ledger_row,
     not_run_row,
     previous_rows,
+    redecided,
     same_protocol,
     with_provenance,
 )
@@ -85,7 +86,7 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                     "not applicable") else "not run", reason)
             elif claim.id not in chosen or (claim.id, deployment) in kept:
                 old = previous.get((claim.id, deployment))
-                row = old if same_protocol(old, claim) else not_run_row(
+                row = redecided(old, claim) if same_protocol(old, claim) else not_run_row(
                     claim, deployment, "not run",
                     f"not run yet: `agentic-rag claims --only {claim.id}`")
             elif smoke and claim.needs_llm:

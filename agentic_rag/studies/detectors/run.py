@@ -13,7 +13,8 @@ when they changed, so a change to them reaches the tables without re-asking the 
     agentic-rag validate-detectors --n 200 --out experiments/detectors/halueval-dev
 
 AUROC's CI resamples questions (both answers of a question together), 2,000 draws
-(`detectors.stats`). Set (ii), the model's own hand-labelled answers, is `detectors.own`;
+(`detectors.stats`). Set (ii), the model's own answers, LLM-labelled (`llm:<model>` in each label's
+`labeller`), is `detectors.own`;
 both share this module's scoring (`score_answer`) and its resumable JSONL rows.
 """
 
@@ -89,7 +90,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     ap.add_argument("--own-answers", type=int, default=0, metavar="N",
                     help="set (ii) instead: the local model's own answers to the first N "
                          "HaluEval test questions of the (b)/(c) protocols' hybrid arm, then "
-                         "every detector on them, then the table against the hand labels "
+                         "every detector on them, then the table against the labels "
                          "(labels-pass1.jsonl, labels-pass2.jsonl in --out) when present")
     ap.add_argument("--ragas", type=int, default=0, metavar="N",
                     help="with --own-answers: also ragas Faithfulness on a balanced, seeded "
