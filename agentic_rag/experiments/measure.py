@@ -151,7 +151,10 @@ def strategy_columns(strategy: dict[str, Any]) -> dict[str, Any]:
     """The LLM strategies' columns (query expansion, rerank: `expansion.LLMCost`), only for
     configs that use one: calls, replies read from the reply cache, tokens and seconds (a
     cached reply charged what it cost when made), and `strategy_error`, a failed call whose
-    strategy was not applied (a failure: the row is not stored, a rerun retries it)."""
+    strategy was not applied. Such a row is a failure: it is written to rows.jsonl (not to
+    the row cache, so a rerun retries it), its metrics measure the fallback list and are
+    left out of the strategy's means and paired comparison (`summary.without_failures`),
+    and it counts in the arm's `failures`."""
     if not strategy:
         return {}
     return {"strategy_llm_calls": strategy["llm_calls"],
