@@ -188,7 +188,10 @@ def _answer_metrics(pipe: Pipeline, q: Query, hits: list, ctx: FormattedContext,
             sup = pipe.config.agent.support
             score = support_score(sup.detector, pipe.chat_model,
                                   judge_view(hits, ctx.included), answer, q.text)
-            out.update({"support": score, "hallucinated": float(score < sup.threshold),
+            # NaN support: the detector may not score this answer (no checkable words
+            # and no question-aware part): undefined, not a 0 or a 1
+            out.update({"support": score, "hallucinated": float(score < sup.threshold)
+                        if score == score else float("nan"),
                         "support_detector": sup.detector})
     except LLMError as exc:
         out["error"] = f"llm {exc.kind}: {str(exc)[:200]}"

@@ -148,10 +148,13 @@ def labels_description(out: str | Path) -> str:
 
 
 def own_rows(out: str | Path) -> pd.DataFrame:
-    """Set (ii)'s scored answers (the latest row of each) with the first pass's `label` and a
-    column per combined detector."""
+    """Set (ii)'s scored answers (the latest row of each) with their `answer`, the first
+    pass's `label` and a column per combined detector."""
     out = Path(out)
     scored = pd.DataFrame({r["qid"]: r for r in read_rows(out / "scored.jsonl")}.values())
+    answers = pd.DataFrame(read_rows(out / "answers.jsonl"))[["qid", "answer"]]
+    scored = scored.drop(columns=["answer"], errors="ignore").merge(answers, on="qid",
+                                                                   how="left")
     return with_combined(scored.merge(read_labels(out, 1)[["qid", "label"]], on="qid",
                                       how="inner"))
 
