@@ -559,3 +559,24 @@ def test_default_run_keeps_an_answer_claim_decided_on_more_questions(tmp_path, m
     assert measured == [("b-answers", 14)]
     got = ledger.set_index(["claim", "deployment"]).loc[("b-answers", "document analysis")]
     assert got["run"] == "small-run"
+
+
+def test_c_boundaries_row_carries_the_ppi_rate_where_labels_exist():
+    """The labelled arm (boundaries on: the 150 LLM-labelled own answers) gets a PPI rate
+    from its 22/200 flags and the labels; the unlabelled arm and the difference say that
+    there are no labels, beside the figure."""
+    data = json.loads((REPO / "experiments/claims/claims.json").read_text())
+    row = next(r for r in data["ledger"] if r["claim"] == "c-boundaries"
+               and r["deployment"] == "document analysis")
+    claim = next(c for c in CLAIMS if c.id == "c-boundaries")
+    got = ledger.ppi_fields(row, claim, REPO)
+    assert got["treatment_ppi_estimate"] == pytest.approx(0.11 + (65 - 13) / 150)
+    assert got["treatment_ppi_ci_low"] > 0.11  # the detector alone is outside the interval
+    assert got["baseline_ppi"].startswith(ledger.NO_LABELS)
+    assert "no PPI of the difference" in got["ppi_difference"]
+    assert row["treatment_ppi"] == got["treatment_ppi"]  # the committed ledger carries it
+    assert "hallucination rate with the detector's error (PPI), treatment: 0.457" in \
+        (REPO / "experiments/claims/REPORT.md").read_text()
+    b = next(r for r in data["ledger"] if r["claim"] == "b-answers"
+             and r["deployment"] == "document analysis")
+    assert ledger.ppi_fields(b, next(c for c in CLAIMS if c.id == "b-answers"), REPO) == {}

@@ -25,6 +25,7 @@ from agentic_rag.studies.claims.ledger import (
     judge_fields,
     ledger_row,
     not_run_row,
+    ppi_fields,
     previous_rows,
     redecided,
     same_protocol,
@@ -160,6 +161,8 @@ class _Session:
             detector = run_detector(run_dir)
             if detector is not None:  # hallucinated = support below threshold (graded)
                 row.update(detector_fields(detector))
+                row["support_threshold"] = self.base.agent.support.threshold
+                row.update(ppi_fields(row, claim))
             else:  # a run judged by the binary JSON judge (before the graded detectors)
                 self.judge = self.judge or run_judge_validation(
                     self.base, self.runs_dir, self.cache_dir, self.log, self.meter,

@@ -116,6 +116,12 @@ def _beside(records: list[dict[str, Any]]) -> list[str]:
         if r["claim"] == "c-boundaries" and r["verdict"] not in NOT_RUN:
             judged = r.get("judge_validation")
             parts.append(f"judge: {judged if isinstance(judged, str) else 'not validated'}")
+            for arm in ("baseline", "treatment"):
+                if isinstance(r.get(f"{arm}_ppi"), str):
+                    parts.append(f"hallucination rate with the detector's error (PPI), {arm}: "
+                                 f"{r[f'{arm}_ppi']}")
+            if isinstance(r.get("ppi_difference"), str):
+                parts.append(r["ppi_difference"])
         if any(parts):
             lines.append(f"- {r['claim']} / {r['dataset']}: {'; '.join(p for p in parts if p)}")
     return lines
