@@ -41,11 +41,13 @@ from agentic_rag.studies.claims.registry import (
     JUDGE_VALIDATION,
     JUDGE_VALIDATION_TOKENS_PER_CALL,
     LLM_SAMPLE,
+    NOT_RUN,
     Claim,
     claim_spec,
     select,
 )
 from agentic_rag.studies.claims.report import write_report
+from agentic_rag.studies.claims.rows import export_rows, rows_path
 
 AGENT_RUNS = "experiments/agent-runs"  # the agent evaluation's folders (committed)
 
@@ -95,7 +97,13 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                                   "LLM-bound: the smoke run starts no LLM")
             else:
                 row = session.measure(claim, deployment, ds)
-            rows[claim.id, deployment] = with_provenance(row, claim, runs_dir, agent_runs)
+                if isinstance(row.get("run"), str) and not smoke:  # its per-question rows
+                    export_rows(claim, deployment, Path(runs_dir) / row["run"], out_dir)
+            row = with_provenance(row, claim, runs_dir, agent_runs)
+            if row.get("verdict") not in NOT_RUN:
+                path = rows_path(claim.id, deployment, out_dir)
+                row["rows_file"] = path.name if path.exists() else None
+            rows[claim.id, deployment] = row
     ledger = pd.DataFrame([rows[c.id, d] for c in claims for d in DATASETS])
     sample = llm_sample or max([LLM_SAMPLE, *(int(r["n_queries"]) for r in kept.values())])
     write_report(ledger, out_dir, smoke, budget=llm_budget(base, sample))

@@ -175,7 +175,15 @@ def _run_folders(records: list[dict[str, Any]]) -> list[str]:
                     entry["source"] = (r["agent_run"], r.get("agent_run_committed"))
     if not runs:
         return []
-    lines = ["", "## Run folders", ""]
+    for r in records:
+        if isinstance(r.get("run"), str) and r["run"] in runs and r.get("verdict") not in NOT_RUN:
+            runs[r["run"]].setdefault("rows", []).append(
+                (r["claim"], r["deployment"], r.get("rows_file")))
+    lines = ["", "## Run folders", "",
+             "Per-question rows (query id, arm, the metric, the columns beside it) are "
+             "committed under `experiments/claims/rows/` where the run folder was on the "
+             "machine that wrote this report; `tests/test_claims_rows.py` recomputes each "
+             "committed row's effect, CI and verdict from them.", ""]
     for run, e in runs.items():
         line = (f"- `{run}` ({', '.join(e['claims'])}): run folder "
                 f"{'committed' if e['committed'] else 'not committed'}")
@@ -183,6 +191,12 @@ def _run_folders(records: list[dict[str, Any]]) -> list[str]:
             src, ok = e["source"]
             line += (f"; built from the agent evaluation's rows in `{src}/` "
                      f"({'committed' if ok else 'not committed'})")
+        kept = [f"`{f}`" for _, _, f in e.get("rows", []) if f]
+        missing = [f"{c} / {d}" for c, d, f in e.get("rows", []) if not f]
+        if kept:
+            line += f"; per-question rows in `rows/`: {', '.join(kept)}"
+        if missing:
+            line += f"; per-question rows not committed ({', '.join(missing)})"
         lines.append(line)
     return lines
 
