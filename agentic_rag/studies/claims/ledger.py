@@ -211,8 +211,9 @@ def ppi_fields(row: dict[str, Any], claim: Claim, root: str | Path = ".") -> dic
                                              f" (detector {detector})")
             continue
         scored = {r["qid"]: r for r in read_rows(Path(root) / folder / "scored.jsonl")}
-        labels = {r["qid"]: 1 - int(r["supported"])
-                  for r in read_rows(Path(root) / folder / "labels-pass1.jsonl")}
+        labels = {r["qid"]: 1 - int(r["supported"])  # an unsure answer (null) is no label
+                  for r in read_rows(Path(root) / folder / "labels-pass1.jsonl")
+                  if r.get("supported") is not None}
         qids = [q for q in labels if q in scored]
         f_lab = [float(_STORED_SUPPORT[detector](scored[q]) < threshold) for q in qids]
         flagged = round(float(row[f"{arm}_value"]) * n)

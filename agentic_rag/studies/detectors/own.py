@@ -115,11 +115,12 @@ def score_own(chat: ChatModel | None, out: str | Path, log: Callable[..., Any] =
 def read_labels(out: str | Path, labelling_pass: int = 1) -> pd.DataFrame:
     """The labels of one pass (`labels-pass<N>.jsonl`: qid, supported 1/0, note, labeller —
     a person's name or `llm:<model>`), with `label` = 1 for an unsupported (hallucinated)
-    answer."""
+    answer. Rows with `supported: null` (unsure) are left out."""
     path = Path(out) / f"labels-pass{labelling_pass}.jsonl"
     rows = pd.DataFrame(read_rows(path))
     if rows.empty:
         raise FileNotFoundError(f"{path}: no labels")
+    rows = rows[rows["supported"].notna()]  # "unsure" from the labelling view: no label
     bad = rows[~rows["supported"].isin([0, 1])]
     if not bad.empty:
         raise ValueError(f"{path}: 'supported' must be 0 or 1, got {bad['supported'].tolist()[:5]} "
