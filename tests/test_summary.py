@@ -186,3 +186,12 @@ def test_strategy_table_shows_failures_beside_the_arm():
     row = table.iloc[1]
     assert row["failures"] == 1 and row["llm_failures"] == 1
     assert table.iloc[0]["failures"] == 0
+
+
+def test_a_hallucination_rate_says_its_ci_lacks_the_detectors_error():
+    spec = _spec()
+    results = _results(spec, n_queries=6)
+    results["hallucinated"] = 0.0
+    s = summarize(results, spec, spec.configs())
+    assert (s["hallucinated_ci_note"].str.startswith("no labels for this model/dataset")).all()
+    assert "hallucinated_ci_note" not in summarize(_results(spec, 6), spec, spec.configs())

@@ -74,6 +74,11 @@ AGENT_METRICS = ["agent_token_f1", "agent_exact_match", "agent_tool_calls",
 ANSWER_METRICS = ["exact_match", "token_f1", "hallucinated", "support"]
 
 
+HALLUCINATION_NOTE = ("no labels for this model/dataset: the rate is the detector's flags, "
+                      "its CI covers the sampling of questions, not the detector's error "
+                      "(with labels: stats.ppi_mean / ppi_paired_difference)")
+
+
 def failure_mask(results: pd.DataFrame) -> pd.Series:
     """Rows with a failed call: the answer or judge (`error`), the agent (`agent_error`) or
     an LLM strategy (`strategy_error`: its retrieval served the fallback list)."""
@@ -138,6 +143,8 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
         out.append(s)
     summary = pd.DataFrame(out)
     summary["baseline"] = summary["config_id"] == base_id
+    if "hallucinated" in summary:  # the detector's rate: its own error is not in the CI
+        summary["hallucinated_ci_note"] = HALLUCINATION_NOTE
     quality = next((m for m in QUALITY if m in summary.columns), None)
     if quality:
         summary["pareto"] = pareto_front(summary, quality, ["latency_p50_ms", "context_tokens_mean"])
