@@ -139,6 +139,19 @@ def metrics_ci(y: np.ndarray, flags: np.ndarray, n_boot: int = 2000,
     return out
 
 
+def accuracy_gain(y: np.ndarray, flags: np.ndarray, n_boot: int = 2000,
+                  seed: int = 0) -> dict[str, float]:
+    """Accuracy minus that of calling everything supported, on the same answers, with its
+    paired 95 % bootstrap CI (both on each resample of answers)."""
+    def gain(i: np.ndarray) -> float:
+        return float((flags[i] == y[i]).mean() - (y[i] == 0).mean())
+
+    boots = [gain(i) for i in resample_index(len(y), n_boot, seed)]
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return {"accuracy_gain": gain(np.arange(len(y))), "accuracy_gain_ci_low": float(lo),
+            "accuracy_gain_ci_high": float(hi)}
+
+
 def _cost(rows: pd.DataFrame, name: str) -> dict[str, float]:
     """Judge calls, prompt tokens and seconds per answer that `name` costs: each judge part
     is asked only where it may score (the blind judge: checkable answers only)."""
@@ -157,7 +170,8 @@ def decision_table(rows: pd.DataFrame, candidates: Sequence[str] = CANDIDATES, k
                    seed: int = 0, logistic: bool = True) -> pd.DataFrame:
     """One row per candidate (and `logistic`, and "call everything supported"): held-out
     decision metrics with CIs, coverage, the folds' thresholds, the threshold chosen on all
-    labelled answers (what a default would use), and the cost per answer."""
+    labelled answers (what a default would use), the accuracy gain over calling everything
+    supported (paired CI), and the cost per answer."""
     y = rows["label"].to_numpy(int)
     fold = stratified_folds(y, k, seed)
     runs: list[tuple[str, Callable[[], tuple[np.ndarray, list[float]]], float, float]] = []
@@ -173,7 +187,7 @@ def decision_table(rows: pd.DataFrame, candidates: Sequence[str] = CANDIDATES, k
     for name, run, coverage, t_all in runs:
         flags, ts = run()
         out.append({"detector": name, "n": len(y), "coverage": coverage,
-                    **metrics_ci(y, flags), "fold_thresholds": " ".join(f"{t:.3f}" for t in ts),
+                    **metrics_ci(y, flags), **accuracy_gain(y, flags), "fold_thresholds": " ".join(f"{t:.3f}" for t in ts),
                     "threshold_all": t_all,
                     **(_cost(rows, name) if name in _PARTS else {})})
     return pd.DataFrame(out)
