@@ -187,7 +187,8 @@ def decision_table(rows: pd.DataFrame, candidates: Sequence[str] = CANDIDATES, k
     for name, run, coverage, t_all in runs:
         flags, ts = run()
         out.append({"detector": name, "n": len(y), "coverage": coverage,
-                    **metrics_ci(y, flags), **accuracy_gain(y, flags), "fold_thresholds": " ".join(f"{t:.3f}" for t in ts),
+                    **metrics_ci(y, flags), **accuracy_gain(y, flags),
+                    "fold_thresholds": " ".join(f"{t:.3f}" for t in ts),
                     "threshold_all": t_all,
                     **(_cost(rows, name) if name in _PARTS else {})})
     return pd.DataFrame(out)
