@@ -16,6 +16,9 @@ from agentic_rag.studies.claims.protocols import llm_budget
 from agentic_rag.studies.claims.registry import CLAIMS, DATASETS, NOT_RUN, VERDICTS, claim_spec, select, verdict
 from agentic_rag.studies.coldstart import paired_summary
 
+_FIG = registry.DesignFigure(0.18, 0.29, "18–29 % better")  # a range in the claimed direction
+_POINT = registry.DesignFigure(0.42, 0.42, "42 % less")
+
 
 @pytest.mark.parametrize("lo,hi,direction,figure,want", [
     (-0.05, 0.10, +1, None, "inconclusive"),        # CI spans 0
@@ -23,13 +26,99 @@ from agentic_rag.studies.coldstart import paired_summary
     (-0.30, -0.10, +1, None, "contradicted"),       # opposite side
     (-0.40, -0.20, -1, None, "confirmed"),          # a claimed reduction, measured
     (0.05, 0.20, -1, None, "contradicted"),
-    (0.02, 0.10, +1, 0.25, "smaller than claimed"),  # the whole CI short of the figure
-    (0.02, 0.30, +1, 0.25, "confirmed"),            # the figure inside the CI
-    (-0.15, -0.05, -1, 0.40, "smaller than claimed"),
     (math.nan, math.nan, +1, None, "inconclusive"),
+    # against a stated range [+18 %, +29 %]
+    (0.02, 0.10, +1, _FIG, "smaller than claimed"),  # the whole CI short of the range
+    (-0.065, 0.077, +1, _FIG, "smaller than claimed"),  # b-answers: spans 0, short of 18 %
+    (0.10, 0.20, +1, _FIG, "confirmed"),             # overlaps the range from below
+    (0.20, 0.25, +1, _FIG, "confirmed"),             # inside it
+    (0.25, 0.40, +1, _FIG, "confirmed"),             # overlaps it from above
+    (0.05, 0.50, +1, _FIG, "confirmed"),             # contains it
+    (0.30, 0.40, +1, _FIG, "larger than claimed"),   # the whole CI beyond it
+    (-0.10, 0.25, +1, _FIG, "inconclusive"),         # reaches the range but spans 0
+    (-0.30, -0.10, +1, _FIG, "contradicted"),        # opposite side beats "smaller"
+    # boundaries: touching the range is overlapping it
+    (0.05, 0.18, +1, _FIG, "confirmed"),
+    (0.05, 0.1799, +1, _FIG, "smaller than claimed"),
+    (0.29, 0.35, +1, _FIG, "confirmed"),
+    (0.2901, 0.35, +1, _FIG, "larger than claimed"),
+    (0.0, 0.10, +1, _FIG, "smaller than claimed"),
+    (0.0, 0.20, +1, _FIG, "inconclusive"),           # lower end at 0: 0 is in the CI
+    # a claimed reduction, point figure -42 %
+    (-0.292, 0.125, -1, _POINT, "smaller than claimed"),  # c-boundaries' row
+    (-0.50, -0.42, -1, _POINT, "confirmed"),
+    (-0.60, -0.43, -1, _POINT, "larger than claimed"),
+    (-0.41, -0.05, -1, _POINT, "smaller than claimed"),
+    (0.05, 0.20, -1, _POINT, "contradicted"),
 ])
 def test_verdict_rule(lo, hi, direction, figure, want):
     assert verdict(lo, hi, direction, figure) == want
+
+
+def test_every_verdict_is_reachable():
+    """Each verdict of VERDICTS comes out of the rule for some CI (with and without a
+    figure), and nothing else does."""
+    grid = [x / 100 for x in range(-60, 61, 5)]
+    seen = {verdict(lo, hi, d, f) for lo in grid for hi in grid if lo <= hi
+            for d in (+1, -1) for f in (None, _FIG, _POINT)}
+    assert seen == set(VERDICTS)
+
+
+def test_design_figure_checks_its_range():
+    with pytest.raises(ValueError, match="low <= high"):
+        registry.DesignFigure(0.3, 0.2, "backwards")
+    with pytest.raises(ValueError, match="low <= high"):
+        registry.DesignFigure(-0.1, 0.2, "negative")
+    assert _FIG.signed(+1) == (0.18, 0.29) and _FIG.signed(-1) == (-0.29, -0.18)
+
+
+def test_the_four_stated_figures():
+    """The design's four figures sit on the four headline claims, as ranges of relative
+    change in the claimed direction, each saying where the design measured it."""
+    by = {c.id: c for c in CLAIMS}
+    want = {"a-iterations": (-0.37, -0.24), "b-answers": (0.18, 0.29),
+            "c-boundaries": (-0.42, -0.42), "d-cold-start": (1 / 3.2 - 1, 1 / 3.2 - 1)}
+    for cid, rng in want.items():
+        f = by[cid].design_figure
+        assert f is not None and f.signed(by[cid].direction) == pytest.approx(rng)
+        assert "500+ agent sessions" in f.deployment and "support automation" in f.deployment
+    assert {c.id for c in CLAIMS if c.design_figure is not None} == set(want)
+
+
+def test_kept_rows_are_redecided_against_the_figure():
+    """An old row (verdict from the figure-less rule) gets today's figure and verdict from its
+    own CIs, nothing re-measured; a not-run row keeps its status."""
+    claim = next(c for c in CLAIMS if c.id == "b-answers")
+    old = {"claim": "b-answers", "verdict": "inconclusive", "design_figure": None,
+           "ci_low": -0.065, "ci_high": 0.077, "abs_ci_low": -0.039, "abs_ci_high": 0.045}
+    row = ledger.redecided(old, claim)
+    assert row["verdict"] == "smaller than claimed" and row["design_low"] == 0.18
+    assert old["verdict"] == "inconclusive"  # the input is not modified
+    assert ledger.redecided({"verdict": "not run", "ci_low": None, "ci_high": None},
+                            claim)["verdict"] == "not run"
+    # undefined relative change (baseline 0): the absolute CI's sign decides, no figure
+    zero = {"verdict": "confirmed", "ci_low": None, "ci_high": None, "abs_ci_low": 0.01,
+            "abs_ci_high": 0.02}
+    assert ledger.redecided(zero, claim)["verdict"] == "confirmed"
+
+
+def test_committed_verdicts_follow_the_rule():
+    """Every measured row of the committed claims.json carries the verdict the rule gives its
+    own CIs against today's stated figure (`agentic-rag claims --rebuild` re-applies it), and
+    REPORT.md shows the figure beside the effect."""
+    data = json.loads((REPO / "experiments/claims/claims.json").read_text())
+    by = {c.id: c for c in CLAIMS}
+    measured = [r for r in data["ledger"] if r["verdict"] in VERDICTS]
+    assert measured
+    for r in measured:
+        claim = by[r["claim"]]
+        nan = [math.nan if r.get(k) is None else r[k]
+               for k in ("ci_low", "ci_high", "abs_ci_low", "abs_ci_high")]
+        assert r["verdict"] == ledger.decide(claim, tuple(nan[:2]), tuple(nan[2:])), r["claim"]
+        assert r["design_figure"] == (claim.design_figure.label(claim.direction)
+                                      if claim.design_figure else None)
+    report_md = (REPO / "experiments/claims/REPORT.md").read_text()
+    assert "| stated figure |" in report_md and "| -37.0% to -24.0% |" in report_md
 
 
 def _cold_results(flat: list[float], tiered: list[float], kind: str = "recent") -> pd.DataFrame:
@@ -166,7 +255,8 @@ def test_rerun_selected_claims_keeps_the_others_and_says_what_was_not_run(tmp_pa
     assert by.loc[("c-boundaries", "code"), "verdict"] == "not run"
     assert by.loc[("d-cold-start", "document analysis"), "verdict"] == "not applicable"
     d = by.loc[("d-cold-start", "support automation")]
-    assert d["run"] == "x-claim-d-tiers" and d["n_queries"] == 5 and d["verdict"] == "inconclusive"
+    # a CI around 0, short of the design's 3.2× (-68.75 %)
+    assert d["run"] == "x-claim-d-tiers" and d["n_queries"] == 5 and d["verdict"] == "smaller than claimed"
     q = by.loc[("d-first-query", "support automation")]
     assert q["archived.first_query_ms_treatment"] > q["archived.first_query_ms_baseline"]
     assert set(ledger["verdict"]) <= set(VERDICTS) | set(NOT_RUN)
@@ -472,3 +562,24 @@ def test_default_run_keeps_an_answer_claim_decided_on_more_questions(tmp_path, m
     assert measured == [("b-answers", 14)]
     got = ledger.set_index(["claim", "deployment"]).loc[("b-answers", "document analysis")]
     assert got["run"] == "small-run"
+
+
+def test_c_boundaries_row_carries_the_ppi_rate_where_labels_exist():
+    """The labelled arm (boundaries on: the 150 LLM-labelled own answers) gets a PPI rate
+    from its 22/200 flags and the labels; the unlabelled arm and the difference say that
+    there are no labels, beside the figure."""
+    data = json.loads((REPO / "experiments/claims/claims.json").read_text())
+    row = next(r for r in data["ledger"] if r["claim"] == "c-boundaries"
+               and r["deployment"] == "document analysis")
+    claim = next(c for c in CLAIMS if c.id == "c-boundaries")
+    got = ledger.ppi_fields(row, claim, REPO)
+    assert got["treatment_ppi_estimate"] == pytest.approx(0.11 + (65 - 13) / 150)
+    assert got["treatment_ppi_ci_low"] > 0.11  # the detector alone is outside the interval
+    assert got["baseline_ppi"].startswith(ledger.NO_LABELS)
+    assert "no PPI of the difference" in got["ppi_difference"]
+    assert row["treatment_ppi"] == got["treatment_ppi"]  # the committed ledger carries it
+    assert "hallucination rate with the detector's error (PPI), treatment: 0.457" in \
+        (REPO / "experiments/claims/REPORT.md").read_text()
+    b = next(r for r in data["ledger"] if r["claim"] == "b-answers"
+             and r["deployment"] == "document analysis")
+    assert ledger.ppi_fields(b, next(c for c in CLAIMS if c.id == "b-answers"), REPO) == {}

@@ -135,3 +135,63 @@ def test_plots_name_configs_by_their_settings():
     assert {t.get_text() for t in fig.axes[0].texts} == want
     fig = plot_metric(summary, "grid")
     assert {t.get_text() for t in fig.axes[0].get_yticklabels()} == want
+
+
+def test_failed_rows_are_counted_not_scored():
+    """A row whose strategy, answer or judge call failed is left out of its arm's mean and
+    of the paired comparison, and counted in `failures` (the old summary averaged the
+    fallback list's nDCG into the strategy's mean and counted no strategy failure)."""
+    spec = _spec()
+    configs = spec.configs()
+    results = _results(spec, n_queries=20)
+    results["strategy_error"] = None
+    results["token_f1"] = 0.5
+    base_id = "c" + f"{[c[1] for c in configs].index(spec.baseline):02d}"
+    arm = next(c for c in sorted(results.config_id.unique()) if c != base_id)
+    mine = results.config_id == arm
+    # three failed strategy calls: their rows carry a fallback nDCG of 1.0
+    failed_q = ["q0", "q1", "q2"]
+    strat = mine & results.query_id.isin(failed_q)
+    results.loc[strat, "strategy_error"] = "llm parse: cut at max_tokens"
+    results.loc[strat, "ndcg@10"] = 1.0
+    # one failed judge call after a good answer: its token F1 is not a score either
+    judged = mine & (results.query_id == "q3")
+    results.loc[judged, "error"] = "llm timeout: judge"
+    results.loc[judged, "token_f1"] = 0.0
+    s = summarize(results, spec, configs).set_index("config_id")
+    ok = results[mine & ~results.query_id.isin(failed_q)]
+    assert s.loc[arm, "ndcg@10"] == pytest.approx(ok["ndcg@10"].mean())
+    assert s.loc[arm, "failures"] == 4 and s.loc[base_id, "failures"] == 0
+    assert s.loc[arm, "token_f1"] == pytest.approx(0.5)  # the failed judge's 0.0 is out
+    base = results[results.config_id == base_id].set_index("query_id")["ndcg@10"]
+    d = ok.set_index("query_id")["ndcg@10"] - base.reindex(ok.query_id)
+    assert s.loc[arm, "ndcg@10_diff_vs_base"] == pytest.approx(d.mean())
+    # the input frame is not modified
+    assert (results.loc[strat, "ndcg@10"] == 1.0).all()
+
+
+def test_strategy_table_shows_failures_beside_the_arm():
+    from agentic_rag.studies.strategies import strategy_table
+
+    spec = _spec()
+    configs = spec.configs()
+    results = _results(spec, n_queries=10)
+    results["strategy_error"] = None
+    for c in ("strategy_llm_calls", "strategy_llm_prompt_tokens",
+              "strategy_llm_completion_tokens", "strategy_llm_s"):
+        results[c] = 1.0
+    arm = results.config_id == "c01"
+    results.loc[arm & (results.query_id == "q0"), "strategy_error"] = "llm parse: bad JSON"
+    table = strategy_table(summarize(results, spec, configs), results).set_index("strategy")
+    row = table.iloc[1]
+    assert row["failures"] == 1 and row["llm_failures"] == 1
+    assert table.iloc[0]["failures"] == 0
+
+
+def test_a_hallucination_rate_says_its_ci_lacks_the_detectors_error():
+    spec = _spec()
+    results = _results(spec, n_queries=6)
+    results["hallucinated"] = 0.0
+    s = summarize(results, spec, spec.configs())
+    assert (s["hallucinated_ci_note"].str.startswith("no labels for this model/dataset")).all()
+    assert "hallucinated_ci_note" not in summarize(_results(spec, 6), spec, spec.configs())

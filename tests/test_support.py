@@ -7,7 +7,16 @@ from types import SimpleNamespace as NS
 import pytest
 
 from agentic_rag.config_llm import LLMConfig
-from agentic_rag.evaluation.support import content_words, graded_support, judge_messages, lexical_support, p_yes
+from agentic_rag.evaluation.support import (
+    checkable,
+    content_words,
+    graded_support,
+    judge_messages,
+    lexical_numbers_support,
+    lexical_support,
+    p_yes,
+    support_score,
+)
 from agentic_rag.llm.client import OpenAIChatModel
 from agentic_rag.llm.types import ChatReply, LLMError
 
@@ -67,11 +76,49 @@ def test_openai_reply_logprobs_are_parsed_and_requested():
 
 def test_lexical_support_is_the_share_of_content_words_found():
     ctx = "Arthur's Magazine (1844-1846) was an American literary periodical in Philadelphia."
-    assert lexical_support(ctx, "Philadelphia") == 1.0
+    assert lexical_support(ctx, "Philadelphia, Pennsylvania") == 0.5
     assert content_words("It was published in Boston") == ["published", "boston"]
     assert lexical_support(ctx, "It was published in Boston") < lexical_support(
         ctx, "It was published in Philadelphia")
-    assert lexical_support(ctx, "the") == 1.0  # nothing that could be unsupported
+
+
+@pytest.mark.parametrize("answer", ["Yes", "No", "yes.", "1975", "45,000", "Philadelphia",
+                                    "the", "", "Yes, Philadelphia"])
+def test_an_answer_without_checkable_words_gets_no_lexical_score(answer):
+    """A bare yes/no, number or single word makes no claim checkable without its question:
+    its lexical scores are undefined (NaN), neither 0 (a "Yes" used to be flagged) nor 1 (a
+    "No", a stopword, used to pass), and no question-blind detector scores it."""
+    ctx = "Arthur's Magazine (1844-1846) was an American literary periodical in Philadelphia."
+    assert not checkable(answer)
+    assert math.isnan(lexical_support(ctx, answer))
+    assert math.isnan(lexical_numbers_support(ctx, answer))
+    for det in ("lexical", "lexical_numbers"):
+        assert math.isnan(support_score(det, None, ctx, answer))
+
+
+def test_combined_detectors_use_the_question_aware_judge_alone_on_short_answers():
+    ctx = "Arthur's Magazine (1844-1846) was an American literary periodical in Philadelphia."
+    calls = []
+
+    class Judge:
+        model_id = "fake"
+
+        def chat(self, messages, **kw):
+            calls.append(messages[-1]["content"])
+            return ChatReply(content="yes", top_logprobs=[{"yes": math.log(0.8),
+                                                            "no": math.log(0.2)}])
+
+    chat = Judge()
+    q = "Where was Arthur's Magazine published?"
+    assert support_score("mean_numbers_q", chat, ctx, "Philadelphia", q) == pytest.approx(0.8)
+    assert "Question:" in calls[-1]
+    n = len(calls)
+    assert math.isnan(support_score("mean_numbers", chat, ctx, "Yes", q))  # blind: undefined
+    assert math.isnan(support_score("graded_judge", chat, ctx, "Yes", q))
+    assert len(calls) == n  # the blind judge is not even asked
+    # a checkable answer: the mean of both parts, as before
+    both = support_score("mean_numbers", chat, ctx, "published in Philadelphia")
+    assert both == pytest.approx((0.8 + 0.5) / 2)  # "published" is not in the context
 
 
 def test_judge_messages_shape():

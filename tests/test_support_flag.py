@@ -199,7 +199,7 @@ def test_not_scored_abstention_closed_book_failure_and_off_by_default(chunks):
     default = run_agent(QUESTION, chat, tool)  # AgentConfig(): off, no judge call
     assert default.support_score is None and chat.judged == []
     assert "enabled is off" in default.support_note
-    assert AgentConfig().support.detector == "mean_numbers" and not AgentConfig().support.enabled
+    assert AgentConfig().support.detector == "graded_judge_q" and not AgentConfig().support.enabled
 
 
 @pytest.mark.parametrize("style", ["dashes", "xml", "markdown"])

@@ -83,7 +83,7 @@ def test_wire_fee_case():
 
 def test_lexical_numbers_is_lexical_when_every_number_is_in_the_context():
     ctx = "Arthur's Magazine (1844-1846) was an American literary periodical in Philadelphia."
-    for answer in ("Philadelphia", "It was published in Boston", "from 1844 to 1846"):
+    for answer in ("Philadelphia magazine", "It was published in Boston", "from 1844 to 1846"):
         assert lexical_numbers_support(ctx, answer) == lexical_support(ctx, answer)
     assert lexical_support(ctx, "from 1844 to 1850") > 0
     assert lexical_numbers_support(ctx, "from 1844 to 1850") == 0.0

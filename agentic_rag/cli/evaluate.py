@@ -126,14 +126,21 @@ def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks t
            max_llm_calls: MaxLLMCallsOpt = None,
            llm_sample: Annotated[int | None, typer.Option(
                min=1, help="questions per arm of the answer-level claims (b-answers, "
-                           "c-boundaries); default: the registry's LLM_SAMPLE")] = None) -> None:
+                           "c-boundaries); default: the registry's LLM_SAMPLE")] = None,
+           rebuild: Annotated[bool, typer.Option(
+               help="run nothing: re-apply the verdict rule and the stated figures to the "
+                    "existing claims.json rows and rewrite REPORT.md + claims.json")] = False,
+           ) -> None:
     """Run one protocol per design claim on the three deployments; write REPORT.md + claims.json."""
     from agentic_rag.llm.calls import CallMeter, LLMCallCap
     from agentic_rag.studies.claims.protocols import run_claims
 
+    if rebuild and only:
+        _fail("--rebuild runs nothing; it cannot be combined with --only")
     try:
         ledger = run_claims(out, smoke=smoke, base=_config(config, None), log=typer.echo,
-                            only=only or None, max_concurrency=max_concurrency,
+                            only=[] if rebuild else only or None,
+                            max_concurrency=max_concurrency,
                             meter=CallMeter(max_llm_calls), llm_sample=llm_sample)
     except LLMCallCap as stop:
         _stopped_at_cap(stop, "REPORT.md and claims.json are not rewritten until the claims "

@@ -23,6 +23,15 @@ score is `1 - support`, and AUROC is computed on those scores, never on 0/1 verd
   and set (ii)'s labels were made with the question in view. On those 150 answers it is no
   better than the blind judge (docs/experiments.md), so it is selectable, not the default.
 
+An answer without checkable words — fewer than `MIN_CHECKABLE_WORDS` content words besides
+yes/no: a bare "Yes", "1975", "Vestfold" — makes no claim that can be checked without its
+question (`checkable`). No question-blind part scores it: its lexical scores and the blind
+judge's are undefined (NaN, not 0 or 1: a bare "Yes" used to score lexical 0 and a bare "No",
+a stopword, 1.0), and a combined detector is the mean of its defined parts. So on such an
+answer `mean_numbers_q` is the question-aware judge alone, and `mean_numbers`, `mean`,
+`graded_judge` and the lexical detectors return NaN: undefined, which a caller must not
+read as supported or unsupported (a sweep records `hallucinated` as missing and counts it).
+
 `support_score(detector, chat, context, answer, question)` is the one entry point for a
 selectable detector (`agent.support.detector` in `run_agent`); `combine_support` is the one definition
 of how a detector's score is made from its primitive scores (floats or pandas columns).
@@ -100,18 +109,31 @@ def content_words(text: str) -> list[str]:
     return [w for w in support_tokens(text) if w not in stop]
 
 
+MIN_CHECKABLE_WORDS = 2
+_NOT_CHECKABLE = frozenset({"yes", "no"})
+
+
+def checkable(answer: str) -> bool:
+    """True when `answer` has at least `MIN_CHECKABLE_WORDS` content words besides yes/no:
+    words whose presence in the context says something without the question."""
+    return sum(w not in _NOT_CHECKABLE for w in content_words(answer)) >= MIN_CHECKABLE_WORDS
+
+
 def lexical_support(context: str, answer: str) -> float:
-    """Share of the answer's content words found in the context; 1.0 for an answer without
-    content words (nothing in it can be unsupported)."""
+    """Share of the answer's content words found in the context; NaN (undefined) for an
+    answer without checkable words (`checkable`)."""
     words = content_words(answer)
-    if not words:
-        return 1.0
+    if not checkable(answer):
+        return math.nan
     vocab = set(support_tokens(context))
     return sum(w in vocab for w in words) / len(words)
 
 
 def lexical_numbers_support(context: str, answer: str) -> float:
-    """`lexical_support`, but 0.0 when a number of the answer is not among the context's."""
+    """`lexical_support`, but 0.0 when a number of the answer is not among the context's;
+    NaN (undefined) for an answer without checkable words, a bare number included."""
+    if not checkable(answer):
+        return math.nan
     if not set(numbers(answer)) <= set(numbers(context)):
         return 0.0
     return lexical_support(context, answer)
@@ -167,14 +189,24 @@ def graded_support(chat: ChatModel, context: str, answer: str,
 LEXICAL_SCORES: dict[str, Callable[[str, str], float]] = {
     "lexical": lexical_support, "lexical_numbers": lexical_numbers_support}
 # Each detector from its primitive scores: the judge's P(yes) and the no-LLM ones.
+def _mean(*parts: Any) -> Any:
+    """The mean of the defined parts (floats or pandas columns); NaN where none is."""
+    if all(isinstance(p, float) for p in parts):
+        ok = [p for p in parts if p == p]
+        return sum(ok) / len(ok) if ok else math.nan
+    import pandas as pd
+
+    return pd.concat([pd.Series(p, dtype=float) for p in parts], axis=1).mean(axis=1)
+
+
 _COMBINE: dict[str, tuple[tuple[str, ...], Callable[..., Any]]] = {
     "graded_judge": (("graded_judge",), lambda j: j),
     "lexical": (("lexical",), lambda lex: lex),
-    "mean": (("graded_judge", "lexical"), lambda j, lex: (j + lex) / 2),
+    "mean": (("graded_judge", "lexical"), _mean),
     "lexical_numbers": (("lexical_numbers",), lambda ln: ln),
-    "mean_numbers": (("graded_judge", "lexical_numbers"), lambda j, ln: (j + ln) / 2),
+    "mean_numbers": (("graded_judge", "lexical_numbers"), _mean),
     "graded_judge_q": (("graded_judge_q",), lambda j: j),
-    "mean_numbers_q": (("graded_judge_q", "lexical_numbers"), lambda j, ln: (j + ln) / 2),
+    "mean_numbers_q": (("graded_judge_q", "lexical_numbers"), _mean),
 }
 
 
@@ -192,9 +224,22 @@ def detector_inputs(detector: str) -> tuple[str, ...]:
 
 def combine_support(detector: str, scores: Mapping[str, Any]) -> Any:
     """`detector`'s support score from its primitive scores (`scores[name]`, floats or pandas
-    columns: the same arithmetic; fixed equal weights, nothing fitted)."""
+    columns: the same arithmetic; fixed equal weights over the defined parts, nothing
+    fitted). The callers set the question-blind parts of an answer without checkable words
+    to NaN (`blind_parts_undefined`)."""
     names = detector_inputs(detector)
     return _COMBINE[detector][1](*(scores[n] for n in names))
+
+
+def blind_parts_undefined(scores: Any, answers: Any) -> Any:
+    """A frame of primitive scores (one row per answer) with the question-blind columns
+    (`LEXICAL_SCORES`, the blind judge) set to NaN on the answers without checkable words."""
+    short = [not checkable(str(a)) for a in answers]
+    out = scores.copy()
+    for name in [*LEXICAL_SCORES, *(j for j, q in JUDGES.items() if not q)]:
+        if name in out:
+            out.loc[short, name] = math.nan
+    return out
 
 
 def support_score(detector: str, chat: ChatModel | None, context: str, answer: str,
@@ -202,10 +247,15 @@ def support_score(detector: str, chat: ChatModel | None, context: str, answer: s
     """The support in [0, 1] of `answer` (to `question`) by `context` under `detector` (one of
     `SUPPORT_DETECTORS`). The judge's detectors ask `chat` once and raise its `LLMError` (a
     reply without usable log-probabilities included): a failure is never turned into a score.
-    The `_q` detectors need the question; the others ignore it."""
+    The `_q` detectors need the question; the others ignore it. NaN (undefined) when no part
+    of `detector` may score the answer (`checkable`: the question-blind parts of an answer
+    without checkable words)."""
     scores: dict[str, float] = {}
+    short = not checkable(answer)
     for name in detector_inputs(detector):
-        if name in LEXICAL_SCORES:
+        if short and not JUDGES.get(name, False):
+            scores[name] = math.nan  # no question-blind score of an uncheckable answer
+        elif name in LEXICAL_SCORES:
             scores[name] = LEXICAL_SCORES[name](context, answer)
         elif chat is None:
             raise ValueError(f"support detector {detector!r} needs a chat model (the LLM "

@@ -151,7 +151,10 @@ def strategy_columns(strategy: dict[str, Any]) -> dict[str, Any]:
     """The LLM strategies' columns (query expansion, rerank: `expansion.LLMCost`), only for
     configs that use one: calls, replies read from the reply cache, tokens and seconds (a
     cached reply charged what it cost when made), and `strategy_error`, a failed call whose
-    strategy was not applied (a failure: the row is not stored, a rerun retries it)."""
+    strategy was not applied. Such a row is a failure: it is written to rows.jsonl (not to
+    the row cache, so a rerun retries it), its metrics measure the fallback list and are
+    left out of the strategy's means and paired comparison (`summary.without_failures`),
+    and it counts in the arm's `failures`."""
     if not strategy:
         return {}
     return {"strategy_llm_calls": strategy["llm_calls"],
@@ -185,7 +188,10 @@ def _answer_metrics(pipe: Pipeline, q: Query, hits: list, ctx: FormattedContext,
             sup = pipe.config.agent.support
             score = support_score(sup.detector, pipe.chat_model,
                                   judge_view(hits, ctx.included), answer, q.text)
-            out.update({"support": score, "hallucinated": float(score < sup.threshold),
+            # NaN support: the detector may not score this answer (no checkable words
+            # and no question-aware part): undefined, not a 0 or a 1
+            out.update({"support": score, "hallucinated": float(score < sup.threshold)
+                        if score == score else float("nan"),
                         "support_detector": sup.detector})
     except LLMError as exc:
         out["error"] = f"llm {exc.kind}: {str(exc)[:200]}"

@@ -1,5 +1,7 @@
 """Statistics for sweeps, as pure functions: bootstrap CIs, paired bootstrap against a
-baseline on per-query values, and the Pareto frontier of quality vs costs."""
+baseline on per-query values, the Pareto frontier of quality vs costs, and
+prediction-powered inference (`ppi_mean`, `ppi_paired_difference`) for a rate measured by an
+imperfect detector with labels on a subset."""
 
 from __future__ import annotations
 
@@ -86,3 +88,64 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def ppi_mean(predicted_all: Sequence[float], predicted_labelled: Sequence[float],
+             labels: Sequence[float], alpha: float = 0.05,
+             labelled_in_all: bool = True) -> dict[str, float]:
+    """Prediction-powered inference (Angelopoulos et al., *Science* 2023) of a mean, e.g. a
+    hallucination rate: a detector's predictions f on all N rows, plus true labels y on n of
+    them (a random subset) with the detector's predictions there. The estimate is the
+    detector's mean corrected by its mean error on the labelled rows (the rectifier),
+    mean_N(f) + mean_n(y − f), with a normal 1 − alpha interval whose variance is
+    var(f)/N + var(y − f)/n (+ 2 cov(f, y − f)/N when the labelled rows are among the N,
+    `labelled_in_all`). Valid however good or bad the detector is: its error widens the
+    interval instead of biasing it. NaN predictions or labels are dropped (a failure or an
+    undefined score is not a prediction). Also returned: the naive estimate (the detector's
+    mean, its CI over rows only) and the labels alone (mean_n(y), its CI) for comparison."""
+    f_all = np.asarray(predicted_all, dtype=float)
+    f_all = f_all[~np.isnan(f_all)]
+    f_lab, y = np.asarray(predicted_labelled, dtype=float), np.asarray(labels, dtype=float)
+    if f_lab.shape != y.shape:
+        raise ValueError(f"ppi_mean: {f_lab.shape} predictions vs {y.shape} labels")
+    ok = ~(np.isnan(f_lab) | np.isnan(y))
+    f_lab, y = f_lab[ok], y[ok]
+    big_n, n = len(f_all), len(y)
+    if big_n < 2 or n < 2:
+        raise ValueError(f"ppi_mean: need >= 2 predictions and >= 2 labels, got {big_n}, {n}")
+    z = float(_norm_ppf(1 - alpha / 2))
+    r = y - f_lab
+    est = float(f_all.mean() + r.mean())
+    var = f_all.var(ddof=1) / big_n + r.var(ddof=1) / n
+    if labelled_in_all:
+        var += 2 * float(np.cov(f_lab, r, ddof=1)[0, 1]) / big_n
+    half = z * math.sqrt(max(var, 0.0))
+    naive_half = z * math.sqrt(f_all.var(ddof=1) / big_n)
+    lab_half = z * math.sqrt(y.var(ddof=1) / n)
+    return {"estimate": est, "ci_low": est - half, "ci_high": est + half,
+            "naive": float(f_all.mean()), "naive_ci_low": float(f_all.mean()) - naive_half,
+            "naive_ci_high": float(f_all.mean()) + naive_half,
+            "labels_only": float(y.mean()), "labels_only_ci_low": float(y.mean()) - lab_half,
+            "labels_only_ci_high": float(y.mean()) + lab_half,
+            "rectifier": float(r.mean()), "n_all": big_n, "n_labelled": n}
+
+
+def ppi_paired_difference(pred_a: Sequence[float], pred_b: Sequence[float],
+                          lab_pred_a: Sequence[float], lab_pred_b: Sequence[float],
+                          labels_a: Sequence[float], labels_b: Sequence[float],
+                          alpha: float = 0.05) -> dict[str, float]:
+    """PPI of the paired difference of two arms' means (a − b, e.g. hallucination rates with
+    and without a treatment) over the same questions: the detector's predictions of both
+    arms on all questions (`pred_a`, `pred_b`, paired by position), and on the labelled
+    questions both arms' predictions and labels. It is `ppi_mean` of the per-question
+    differences, so the detector's error in either arm is carried into the interval."""
+    da = np.asarray(pred_a, dtype=float) - np.asarray(pred_b, dtype=float)
+    dl = np.asarray(lab_pred_a, dtype=float) - np.asarray(lab_pred_b, dtype=float)
+    dy = np.asarray(labels_a, dtype=float) - np.asarray(labels_b, dtype=float)
+    return ppi_mean(da, dl, dy, alpha)
+
+
+def _norm_ppf(q: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(q)

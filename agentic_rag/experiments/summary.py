@@ -69,13 +69,56 @@ def baseline_id(spec: SweepSpec, configs: list) -> str:
     return "c00"
 
 
+AGENT_METRICS = ["agent_token_f1", "agent_exact_match", "agent_tool_calls",
+                 "agent_retrieval_iterations"]
+ANSWER_METRICS = ["exact_match", "token_f1", "hallucinated", "support"]
+
+
+HALLUCINATION_NOTE = ("no labels for this model/dataset: the rate is the detector's flags, "
+                      "its CI covers the sampling of questions, not the detector's error "
+                      "(with labels: stats.ppi_mean / ppi_paired_difference)")
+
+
+def failure_mask(results: pd.DataFrame) -> pd.Series:
+    """Rows with a failed call: the answer or judge (`error`), the agent (`agent_error`) or
+    an LLM strategy (`strategy_error`: its retrieval served the fallback list)."""
+    mask = pd.Series(False, index=results.index)
+    for c in ("error", "agent_error", "strategy_error"):
+        if c in results:
+            mask |= results[c].notna()
+    return mask
+
+
+def without_failures(results: pd.DataFrame) -> pd.DataFrame:
+    """The results with every value a failed call produced set to NaN, so it is neither
+    averaged nor paired (`stats.paired_effect` drops a pair with a NaN): a failed strategy's
+    row loses all its metrics (they measure the fallback, not the strategy), a failed answer
+    or judge its answer metrics and ragas scores, a failed agent run its agent metrics.
+    The failures are counted apart (`failures`)."""
+    out = results.copy()
+    ragas = [c for c in out.columns if c.startswith("ragas_")
+             and not c.endswith(("_error", "_seconds"))]
+    groups = (("strategy_error", QUALITY + PAIRED + EXTRA + ANSWER_METRICS + ragas),
+              ("error", ANSWER_METRICS + ragas), ("agent_error", AGENT_METRICS))
+    for flag, cols in groups:
+        if flag in out:
+            cols = [c for c in dict.fromkeys(cols) if c in out.columns]
+            out.loc[out[flag].notna(), cols] = float("nan")
+    return out
+
+
 def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataFrame:
     """One row per config: means with 95 % CIs, and for every metric the paired difference
     vs the baseline over the same queries (repeats averaged first) with its CI and the
-    relative change. Decision distributions (iterations, stop reasons, expansions, filters)
-    are part of the row, so a knob that never fires is visible."""
+    relative change. Failures are not scores: a value a failed call produced is left out of
+    the means and of the paired comparison (`without_failures`; a query without a value in
+    both arms drops out of that metric's pair) and counted in the arm's `failures`.
+    Decision distributions (iterations, stop reasons, expansions, filters) are part of the
+    row, so a knob that never fires is visible."""
     if results.empty:
         return pd.DataFrame()
+    counted = results
+    results = without_failures(results)
     ragas = sorted(c for c in results.columns if c.startswith("ragas_")
                    and not c.endswith(("_error", "_seconds")))
     metric_cols = [c for c in QUALITY + EXTRA + ragas if c in results.columns]
@@ -84,8 +127,10 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
     base_id = baseline_id(spec, configs)
     base = per_query_means(results[results.config_id == base_id], paired_cols)
     out = []
+    fails = failure_mask(counted)
     for cid, g in results.groupby("config_id", sort=True):
         s = _counts(cid, g)
+        s["failures"] = int(fails[g.index].sum())
         means = per_query_means(g, list(dict.fromkeys(metric_cols + paired_cols)))
         for m in metric_cols:
             vals = means[m]
@@ -98,6 +143,8 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
         out.append(s)
     summary = pd.DataFrame(out)
     summary["baseline"] = summary["config_id"] == base_id
+    if "hallucinated" in summary:  # the detector's rate: its own error is not in the CI
+        summary["hallucinated_ci_note"] = HALLUCINATION_NOTE
     quality = next((m for m in QUALITY if m in summary.columns), None)
     if quality:
         summary["pareto"] = pareto_front(summary, quality, ["latency_p50_ms", "context_tokens_mean"])
@@ -105,13 +152,10 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
 
 
 def _counts(cid: str, g: pd.DataFrame) -> dict[str, Any]:
-    """A config's summary columns that are not per-query means: sizes, failures, latency
+    """A config's summary columns that are not per-query means: sizes, latency
     quantiles, decisions, hits per chunk type, LLM token totals, ragas failures."""
     s: dict[str, Any] = {"config_id": cid, "config": g["config"].iloc[0], "n": len(g),
                          "n_queries": int(g["query_id"].nunique()),
-                         "failures": int(g["error"].notna().sum()
-                                         + (g["agent_error"].notna().sum()
-                                            if "agent_error" in g else 0)),
                          "latency_p50_ms": float(g["latency_ms"].median()),
                          "latency_p95_ms": float(g["latency_ms"].quantile(0.95)),
                          "iterations_mean": float(g["iterations"].mean()),
@@ -279,7 +323,8 @@ def print_summary(summary: pd.DataFrame, log=print, metric: str | None = None,  
         log(line)
     failed = rows[rows["failures"] > 0]
     for label, n in zip(failed["config"], failed["failures"]):
-        log(f"failures: {short_label(label)}: {n} row(s) (see rows.jsonl `error`)")
+        log(f"failures: {short_label(label)}: {n} row(s) left out of its means and paired Δ "
+            "(see rows.jsonl `error`, `strategy_error`, `agent_error`)")
 
 
 def print_chosen(exported: str | Path, log=print) -> None:  # noqa: ANN001

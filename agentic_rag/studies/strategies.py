@@ -29,6 +29,7 @@ import pandas as pd
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.experiments.spec import DatasetSpec, SweepSpec
+from agentic_rag.experiments.summary import without_failures
 
 TITLE = ["dense", "bm25", "title"]
 S2B = {"chunking.max_tokens": 128, "fusion.small_to_big": "section", "fusion.parent_tokens": 256}
@@ -129,7 +130,9 @@ def strategy_table(summary: pd.DataFrame, results: pd.DataFrame | None = None) -
     """One row per strategy: each quality metric with its paired difference vs the default
     and that difference's 95 % CI, context tokens, hits expanded by small-to-big, latency.
     A metric the summary has no mean of (span_recall@5 is only paired there) is averaged
-    from `results` (per query first) when they are given."""
+    from `results` (per query first) when they are given. Failed rows (a strategy, answer
+    or judge call that failed) are in no mean or Δ: `failures` counts them beside the arm,
+    `llm_failures` the strategy calls among them."""
     by_label = {_label(o): n for n, o in {**STRATEGIES, **LLM_STRATEGIES}.items()}
     rows = []
     for _, s in summary.iterrows():
@@ -139,7 +142,7 @@ def strategy_table(summary: pd.DataFrame, results: pd.DataFrame | None = None) -
         for m in COLUMNS:
             mean = s[m] if m in s else float("nan")
             if pd.isna(mean) and mine is not None and m in mine:
-                mean = mine.groupby("query_id")[m].mean().mean()
+                mean = without_failures(mine).groupby("query_id")[m].mean().mean()
             if pd.notna(mean):
                 row[m] = mean
                 d = f"{m}_diff_vs_base"
@@ -153,6 +156,8 @@ def strategy_table(summary: pd.DataFrame, results: pd.DataFrame | None = None) -
                       "strategy_llm_completion_tokens", "strategy_llm_s"):
                 row[c.replace("strategy_", "")] = mine[c].mean()
             row["llm_failures"] = int(mine["strategy_error"].notna().sum())
+        # failed rows (strategy, answer or judge call) are not in the means or the Δ above
+        row["failures"] = int(s["failures"]) if "failures" in s else 0
         row["context_tokens"] = s["context_tokens_mean"]
         row["iterations"] = s["iterations_mean"]
         row["latency_p50_ms"] = s["latency_p50_ms"]

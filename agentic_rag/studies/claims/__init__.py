@@ -11,10 +11,12 @@ in the runner's format, and the measured effect is the paired relative change tr
 baseline over the same queries (for the tiers protocol: the same repetitions) with its 95 %
 bootstrap CI (`ledger.py`). The verdict rule is code (`verdict`):
 
-- the CI contains 0 → **inconclusive**;
 - the CI lies entirely on the side opposite to the claim → **contradicted**;
-- the design gives a figure and the whole CI is short of it → **smaller than claimed**;
-- otherwise → **confirmed**.
+- the design states a figure (`registry.FIGURES`: a range with where the design measured it)
+  and the whole CI is short of it → **smaller than claimed**, beyond it → **larger than
+  claimed**;
+- the CI contains 0 → **inconclusive**;
+- otherwise (it excludes 0 and overlaps the stated range) → **confirmed**.
 
 A protocol that was not run on a deployment gets a row that says so and why (`not run`,
 `not run (smoke)`, `not applicable`), with no numbers. `run_claims(only=...)` reruns the

@@ -14,6 +14,7 @@ import pandas as pd
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.studies.claims.registry import AGENT_RUN, DATASETS, VERDICTS, Claim, verdict
+from agentic_rag.studies.detectors.own import labels_description
 
 
 def ledger_row(claim: Claim, deployment: str, run_dir: Path) -> dict[str, Any]:
@@ -34,19 +35,16 @@ def ledger_row(claim: Claim, deployment: str, run_dir: Path) -> dict[str, Any]:
     diff = {k: float(treat_row.get(f"{m}_diff_vs_base{s}", math.nan))
             for k, s in (("absolute_effect", ""), ("abs_ci_low", "_ci_low"),
                          ("abs_ci_high", "_ci_high"))}
-    # a baseline mean of 0 leaves the relative change undefined; the CI's sign is then
-    # read from the absolute difference (the same side of 0 whenever both are defined)
-    signs = (lo, hi) if lo == lo and hi == hi else (diff["abs_ci_low"], diff["abs_ci_high"])
+    signs = (diff["abs_ci_low"], diff["abs_ci_high"])
     row = {"claim": claim.id, "statement": claim.statement, "deployment": deployment,
            "dataset": meta["dataset"], "metric": m, "direction": claim.direction,
-           "design_figure": claim.design_figure, "protocol": claim.protocol,
+           **figure_fields(claim), "protocol": claim.protocol,
            "n_queries": _paired_n(run_dir, summary, m),
            "baseline": json.dumps(claim.baseline), "treatment": json.dumps(claim.treatment),
            "baseline_value": float(base_row[_col(summary, m)]),
            "treatment_value": float(treat_row[_col(summary, m)]),
            "relative_effect": rel, "ci_low": lo, "ci_high": hi, **diff,
-           "verdict": verdict(lo, hi, claim.direction, claim.design_figure)
-           if claim.design_figure is not None else verdict(*signs, claim.direction),
+           "verdict": decide(claim, (lo, hi), signs),
            "reason": "", "run": run_dir.name,
            "config_hashes": json.dumps({k: c.config_hash() for k, c in configs.items()}),
            "git_commit": meta.get("git_commit"), "embedding_model": meta.get("embedding_model"),
@@ -60,6 +58,48 @@ def ledger_row(claim: Claim, deployment: str, run_dir: Path) -> dict[str, Any]:
         if col in summary.columns:
             row[f"{b}_baseline"] = float(base_row[col])
             row[f"{b}_treatment"] = float(treat_row[col])
+    return row
+
+
+def decide(claim: Claim, rel_ci: tuple[float, float], abs_ci: tuple[float, float]) -> str:
+    """The verdict of a measured row: the rule (`registry.verdict`) on the CI of the relative
+    change, against the design's figure when it states one. A baseline mean of 0 leaves the
+    relative change undefined; the CI of the absolute difference then decides by its sign
+    alone (the same side of 0 whenever both are defined; no figure can be compared)."""
+    lo, hi = rel_ci
+    if lo == lo and hi == hi:
+        return verdict(lo, hi, claim.direction, claim.design_figure)
+    return verdict(*abs_ci, claim.direction)
+
+
+def figure_fields(claim: Claim) -> dict[str, Any]:
+    """The design's stated figure as ledger fields: its words with the range as relative
+    changes (`design_figure`), the range (`design_low`, `design_high`) and where the design
+    measured it (`design_deployment`); None where the design states none."""
+    f = claim.design_figure
+    if f is None:
+        return {"design_figure": None, "design_low": None, "design_high": None,
+                "design_deployment": None}
+    lo, hi = f.signed(claim.direction)
+    return {"design_figure": f.label(claim.direction), "design_low": lo, "design_high": hi,
+            "design_deployment": f.deployment}
+
+
+def redecided(row: dict[str, Any], claim: Claim, root: str | Path = ".") -> dict[str, Any]:
+    """A kept row (from an earlier claims.json) with today's figure and verdict: the rule is
+    re-applied to the row's own CIs, nothing is re-measured. Rows without a measurement
+    are returned with the figure fields only."""
+    row = {**row, **figure_fields(claim)}
+    judged = row.get("judge_validation")
+    if row.get("judge_tables") and isinstance(judged, str) and judged.startswith("detector "):
+        # the validation tables are committed files: re-read them (their wording included)
+        row.update(detector_fields(judged.split()[1].rstrip(":"), root))
+    row.update(ppi_fields(row, claim, root))
+    if row.get("verdict") in VERDICTS:
+        num = {k: math.nan if row.get(k) is None else float(row[k])
+               for k in ("ci_low", "ci_high", "abs_ci_low", "abs_ci_high")}
+        row["verdict"] = decide(claim, (num["ci_low"], num["ci_high"]),
+                                (num["abs_ci_low"], num["abs_ci_high"]))
     return row
 
 
@@ -85,7 +125,7 @@ def not_run_row(claim: Claim, deployment: str, status: str, reason: str) -> dict
     nan = float("nan")
     return {"claim": claim.id, "statement": claim.statement, "deployment": deployment,
             "dataset": f"{ds.name}:{ds.split}", "metric": claim.metric,
-            "direction": claim.direction, "design_figure": claim.design_figure,
+            "direction": claim.direction, **figure_fields(claim),
             "protocol": claim.protocol, "n_queries": 0, "baseline": json.dumps(claim.baseline),
             "treatment": json.dumps(claim.treatment), "baseline_value": nan,
             "treatment_value": nan, "relative_effect": nan, "ci_low": nan, "ci_high": nan,
@@ -103,7 +143,7 @@ def judge_fields(res: dict[str, Any], run: str) -> dict[str, Any]:
 
 DETECTOR_SETS = {"set (i), HaluEval dev right vs hallucinated answers":
                  "experiments/detectors/halueval-dev/detectors.csv",
-                 "set (ii), the model's own answers, hand-labelled":
+                 "set (ii), the model's own answers":
                  "experiments/detectors/halueval-own/detectors.csv"}
 
 
@@ -120,8 +160,9 @@ def detector_fields(detector: str, root: str | Path = ".") -> dict[str, Any]:
         if detector not in table.index:
             continue
         r = table.loc[detector]
+        who = labels_description(path.parent)  # who labelled them, from the labels' own files
         parts.append(f"AUROC {r['auroc']:.2f} [{r['auroc_ci_low']:.2f}, {r['auroc_ci_high']:.2f}]"
-                     f" on {int(r['n'])} answers of {name}")
+                     f" on {int(r['n'])} answers of {name}" + (f", {who}" if who else ""))
         files.append(rel)
         auroc = float(r["auroc"]) if "own" in rel else auroc
     if not parts:
@@ -131,6 +172,67 @@ def detector_fields(detector: str, root: str | Path = ".") -> dict[str, Any]:
     return {"judge_validation": f"detector {detector}: " + "; ".join(parts),
             "judge_auroc": auroc, "judge_accuracy": float("nan"), "judge_run": None,
             "judge_tables": files}
+
+
+# Labelled answers per (claim, arm): the own answers of set (ii) are c-boundaries'
+# boundaries-on arm (b-answers' hybrid arm): the same 150 first questions, prompts and judge
+# calls (their replies are in the committed reply pack). The boundaries-off arm has none.
+LABELLED_ARMS = {("c-boundaries", "treatment"): "experiments/detectors/halueval-own"}
+# each detector's support from a scored row's stored fields, as the run computed it then
+_STORED_SUPPORT = {
+    "mean_numbers": lambda r: (r["graded_judge"] + r["lexical_numbers"]) / 2,
+    "mean_numbers_q": lambda r: (r["graded_judge_q"] + r["lexical_numbers"]) / 2,
+    "graded_judge": lambda r: r["graded_judge"], "graded_judge_q": lambda r: r["graded_judge_q"]}
+NO_LABELS = "no labels for this model/dataset arm"
+
+
+def ppi_fields(row: dict[str, Any], claim: Claim, root: str | Path = ".") -> dict[str, Any]:
+    """A hallucination row's rates by prediction-powered inference (`stats.ppi_mean`): per
+    arm, the detector's flags on all n questions plus the labelled answers of that arm (the
+    detector's flags there recomputed from the committed scores at the run's threshold,
+    `support_threshold`, 0.5 before issue 37); "no labels ..." for an arm without labels,
+    and for the difference unless both arms have them. The flags on all questions are the
+    row's rate × n (a 0/1 flag's variance depends on its count only)."""
+    from agentic_rag.experiments.jsonl import read_rows
+    from agentic_rag.experiments.stats import ppi_mean
+
+    if claim.metric != "hallucinated" or row.get("verdict") not in VERDICTS:
+        return {}
+    judged = str(row.get("judge_validation") or "")
+    detector = judged.split()[1].rstrip(":") if judged.startswith("detector ") else None
+    threshold = float(row.get("support_threshold") or 0.5)
+    n = int(row["n_queries"])
+    out: dict[str, Any] = {}
+    for arm in ("baseline", "treatment"):
+        folder = LABELLED_ARMS.get((claim.id, arm))
+        if folder is None or detector not in _STORED_SUPPORT \
+                or not (Path(root) / folder / "labels-pass1.jsonl").exists():
+            out[f"{arm}_ppi"] = NO_LABELS + (f" ({arm})" if folder is None else
+                                             f" (detector {detector})")
+            continue
+        scored = {r["qid"]: r for r in read_rows(Path(root) / folder / "scored.jsonl")}
+        labels = {r["qid"]: 1 - int(r["supported"])  # an unsure answer (null) is no label
+                  for r in read_rows(Path(root) / folder / "labels-pass1.jsonl")
+                  if r.get("supported") is not None}
+        qids = [q for q in labels if q in scored]
+        f_lab = [float(_STORED_SUPPORT[detector](scored[q]) < threshold) for q in qids]
+        flagged = round(float(row[f"{arm}_value"]) * n)
+        res = ppi_mean([1.0] * flagged + [0.0] * (n - flagged), f_lab,
+                       [labels[q] for q in qids])
+        who = labels_description(Path(root) / folder)
+        out[f"{arm}_ppi"] = (
+            f"{res['estimate']:.3f} [{res['ci_low']:.3f}, {res['ci_high']:.3f}] (PPI: "
+            f"{flagged}/{n} flags by {detector} < {threshold} + {res['n_labelled']} labelled "
+            f"answers of this arm, {who}; rectifier {res['rectifier']:+.3f}; the detector "
+            f"alone {res['naive']:.3f} [{res['naive_ci_low']:.3f}, {res['naive_ci_high']:.3f}])")
+        out.update({f"{arm}_ppi_estimate": res["estimate"], f"{arm}_ppi_ci_low": res["ci_low"],
+                    f"{arm}_ppi_ci_high": res["ci_high"]})
+    both = all(f"{a}_ppi_estimate" in out for a in ("baseline", "treatment"))
+    out["ppi_difference"] = ("needs the per-question flags of both arms (run folder)" if both
+                             else "no PPI of the difference: " + NO_LABELS + " (" + ", ".join(
+                                 a for a in ("baseline", "treatment")
+                                 if f"{a}_ppi_estimate" not in out) + ")")
+    return out
 
 
 def previous_rows(path: Path, smoke: bool) -> dict[tuple[str, str], dict[str, Any]]:

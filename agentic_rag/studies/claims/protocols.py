@@ -25,7 +25,9 @@ from agentic_rag.studies.claims.ledger import (
     judge_fields,
     ledger_row,
     not_run_row,
+    ppi_fields,
     previous_rows,
+    redecided,
     same_protocol,
     with_provenance,
 )
@@ -39,11 +41,13 @@ from agentic_rag.studies.claims.registry import (
     JUDGE_VALIDATION,
     JUDGE_VALIDATION_TOKENS_PER_CALL,
     LLM_SAMPLE,
+    NOT_RUN,
     Claim,
     claim_spec,
     select,
 )
 from agentic_rag.studies.claims.report import write_report
+from agentic_rag.studies.claims.rows import export_rows, rows_path
 
 AGENT_RUNS = "experiments/agent-runs"  # the agent evaluation's folders (committed)
 
@@ -85,7 +89,7 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                     "not applicable") else "not run", reason)
             elif claim.id not in chosen or (claim.id, deployment) in kept:
                 old = previous.get((claim.id, deployment))
-                row = old if same_protocol(old, claim) else not_run_row(
+                row = redecided(old, claim) if same_protocol(old, claim) else not_run_row(
                     claim, deployment, "not run",
                     f"not run yet: `agentic-rag claims --only {claim.id}`")
             elif smoke and claim.needs_llm:
@@ -93,7 +97,13 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                                   "LLM-bound: the smoke run starts no LLM")
             else:
                 row = session.measure(claim, deployment, ds)
-            rows[claim.id, deployment] = with_provenance(row, claim, runs_dir, agent_runs)
+                if isinstance(row.get("run"), str) and not smoke:  # its per-question rows
+                    export_rows(claim, deployment, Path(runs_dir) / row["run"], out_dir)
+            row = with_provenance(row, claim, runs_dir, agent_runs)
+            if row.get("verdict") not in NOT_RUN:
+                path = rows_path(claim.id, deployment, out_dir)
+                row["rows_file"] = path.name if path.exists() else None
+            rows[claim.id, deployment] = row
     ledger = pd.DataFrame([rows[c.id, d] for c in claims for d in DATASETS])
     sample = llm_sample or max([LLM_SAMPLE, *(int(r["n_queries"]) for r in kept.values())])
     write_report(ledger, out_dir, smoke, budget=llm_budget(base, sample))
@@ -159,6 +169,8 @@ class _Session:
             detector = run_detector(run_dir)
             if detector is not None:  # hallucinated = support below threshold (graded)
                 row.update(detector_fields(detector))
+                row["support_threshold"] = self.base.agent.support.threshold
+                row.update(ppi_fields(row, claim))
             else:  # a run judged by the binary JSON judge (before the graded detectors)
                 self.judge = self.judge or run_judge_validation(
                     self.base, self.runs_dir, self.cache_dir, self.log, self.meter,

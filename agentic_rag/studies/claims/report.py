@@ -15,18 +15,22 @@ import pandas as pd
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.experiments.llm_cost import COMPLETION_TOKENS_PER_S, PROMPT_TOKENS_PER_S
-from agentic_rag.studies.claims.registry import CLAIMS, NON_LLM_MINUTES, NOT_RUN
+from agentic_rag.studies.claims.registry import CLAIMS, DESIGN_SOURCE, NON_LLM_MINUTES, NOT_RUN
 
 _VERDICT_RULE = (
     "Verdict rule (code: `agentic_rag.studies.claims.verdict`), on the 95 % paired "
     "bootstrap CI of the relative change treatment vs baseline over the same queries (tiers: "
-    "the same repetitions): CI contains 0 → inconclusive; CI entirely opposite to the claimed "
-    "direction → contradicted; the design states a figure and the whole CI is short of it → "
-    "smaller than claimed; otherwise confirmed. When the baseline mean is 0 the relative "
-    "change is undefined and the CI of the absolute difference decides (same sign). The "
-    "design documents in this repository state directions, not figures, so no claim can be "
-    "'smaller than claimed' here. *not run* / *not applicable*: no measurement, no verdict; "
-    "the reason is listed below the table.")
+    "the same repetitions), in this order: CI entirely opposite to the claimed direction → "
+    "contradicted; the design states a figure (a range, *stated figure* column) and the whole "
+    "CI is short of it → smaller than claimed (also when the CI contains 0: the stated figure "
+    "is ruled out), the whole CI beyond it → larger than claimed; CI contains 0 → "
+    "inconclusive; otherwise (the CI excludes 0 and overlaps the stated range) → confirmed. "
+    "A CI touching the range overlaps it. The stated figures come from " + DESIGN_SOURCE +
+    "; they are pooled over those sessions, so each deployment's row is held to the same "
+    "range. When "
+    "the baseline mean is 0 the relative change is undefined and the CI of the absolute "
+    "difference decides by its sign. *not run* / *not applicable*: no measurement, no "
+    "verdict; the reason is listed below the table.")
 
 
 def write_report(ledger: pd.DataFrame, out_dir: str | Path, smoke: bool = False,
@@ -61,21 +65,32 @@ def write_report(ledger: pd.DataFrame, out_dir: str | Path, smoke: bool = False,
 
 
 def table(records: list[dict[str, Any]]) -> list[str]:
-    """The verdict table: one line per claim × deployment."""
+    """The verdict table: one line per claim × deployment, the design's stated figure beside
+    the measured effect."""
     lines = ["| claim | deployment (dataset) | n | metric | baseline → treatment | relative "
-             "effect [95 % CI] | verdict | run |", "|---|---|---|---|---|---|---|---|"]
+             "effect [95 % CI] | stated figure | verdict | run |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in records:
+        stated = _stated(r)
         if r["verdict"] in NOT_RUN:
             lines.append(f"| {r['claim']} | {r['deployment']} ({r['dataset']}) | – | "
-                         f"{r['metric']} | – | – | *{r['verdict']}* | "
+                         f"{r['metric']} | – | – | {stated} | *{r['verdict']}* | "
                          f"{'`' + r['run'] + '`' if isinstance(r.get('run'), str) else '–'} |")
             continue
         lines.append(
             f"| {r['claim']} | {r['deployment']} ({r['dataset']}) | {r['n_queries']} | "
             f"{r['metric']} | {_num(r['baseline_value'])} → {_num(r['treatment_value'])} | "
             f"{r['relative_effect']:+.1%} [{r['ci_low']:+.1%}, {r['ci_high']:+.1%}] | "
-            f"**{r['verdict']}** | `{r['run']}` |")
+            f"{stated} | **{r['verdict']}** | `{r['run']}` |")
     return lines
+
+
+def _stated(r: dict[str, Any]) -> str:
+    """The design's figure as a range of relative changes, or – when it states none."""
+    lo, hi = r.get("design_low"), r.get("design_high")
+    if lo is None or hi is None or lo != lo:
+        return "–"
+    return f"{lo:+.1%}" if lo == hi else f"{lo:+.1%} to {hi:+.1%}"
 
 
 def _protocols() -> list[str]:
@@ -84,7 +99,9 @@ def _protocols() -> list[str]:
         lines.append(f"- **{c.id}** — {c.statement}. Baseline `{json.dumps(c.baseline)}`, "
                      f"treatment `{json.dumps(c.treatment)}`, metric `{c.metric}` "
                      f"({'higher' if c.direction > 0 else 'lower'} is the claim). {c.protocol}."
-                     + (f" Deployments: {', '.join(c.deployments)}." if c.deployments else ""))
+                     + (f" Deployments: {', '.join(c.deployments)}." if c.deployments else "")
+                     + (f" Stated figure: {c.design_figure.label(c.direction)}."
+                        if c.design_figure else ""))
     return lines
 
 
@@ -99,6 +116,12 @@ def _beside(records: list[dict[str, Any]]) -> list[str]:
         if r["claim"] == "c-boundaries" and r["verdict"] not in NOT_RUN:
             judged = r.get("judge_validation")
             parts.append(f"judge: {judged if isinstance(judged, str) else 'not validated'}")
+            for arm in ("baseline", "treatment"):
+                if isinstance(r.get(f"{arm}_ppi"), str):
+                    parts.append(f"hallucination rate with the detector's error (PPI), {arm}: "
+                                 f"{r[f'{arm}_ppi']}")
+            if isinstance(r.get("ppi_difference"), str):
+                parts.append(r["ppi_difference"])
         if any(parts):
             lines.append(f"- {r['claim']} / {r['dataset']}: {'; '.join(p for p in parts if p)}")
     return lines
@@ -152,7 +175,15 @@ def _run_folders(records: list[dict[str, Any]]) -> list[str]:
                     entry["source"] = (r["agent_run"], r.get("agent_run_committed"))
     if not runs:
         return []
-    lines = ["", "## Run folders", ""]
+    for r in records:
+        if isinstance(r.get("run"), str) and r["run"] in runs and r.get("verdict") not in NOT_RUN:
+            runs[r["run"]].setdefault("rows", []).append(
+                (r["claim"], r["deployment"], r.get("rows_file")))
+    lines = ["", "## Run folders", "",
+             "Per-question rows (query id, arm, the metric, the columns beside it) are "
+             "committed under `experiments/claims/rows/` where the run folder was on the "
+             "machine that wrote this report; `tests/test_claims_rows.py` recomputes each "
+             "committed row's effect, CI and verdict from them.", ""]
     for run, e in runs.items():
         line = (f"- `{run}` ({', '.join(e['claims'])}): run folder "
                 f"{'committed' if e['committed'] else 'not committed'}")
@@ -160,6 +191,12 @@ def _run_folders(records: list[dict[str, Any]]) -> list[str]:
             src, ok = e["source"]
             line += (f"; built from the agent evaluation's rows in `{src}/` "
                      f"({'committed' if ok else 'not committed'})")
+        kept = [f"`{f}`" for _, _, f in e.get("rows", []) if f]
+        missing = [f"{c} / {d}" for c, d, f in e.get("rows", []) if not f]
+        if kept:
+            line += f"; per-question rows in `rows/`: {', '.join(kept)}"
+        if missing:
+            line += f"; per-question rows not committed ({', '.join(missing)})"
         lines.append(line)
     return lines
 

@@ -1,6 +1,6 @@
 """Set (ii) of the detector validation: the local model's own answers in the (b)/(c)
 protocols' shared arm (`own_answers`), every detector on them (`score_own`), and the table
-against the hand labels with the labellers' agreement (`own_table`). The files live in one
+against the labels with the labellers' agreement (`own_table`). The files live in one
 folder (`answers.jsonl`, `scored.jsonl`, `labels-pass1.jsonl`, `labels-pass2.jsonl`), written
 row by row and resumable as set (i)'s (`detectors`).
 
@@ -113,12 +113,14 @@ def score_own(chat: ChatModel | None, out: str | Path, log: Callable[..., Any] =
 
 
 def read_labels(out: str | Path, labelling_pass: int = 1) -> pd.DataFrame:
-    """The hand labels of one pass (`labels-pass<N>.jsonl`: qid, supported 1/0, note,
-    labeller), with `label` = 1 for an unsupported (hallucinated) answer."""
+    """The labels of one pass (`labels-pass<N>.jsonl`: qid, supported 1/0, note, labeller —
+    a person's name or `llm:<model>`), with `label` = 1 for an unsupported (hallucinated)
+    answer. Rows with `supported: null` (unsure) are left out."""
     path = Path(out) / f"labels-pass{labelling_pass}.jsonl"
     rows = pd.DataFrame(read_rows(path))
     if rows.empty:
         raise FileNotFoundError(f"{path}: no labels")
+    rows = rows[rows["supported"].notna()]  # "unsure" from the labelling view: no label
     bad = rows[~rows["supported"].isin([0, 1])]
     if not bad.empty:
         raise ValueError(f"{path}: 'supported' must be 0 or 1, got {bad['supported'].tolist()[:5]} "
@@ -126,11 +128,34 @@ def read_labels(out: str | Path, labelling_pass: int = 1) -> pd.DataFrame:
     return rows.assign(label=1 - rows["supported"].astype(int))
 
 
+def labelled_as(labellers: Any) -> str:
+    """Who made a set of labels, in the words a report uses: "LLM-labelled (`llm:x`)" for
+    `llm:` labellers, "labelled by <name>" for people, both when mixed: an LLM's
+    labels are never passed off as a person's."""
+    names = sorted({str(x) for x in labellers if isinstance(x, str) and x})
+    llm = [n for n in names if n.startswith("llm:")]
+    people = [n for n in names if not n.startswith("llm:")]
+    parts = ([f"LLM-labelled ({', '.join(f'`{n}`' for n in llm)})"] if llm else []) + \
+        ([f"labelled by {', '.join(people)}"] if people else [])
+    return "; ".join(parts) or "labeller not recorded"
+
+
+def labels_description(out: str | Path) -> str:
+    """`labelled_as` for the labels of every pass in `out` (empty when there are none)."""
+    names: list[str] = []
+    for path in sorted(Path(out).glob("labels-pass*.jsonl")):
+        names += [r.get("labeller") for r in read_rows(path)]
+    return labelled_as(names) if names else ""
+
+
 def own_rows(out: str | Path) -> pd.DataFrame:
-    """Set (ii)'s scored answers (the latest row of each) with the first pass's `label` and a
-    column per combined detector."""
+    """Set (ii)'s scored answers (the latest row of each) with their `answer`, the first
+    pass's `label` and a column per combined detector."""
     out = Path(out)
     scored = pd.DataFrame({r["qid"]: r for r in read_rows(out / "scored.jsonl")}.values())
+    answers = pd.DataFrame(read_rows(out / "answers.jsonl"))[["qid", "answer"]]
+    scored = scored.drop(columns=["answer"], errors="ignore").merge(answers, on="qid",
+                                                                   how="left")
     return with_combined(scored.merge(read_labels(out, 1)[["qid", "label"]], on="qid",
                                       how="inner"))
 
@@ -143,7 +168,8 @@ def own_table(out: str | Path, threshold: float = 0.5) -> tuple[pd.DataFrame, di
     rows = own_rows(out)
     table = detector_table(rows, threshold)
     info: dict[str, Any] = {"labelled": len(first), "scored_and_labelled": len(rows),
-                            "unsupported": int(first["label"].sum())}
+                            "unsupported": int(first["label"].sum()),
+                            "labellers": labels_description(out)}
     if (out / "labels-pass2.jsonl").exists():
         both = first.merge(read_labels(out, 2), on="qid", suffixes=("_1", "_2"))
         info.update(double_labelled=len(both),

@@ -13,7 +13,8 @@ when they changed, so a change to them reaches the tables without re-asking the 
     agentic-rag validate-detectors --n 200 --out experiments/detectors/halueval-dev
 
 AUROC's CI resamples questions (both answers of a question together), 2,000 draws
-(`detectors.stats`). Set (ii), the model's own hand-labelled answers, is `detectors.own`;
+(`detectors.stats`). Set (ii), the model's own answers, LLM-labelled (`llm:<model>` in each label's
+`labeller`), is `detectors.own`;
 both share this module's scoring (`score_answer`) and its resumable JSONL rows.
 """
 
@@ -89,12 +90,16 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
     ap.add_argument("--own-answers", type=int, default=0, metavar="N",
                     help="set (ii) instead: the local model's own answers to the first N "
                          "HaluEval test questions of the (b)/(c) protocols' hybrid arm, then "
-                         "every detector on them, then the table against the hand labels "
+                         "every detector on them, then the table against the labels "
                          "(labels-pass1.jsonl, labels-pass2.jsonl in --out) when present")
     ap.add_argument("--ragas", type=int, default=0, metavar="N",
                     help="with --own-answers: also ragas Faithfulness on a balanced, seeded "
                          "subsample of N labelled answers (slow: minutes per answer), its AUROC "
                          "and cost beside the other detectors' on the same answers → ragas.json")
+    ap.add_argument("--decisions", action="store_true",
+                    help="no LLM: the detectors' decisions on the labelled answers in --out "
+                         "(thresholds chosen by 5-fold cross-validation, scored held-out, "
+                         "with CIs and cost per answer) → decisions.csv")
     ap.add_argument("--answers-only", action="store_true",
                     help="with --own-answers: only generate the answers (for labelling)")
     args = ap.parse_args(argv)
@@ -105,6 +110,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
         except ValueError as exc:  # a ConfigError, naming the file and field
             ap.exit(2, f"{exc}\n")
     conc = args.max_concurrency or cfg.llm.slots
+    if args.decisions:
+        _decisions_main(Path(args.out), args.seed)
+        return
     if args.own_answers:
         _own_main(args, cfg, conc)
         return
@@ -132,6 +140,19 @@ def _write_paired(rows: pd.DataFrame, out: Path) -> None:
     if not paired.empty:
         paired.to_csv(out / "paired.csv", index=False)
         print(paired.to_string(index=False))
+
+
+def _decisions_main(out: Path, seed: int) -> None:
+    from agentic_rag.studies.detectors.decisions import decision_table, winner
+    from agentic_rag.studies.detectors.own import labels_description, own_rows
+
+    table = decision_table(own_rows(out), seed=seed)
+    table.to_csv(out / "decisions.csv", index=False)
+    cols = ["detector", "coverage", "accuracy", "balanced_accuracy", "recall_unsupported",
+            "precision_unsupported", "threshold_all", "llm_calls_per_answer"]
+    print(table[cols].round(3).to_string(index=False))
+    print(f"labels: {labels_description(out)}; best held-out balanced accuracy among the "
+          f"deployable detectors: {winner(table)}")
 
 
 def _own_main(args: Any, cfg: Any, conc: int) -> None:

@@ -18,6 +18,8 @@ from agentic_rag.evaluation.support import (
     JUDGES,
     LEXICAL_SCORES,
     SUPPORT_DETECTORS,
+    blind_parts_undefined,
+    checkable,
     combine_support,
     detector_inputs,
     graded_support,
@@ -47,12 +49,17 @@ def refresh_lexical(path: Path, rows: Sequence[dict[str, Any]],
         if ca is None:
             continue
         new = lexical_scores(*ca)
-        if any(r.get(k) != v for k, v in new.items()):
+        if any(not _same(r.get(k), v) for k, v in new.items()):
             r.update(new)
             changed += 1
     if changed:
         _rewrite(path, rows)
     return changed
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, NaN (an undefined score) equal to NaN."""
+    return a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)
 
 
 def _rewrite(path: Path, rows: Sequence[dict[str, Any]]) -> None:
@@ -67,8 +74,13 @@ def _rewrite(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 def with_combined(rows: pd.DataFrame) -> pd.DataFrame:
     """`rows` plus a column per combined detector (`mean`, ...) whose scores are all there
-    (`combine_support`; a failed judge call gives NaN, counted as a failure)."""
+    (`combine_support`; a failed judge call gives NaN, counted as a failure). With an
+    `answer` column, the question-blind scores of answers without checkable words are
+    undefined first (`blind_parts_undefined`) and `checkable` says which answers have them."""
     rows = rows.copy()
+    if "answer" in rows:
+        rows = blind_parts_undefined(rows, rows["answer"])
+        rows["checkable"] = [checkable(str(a)) for a in rows["answer"]]
     for det in SUPPORT_DETECTORS:
         inputs = detector_inputs(det)
         if det not in rows and all(i in rows for i in inputs):

@@ -67,8 +67,10 @@ def paired_table(rows: pd.DataFrame, pairs: Sequence[tuple[str, str]] = PAIRED) 
 
 def detector_table(rows: pd.DataFrame, threshold: float = 0.5,
                    detectors: Sequence[str] = DETECTORS) -> pd.DataFrame:
-    """Per detector: n answers scored, failures, AUROC of the hallucination score (1 −
-    support) with its CI, and accuracy when "hallucinated" means support < `threshold`."""
+    """Per detector: n answers scored, failures, answers it may not score (`undefined`: no
+    checkable words, no question-aware part), AUROC of the hallucination score (1 − support)
+    on the scored ones with its CI, and accuracy there when "hallucinated" means support <
+    `threshold`."""
     out = []
     for det in detectors:
         if det not in rows:
@@ -77,7 +79,12 @@ def detector_table(rows: pd.DataFrame, threshold: float = 0.5,
         y = ok["label"].to_numpy(int)
         s = 1.0 - ok[det].to_numpy(float)
         a, lo, hi = auroc_ci(y, s, ok["qid"].to_numpy())
-        out.append({"detector": det, "n": len(ok), "failures": int(rows[det].isna().sum()),
+        # NaN on an answer without checkable words is undefined by design, not a failure
+        short = ~rows["checkable"].astype(bool) if "checkable" in rows else \
+            pd.Series(False, index=rows.index)
+        out.append({"detector": det, "n": len(ok),
+                    "failures": int((rows[det].isna() & ~short).sum()),
+                    "undefined": int((rows[det].isna() & short).sum()),
                     "auroc": a, "auroc_ci_low": lo, "auroc_ci_high": hi,
                     "accuracy": float(((s > 1 - threshold).astype(int) == y).mean()),
                     "threshold": threshold})
