@@ -2,7 +2,10 @@
 tests: the same rows.jsonl as the local executor (every non-latency column), a worker killed
 mid-sweep costs no row and duplicates none, a Chroma server stopped mid-sweep is an error
 naming its URL and a later resume completes; and the bad inputs (no ray, an unreachable
-address, a capped meter, a bad executor name) are clear errors."""
+address, a capped meter, a bad executor name) are clear errors. Two raylets on this machine:
+the work spread over both, and a node lost mid-sweep (its raylet killed) leaves the other to
+finish with the same rows; the lost node's cases Ray may not report are checked on a
+stand-in for Ray's API."""
 
 from __future__ import annotations
 

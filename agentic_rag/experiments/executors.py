@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import time
 import uuid
 from collections import deque
 from collections.abc import Iterator
@@ -305,8 +306,8 @@ class RayExecutor(LocalExecutor):
     `spec.ray.workers`) that load the embedding model and open each index once. The first
     shard of a unit goes out alone (its worker builds the index if it is missing: one
     builder per index), the others once it is back. A shard whose worker dies, or whose
-    worker's node is lost (its raylet gone: checked every `NODE_POLL_S` while the driver waits,
-    so no wait depends on Ray noticing the worker's death), is run again on a new worker (at
+    worker's node is lost (its raylet gone: `ray.nodes()` checked every `NODE_POLL_S` while
+    shards are out, so no wait depends on Ray reporting the worker's death), is run again on a new worker (at
     most `MAX_ATTEMPTS` times); a new worker that cannot be placed within
     `ray.start_timeout_s` is given up and the sweep finishes on the workers left. A failure
     inside a shard (an unreachable store, say) is raised as itself. Rows come back to the
@@ -423,7 +424,7 @@ class RayExecutor(LocalExecutor):
         idle = [s for s, a in enumerate(self._actors) if a is not None]
         inflight: dict[Any, tuple[int, int]] = {}
         attempts: dict[int, int] = {}
-        shown = 0
+        shown, next_check = 0, time.monotonic() + NODE_POLL_S
         while shown < len(shards):
             while shown in results:
                 yield results.pop(shown)
@@ -435,11 +436,16 @@ class RayExecutor(LocalExecutor):
                 attempts[sid] = attempts.get(sid, 0) + 1
                 inflight[self._actors[slot].rows.remote(shards[sid])] = (sid, slot)
             ready, _ = ray.wait(list(inflight), num_returns=1, timeout=NODE_POLL_S)
-            if not ready:  # nothing back yet: a worker whose node is gone will never answer
-                for ref in self._on_lost_nodes(inflight):
+            if time.monotonic() >= next_check:  # a worker whose node is gone may never answer
+                next_check = time.monotonic() + NODE_POLL_S
+                lost = self._on_lost_nodes({r: v for r, v in inflight.items() if r not in ready})
+                for ref in lost:
                     sid, slot = inflight.pop(ref)
                     self._worker_lost(sid, slot, "its node is gone", attempts[sid], queue,
                                       idle, inflight, "its node is no longer alive")
+                if lost:
+                    continue
+            if not ready:
                 continue
             sid, slot = inflight.pop(ready[0])
             try:
@@ -470,7 +476,7 @@ class RayExecutor(LocalExecutor):
         results: dict[int, list[Finished]] = {}
         queue: deque[int] = deque()
         for unit in units:
-            if unit.to_compute == 0:
+            if unit.to_compute == 0:  # read from the row cache here: no worker needed
                 results[len(shards)] = next(iter(LocalExecutor.run(self, unit)))
                 shards.append(unit)
                 continue
