@@ -167,8 +167,22 @@ def _with_start_timeout(spec: SweepSpec, seconds: float, **more) -> SweepSpec:  
         update={"start_timeout_s": seconds, **more})})
 
 
+def _replacements_wait(monkeypatch, seconds: float) -> None:  # noqa: ANN001
+    """`ray.start_timeout_s` is `seconds` once the sweep's workers are up: they get the
+    default 300 s to start (a loaded machine took 50 s), a new worker only `seconds`."""
+    enter = executors.RayExecutor.__enter__
+
+    def enter_then_wait_less(self):  # noqa: ANN001, ANN202
+        enter(self)
+        self.spec = _with_start_timeout(self.spec, seconds)
+        return self
+
+    monkeypatch.setattr(executors.RayExecutor, "__enter__", enter_then_wait_less)
+
+
 def test_a_worker_that_cannot_be_replaced_leaves_the_others_to_finish(cluster, corpus,
-                                                                      local_rows, tmp_path):
+                                                                      local_rows, tmp_path,
+                                                                      monkeypatch):
     """A node dies: its worker's CPU is gone, so a new worker cannot be placed. The sweep
     gives the new worker up after `ray.start_timeout_s` and finishes on the other one
     (Ray alone would wait for ever)."""
@@ -181,8 +195,9 @@ def test_a_worker_that_cannot_be_replaced_leaves_the_others_to_finish(cluster, c
             hogs.append(_Hog.remote())
             ray.kill(ray.get_actor(_workers()[0]))
 
+    _replacements_wait(monkeypatch, 20)
     try:
-        on_ray = _run(_with_start_timeout(_spec(corpus, "ray"), 20), tmp_path / "ray", log)
+        on_ray = _run(_spec(corpus, "ray"), tmp_path / "ray", log)
         assert ray.get(hogs[0].ping.remote()) == 1  # it held the CPU meanwhile
     finally:
         for h in hogs:
@@ -601,14 +616,7 @@ def test_a_node_lost_mid_sweep_leaves_the_other_node_to_finish(
     monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps({"runtime_env": {
         "worker_process_setup_hook": "tests.test_ray_executor.use_hashing_embedder",
         "env_vars": {"PYTHONPATH": str(Path(__file__).parents[1])}}}))
-    enter = executors.RayExecutor.__enter__
-
-    def enter_then_wait_less(self):  # noqa: ANN001, ANN202
-        enter(self)
-        self.spec = _with_start_timeout(self.spec, 20)  # the replacement's wait
-        return self
-
-    monkeypatch.setattr(executors.RayExecutor, "__enter__", enter_then_wait_less)
+    _replacements_wait(monkeypatch, 20)
     (second,) = two_nodes.worker_nodes
     lines: list[str] = []
 
