@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import time
 import uuid
 from collections import deque
 from collections.abc import Iterator
@@ -154,6 +155,7 @@ class LocalExecutor:
 RAY_EXTRA = "pip install 'agentic-rag[ray]' (or pip install ray==2.60.0)"
 WORKER_NAME = "agentic-rag-worker"  # named actors: `ray.util.list_named_actors()` finds them
 MAX_ATTEMPTS = 3  # a shard whose worker dies is retried on a new one, at most this often
+NODE_POLL_S = 5.0  # while waiting for shards, the driver checks this often that their nodes live
 
 
 class RayUnavailable(RuntimeError):
@@ -272,8 +274,11 @@ class _Worker:
     def rows(self, shard: Unit) -> list[Finished]:
         return [f for batch in self.executor.run(shard) for f in batch]
 
-    def pid(self) -> int:
-        return os.getpid()
+    def node(self) -> str:
+        """The id of the Ray node this worker runs on."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
 
 
 def shard_unit(unit: Unit, n: int) -> list[Unit]:
@@ -300,10 +305,14 @@ class RayExecutor(LocalExecutor):
     (`shard_unit`), run by actors (`_Worker`, one CPU each, one per cluster CPU unless
     `spec.ray.workers`) that load the embedding model and open each index once. The first
     shard of a unit goes out alone (its worker builds the index if it is missing: one
-    builder per index), the others once it is back. A shard whose worker dies is run again
-    on a new worker (at most `MAX_ATTEMPTS` times); a failure inside a shard (an unreachable
-    store, say) is raised as itself. Rows come back to the driver, which yields them in the
-    local executor's order: `rows.jsonl` is the same, and only the driver writes it.
+    builder per index), the others once it is back. A shard whose worker dies, or whose
+    worker's node is lost (its raylet gone: `ray.nodes()` checked every `NODE_POLL_S` while
+    shards are out, so no wait depends on Ray reporting the worker's death), is run again on a new worker (at
+    most `MAX_ATTEMPTS` times); a new worker that cannot be placed within
+    `ray.start_timeout_s` is given up and the sweep finishes on the workers left. A failure
+    inside a shard (an unreachable store, say) is raised as itself. Rows come back to the
+    driver, which yields them in the local executor's order: `rows.jsonl` is the same, and
+    only the driver writes it.
 
     The driver starts the local LLM server when one is needed (the workers on this machine
     call it; on a cluster, use `llm.endpoints`); each worker runs its rows' LLM calls itself,
@@ -321,6 +330,7 @@ class RayExecutor(LocalExecutor):
         self.ray = import_ray()
         self._owns_ray = False
         self._actors: list[Any] = []
+        self._nodes: list[str | None] = []  # the node each slot's worker runs on
         self._made = 0
         self._token = uuid.uuid4().hex[:8]
         self._torch_threads = intra_op_threads()  # the workers embed as a local run does
@@ -335,7 +345,8 @@ class RayExecutor(LocalExecutor):
             n = self.spec.ray.workers or max(1, cpus)
             self._ds_ref = self.ray.put(self.ds)
             self._actors = [self._new_actor() for _ in range(n)]
-            late = self._not_started(self._actors)
+            self._nodes = [None] * n
+            late = self._not_started(list(range(n)))
             if late:
                 raise RuntimeError(
                     f"ray: {len(late)} of {n} worker(s) did not start within "
@@ -355,15 +366,21 @@ class RayExecutor(LocalExecutor):
             self.spec, self._ds_ref, self.configs, str(self.cache_dir.resolve()),
             self.llm_ids, self.max_concurrency, self._torch_threads)
 
-    def _not_started(self, actors: list) -> list:
-        """Those of `actors` not running after `ray.start_timeout_s` (a worker whose set-up
-        raised raises here). Ray would otherwise wait for ever for a CPU that never frees,
-        e.g. on a node that died."""
-        pings = {a.pid.remote(): a for a in actors}
+    def _not_started(self, slots: list[int]) -> list[int]:
+        """Those of `slots` whose worker is not running after `ray.start_timeout_s` (a worker
+        whose set-up raised raises here); the others' nodes noted in `_nodes`. Ray would
+        otherwise wait for ever for a CPU that never frees, e.g. on a node that died."""
+        pings = {self._actors[s].node.remote(): s for s in slots}
         ready, late = self.ray.wait(list(pings), num_returns=len(pings),
                                     timeout=self.spec.ray.start_timeout_s)
-        self.ray.get(ready)
+        for ref, node in zip(ready, self.ray.get(ready)):
+            self._nodes[pings[ref]] = node
         return [pings[p] for p in late]
+
+    def _on_lost_nodes(self, inflight: dict[Any, tuple[int, int]]) -> list:
+        """The in-flight calls whose worker's node is no longer alive (`ray.nodes()`)."""
+        alive = {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
+        return [ref for ref, (_, slot) in inflight.items() if self._nodes[slot] not in alive]
 
     def _cluster_state(self) -> str:
         nodes = sum(1 for n in self.ray.nodes() if n.get("Alive"))
@@ -372,10 +389,15 @@ class RayExecutor(LocalExecutor):
         return f"{nodes} node(s) alive, {cpus:g} CPU(s), {free:g} free"
 
     def _replace(self, slot: int) -> bool:
-        """A new worker in `slot` after its worker died; False (and the slot left empty)
-        when it cannot start: the sweep goes on with the others."""
+        """A new worker in `slot` after its worker died (the old one is killed, should it
+        live on); False (and the slot left empty) when the new one cannot start within
+        `ray.start_timeout_s` (no free CPU, its node lost): the sweep goes on with the
+        others."""
+        with contextlib.suppress(Exception):  # if it lives on (cut off, its result lost)
+            self.ray.kill(self._actors[slot])  # its CPU is freed for the new one
         actor = self._actors[slot] = self._new_actor()
-        if not self._not_started([actor]):
+        self._nodes[slot] = None
+        if not self._not_started([slot]):
             return True
         self.ray.kill(actor)
         self._actors[slot] = None
@@ -396,8 +418,56 @@ class RayExecutor(LocalExecutor):
     def run_all(self, units: list[Unit]) -> Iterator[list[Finished]]:
         """Every unit's rows, in unit order and, within a unit, in `todo` order."""
         ray = self.ray
-        from ray.exceptions import RayActorError, RayTaskError
+        from ray.exceptions import ObjectLostError, RayActorError, RayTaskError
 
+        shards, results, queue, later = self._plan(units)
+        idle = [s for s, a in enumerate(self._actors) if a is not None]
+        inflight: dict[Any, tuple[int, int]] = {}
+        attempts: dict[int, int] = {}
+        shown, next_check = 0, time.monotonic() + NODE_POLL_S
+        while shown < len(shards):
+            while shown in results:
+                yield results.pop(shown)
+                shown += 1
+            if shown == len(shards):
+                break
+            while idle and queue:
+                sid, slot = queue.popleft(), idle.pop()
+                attempts[sid] = attempts.get(sid, 0) + 1
+                inflight[self._actors[slot].rows.remote(shards[sid])] = (sid, slot)
+            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=NODE_POLL_S)
+            if time.monotonic() >= next_check:  # a worker whose node is gone may never answer
+                next_check = time.monotonic() + NODE_POLL_S
+                lost = self._on_lost_nodes({r: v for r, v in inflight.items() if r not in ready})
+                for ref in lost:
+                    sid, slot = inflight.pop(ref)
+                    self._worker_lost(sid, slot, "its node is gone", attempts[sid], queue,
+                                      idle, inflight, "its node is no longer alive")
+                if lost:
+                    continue
+            if not ready:
+                continue
+            sid, slot = inflight.pop(ready[0])
+            try:
+                results[sid] = ray.get(ready[0])
+            except (RayActorError, ObjectLostError) as exc:  # lost: the worker, or its node
+                self._worker_lost(sid, slot, type(exc).__name__, attempts[sid], queue, idle,
+                                  inflight, str(exc)[:300])
+                continue
+            except RayTaskError as exc:
+                cause = getattr(exc, "cause", None)
+                if isinstance(cause, Exception):
+                    raise cause from None
+                raise
+            idle.append(slot)
+            self.log(f"ray: shard {sid + 1}/{len(shards)} done ({len(results[sid])} rows)")
+            queue.extend(later.pop(sid, []))
+
+    def _plan(self, units: list[Unit]) -> tuple[list[Unit], dict[int, list[Finished]],
+                                                deque[int], dict[int, list[int]]]:
+        """The shards (`shard_unit`, `ray.shards_per_worker` per worker in all), the rows of
+        units read whole from the row cache (no worker needed), the shards to send first (each
+        unit's first) and, for each of them, the unit's other shards, sent once it is back."""
         n_compute = sum(u.to_compute > 0 for u in units)
         per_unit = -(-self.spec.ray.shards_per_worker * max(1, len(self._actors))
                      // max(1, n_compute))
@@ -410,50 +480,26 @@ class RayExecutor(LocalExecutor):
                 results[len(shards)] = next(iter(LocalExecutor.run(self, unit)))
                 shards.append(unit)
                 continue
-            ids = list(range(len(shards), len(shards) + per_unit))
             parts = shard_unit(unit, per_unit)
-            ids = ids[:len(parts)]
+            ids = list(range(len(shards), len(shards) + len(parts)))
             shards.extend(parts)
             queue.append(ids[0])
             later[ids[0]] = ids[1:]
-        idle = list(range(len(self._actors)))
-        inflight: dict[Any, tuple[int, int]] = {}
-        attempts: dict[int, int] = {}
-        shown = 0
-        while shown < len(shards):
-            while shown in results:
-                yield results.pop(shown)
-                shown += 1
-            if shown == len(shards):
-                break
-            while idle and queue:
-                sid, slot = queue.popleft(), idle.pop()
-                attempts[sid] = attempts.get(sid, 0) + 1
-                inflight[self._actors[slot].rows.remote(shards[sid])] = (sid, slot)
-            ready, _ = ray.wait(list(inflight), num_returns=1)
-            sid, slot = inflight.pop(ready[0])
-            try:
-                results[sid] = ray.get(ready[0])
-            except RayActorError as exc:
-                if attempts[sid] >= MAX_ATTEMPTS:
-                    raise RuntimeError(f"ray: shard {sid} lost its worker {attempts[sid]} "
-                                       f"times; last: {str(exc)[:300]}") from None
-                self.log(f"ray: a worker died ({type(exc).__name__}); shard {sid} "
-                         "runs again on a new worker")
-                queue.appendleft(sid)
-                if self._replace(slot):
-                    idle.append(slot)
-                elif not idle and not inflight:
-                    raise RuntimeError(f"ray: every worker is gone and none could be "
-                                       f"started ({self._cluster_state()}); the rows so "
-                                       "far are kept: resume when the cluster is back"
-                                       ) from None
-                continue
-            except RayTaskError as exc:
-                cause = getattr(exc, "cause", None)
-                if isinstance(cause, Exception):
-                    raise cause from None
-                raise
+        return shards, results, queue, later
+
+    def _worker_lost(self, sid: int, slot: int, why: str, attempts: int, queue: deque[int],
+                     idle: list[int], inflight: dict, detail: str) -> None:
+        """Shard `sid`'s worker (in `slot`) is lost: the shard goes back to the front of the
+        queue, and a new worker into the slot, or none (`_replace`). RuntimeError when the
+        shard has lost `MAX_ATTEMPTS` workers, or when no worker is left."""
+        if attempts >= MAX_ATTEMPTS:
+            raise RuntimeError(f"ray: shard {sid + 1} lost its worker {attempts} times; "
+                               f"last: {detail}")
+        self.log(f"ray: a worker died ({why}); shard {sid + 1} runs again on a new worker")
+        queue.appendleft(sid)
+        if self._replace(slot):
             idle.append(slot)
-            self.log(f"ray: shard {sid + 1}/{len(shards)} done ({len(results[sid])} rows)")
-            queue.extend(later.pop(sid, []))
+        elif not idle and not inflight:
+            raise RuntimeError(f"ray: every worker is gone and none could be started "
+                               f"({self._cluster_state()}); the rows so far are kept: resume "
+                               "when the cluster is back")
