@@ -14,10 +14,11 @@ import pytest
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.llm.cache import ChatCache
-from agentic_rag.llm.calls import CallMeter, LLMCallCap
+from agentic_rag.llm.calls import LLMCallCap
 from agentic_rag.llm.client import OpenAIChatModel
-from agentic_rag.studies.tune import TuneError, choose_by_rule, profile, rule_table, search_space, tune
+from agentic_rag.studies.tune import tune
 from agentic_rag.studies.tune_run import read_folder
+from agentic_rag.studies.tune_space import TuneError, choose_by_rule, profile, rule_table, search_space
 
 from .fakes import HashingEmbedder
 
@@ -119,8 +120,8 @@ def test_a_cap_stops_cleanly_and_a_rerun_continues(tmp_path, fake_embedder):
     # the first five replies were read back, not asked again: a fresh run asks as many as
     # both together
     fresh = _Completions()
-    _tune(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path, folder,
-          _chat(tmp_path / "x", fresh))
+    (tmp_path / "x").mkdir()
+    _tune(tmp_path / "x", folder, _chat(tmp_path / "x", fresh))
     assert completions.calls == fresh.calls
 
 
@@ -136,9 +137,11 @@ def test_bad_folders_are_named_before_any_llm_call(tmp_path, fake_embedder):
     folder = _folder(tmp_path)
     (folder / "broken.md").write_bytes(b"\xff\xfe\x00binary")
     (folder / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
-    with pytest.raises(TuneError, match=r"(?s)2 of 10 files .*broken\.md: looks like a binary.*latin\.txt: not valid UTF-8"):
+    with pytest.raises(TuneError, match=r"(?s)2 of 10 files .*broken\.md: looks like a "
+                                        r"binary.*latin\.txt: not valid UTF-8"):
         _tune(tmp_path, folder, chat)
-    small = _folder(tmp_path / "s" if (tmp_path / "s").mkdir() is None else tmp_path, 1)
+    (tmp_path / "s").mkdir()
+    small = _folder(tmp_path / "s", 1)
     with pytest.raises(TuneError, match=r"at most \d+ questions .*fewer than --n 50"):
         _tune(tmp_path, small, chat, n=50)
     assert completions.calls == 0

@@ -44,8 +44,8 @@ def tune(
     from agentic_rag.llm.calls import LLMCallCap
     from agentic_rag.llm.server import ServerError
     from agentic_rag.llm.types import LLMError
-    from agentic_rag.studies.tune import TuneError
     from agentic_rag.studies.tune import tune as run_tune
+    from agentic_rag.studies.tune_space import TuneError
 
     cfg = _config(config, home)
     try:

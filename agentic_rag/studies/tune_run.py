@@ -17,7 +17,7 @@ import yaml
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.experiments.spec import DatasetSpec
-from agentic_rag.studies.tune import (
+from agentic_rag.studies.tune_space import (
     DEV_SHARE,
     RULE,
     RULE_METRICS,
@@ -79,6 +79,7 @@ class TuneRun:
     # from, and the corpus the sweeps index (its questions replaced by the generated ones)
     docs: list | None = None
     corpus: DatasetSpec | None = None
+    questions: Path | None = None  # a set made already (split dev/test): used as it is
     meter: Any = None
     notes: dict[str, Any] = field(default_factory=dict)
 
@@ -97,8 +98,8 @@ class TuneRun:
         space = search_space(prof, self.budget, self.llm_strategies)
         self.log(f"{prof['documents']} documents, {prof['chunks']} chunks; search space "
                  f"({self.budget}): {', '.join(space)}")
-        qpath = self.out / "questions.jsonl"
-        fresh = not self._reusable(qpath, docs)
+        qpath = self.questions or self.out / "questions.jsonl"
+        fresh = self.questions is None and not self._reusable(qpath, docs)
         self._announce(chunks, docs, space, fresh)
         with self._server(fresh or self.llm_strategies):
             if fresh:
@@ -218,7 +219,7 @@ class TuneRun:
         rows = [json.loads(x) for x in qpath.read_text(encoding="utf-8").splitlines() if x]
         paths = []
         for split in ("dev", "test"):
-            p = qpath.with_name(f"questions.{split}.jsonl")
+            p = self.out / f"questions.{split}.jsonl"
             mine = [r for r in rows if r.get("split") == split and r.get("answerable", True)]
             if not mine:
                 raise TuneError(f"{qpath}: no {split} questions with an answer")
@@ -254,7 +255,7 @@ class TuneRun:
         served, _ = open_index(cfg, load_spec_dataset(test_res.spec), self.cache_dir,
                                log=self.log)
         cfg = cfg.with_overrides({"home": str(Path(served.home).resolve())})
-        summary = json.loads(qpath.with_name("questions.summary.json").read_text())
+        summary = json.loads(qpath.with_name(f"{qpath.stem}.summary.json").read_text())
         provenance = {
             "tuned_by": "agentic-rag tune", "folder": str(self.folder or self.corpus.name),
             "questions": str(qpath), "generated": {k: summary.get(k) for k in (

@@ -1,7 +1,6 @@
 """Generate the test sets the tune evidence runs on (issue 38), from the documents only.
 
-    PYTHONPATH=. python experiments/tune/generate_sets.py python 48 span
-    PYTHONPATH=. python experiments/tune/generate_sets.py python 24 free   # today's generator
+    PYTHONPATH=. python experiments/tune/generate_sets.py python 20 span [max_draws] [--no-knowable]
 
 Writes experiments/tune/<corpus>/<mode>.jsonl (+ .rejected.jsonl, .summary.json) and the LLM
 replies to experiments/tune/<corpus>/llm-replies.jsonl (the pack: a rerun reads them back).
@@ -24,7 +23,8 @@ from agentic_rag.llm.server import serve_local
 from agentic_rag.studies.testset_validation import source_documents
 
 
-def main(corpus: str, n: int, mode: str, max_draws: int | None = None) -> None:
+def main(corpus: str, n: int, mode: str, max_draws: int | None = None,
+         knowable: bool = True) -> None:
     cfg = RAGConfig()
     out = Path("experiments/tune") / corpus
     out.mkdir(parents=True, exist_ok=True)
@@ -39,6 +39,7 @@ def main(corpus: str, n: int, mode: str, max_draws: int | None = None) -> None:
                                                 pack=out / "llm-replies.jsonl"), meter)
         res = generate_testset(docs, chat, n=n, seed=0, unanswerable=0.0, chunks=chunks,
                                mode=mode, dev_share=0.5, max_draws=max_draws or 3 * n,
+                               check_knowable=knowable,
                                progress=Progress(n, lambda s: print(s, flush=True),
                                                  "testset", meter))
     res.write(out / f"{mode}.jsonl")
@@ -47,5 +48,6 @@ def main(corpus: str, n: int, mode: str, max_draws: int | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3],
-         int(sys.argv[4]) if len(sys.argv) > 4 else None)
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    main(args[0], int(args[1]), args[2], int(args[3]) if len(args) > 3 else None,
+         knowable="--no-knowable" not in sys.argv)
