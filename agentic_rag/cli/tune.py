@@ -34,6 +34,9 @@ def tune(
     out: Annotated[Path, typer.Option(help="where the set, the report and best-config.yaml "
                                            "go")] = Path("tuned"),
     seed: Annotated[int, typer.Option(help="sampling and split seed")] = 0,
+    questions: Annotated[Path | None, typer.Option(
+        help="a set made already from FOLDER (agentic-rag testset), with its own dev/test "
+             "split: used instead of generating one")] = None,
     config: ConfigOpt = None, home: HomeOpt = None,
     max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
 ) -> None:
@@ -51,7 +54,7 @@ def tune(
     try:
         res = run_tune(folder, n=n, budget=budget, llm_strategies=llm_strategies, out=out,
                        max_llm_calls=max_llm_calls, config=cfg, seed=seed, log=typer.echo,
-                       max_concurrency=max_concurrency)
+                       max_concurrency=max_concurrency, questions=questions)
     except LLMCallCap as stop:
         _stopped_at_cap(stop, f"the replies so far are cached (and in {out}/llm-replies.jsonl)")
     except (ServerError, LLMError) as exc:

@@ -46,15 +46,17 @@ def tune(folder: str | Path, n: int = 200, budget: str = "quick", llm_strategies
          config: RAGConfig | None = None, chat: Any = None, seed: int = 0,
          log: Callable[[str], Any] = print, runs_dir: str | Path | None = None,
          cache_dir: str | Path | None = None, max_concurrency: int | None = None,
-         min_tokens: int = 25) -> TuneResult:
+         min_tokens: int = 25, questions: str | Path | None = None) -> TuneResult:
     """Tune the pipeline for the documents of `folder` (the steps of the module docstring).
     `config`: the base (default: the shipped default config); `chat`: the chat model
     (default: the configured LLM, the embedded server started as needed); `max_llm_calls`:
     stop cleanly after that many new LLM calls (`llm.LLMCallCap`; a rerun continues);
     `runs_dir` / `cache_dir`: the sweeps' run folders and index cache (default `out/runs`
     and `<home>/tune-cache`: an index is built once per folder and chunking, reused by
-    every later run)."""
+    every later run). `questions`: a set made already from the folder (`agentic-rag testset`,
+    its own dev/test split) instead of generating one: no LLM call."""
     return TuneRun(folder=Path(folder), n=n, budget=budget, llm_strategies=llm_strategies,
                    out=Path(out), max_llm_calls=max_llm_calls, config=config or RAGConfig(),
                    chat=chat, seed=seed, log=log, runs_dir=runs_dir, cache_dir=cache_dir,
-                   max_concurrency=max_concurrency, min_tokens=min_tokens).run()
+                   max_concurrency=max_concurrency, min_tokens=min_tokens,
+                   questions=Path(questions) if questions is not None else None).run()

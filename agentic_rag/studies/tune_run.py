@@ -86,6 +86,8 @@ class TuneRun:
     def run(self) -> TuneResult:
         from agentic_rag.llm.calls import CallMeter
 
+        if self.questions is not None and not self.questions.exists():
+            raise TuneError(f"{self.questions}: questions file not found")
         if self.n < 2:
             raise TuneError(f"n: {self.n} is too few (one dev and one test question at least)")
         docs = self.docs if self.docs is not None else read_folder(self.folder)
@@ -255,7 +257,8 @@ class TuneRun:
         served, _ = open_index(cfg, load_spec_dataset(test_res.spec), self.cache_dir,
                                log=self.log)
         cfg = cfg.with_overrides({"home": str(Path(served.home).resolve())})
-        summary = json.loads(qpath.with_name(f"{qpath.stem}.summary.json").read_text())
+        sfile = qpath.with_name(f"{qpath.stem}.summary.json")
+        summary = json.loads(sfile.read_text()) if sfile.exists() else {}
         provenance = {
             "tuned_by": "agentic-rag tune", "folder": str(self.folder or self.corpus.name),
             "questions": str(qpath), "generated": {k: summary.get(k) for k in (
@@ -318,7 +321,8 @@ def report_markdown(source: Any, prof: dict, gen: dict, dev: pd.DataFrame, test:
     lines = [f"# Tuned for {source}", "",
              f"{prof['documents']} documents, {prof['chunks']} chunks. Questions generated "
              f"from them: {gen.get('accepted')} kept of {gen.get('drawn')} draws "
-             f"({gen.get('llm_calls')} LLM calls; {json.dumps(gen.get('by_split'))}), "
+             f"({gen.get('llm_calls', 'unrecorded')} LLM calls; as made: "
+             f"{json.dumps(gen.get('by_split'))}), "
              f"generator `{str(gen.get('generator', ''))[:40]}`.", "",
              f"Rule (fixed before any figure): {RULE}.", "",
              f"## Dev: the rule chose **{chosen}**", "",
