@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 
 from agentic_rag.config import RAGConfig
-from agentic_rag.ingest.chunking import AgenticChunker
-from agentic_rag.studies.testset_validation import source_documents
 from agentic_rag.datasets.testset_filters import (
     answer_in_question_words,
     fragment_answer,
     premise_not_in_passage,
 )
+from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.studies.testset_validation import source_documents
 
 SET = Path("experiments/testset-validation/python/generated.jsonl")
 OUT = Path("experiments/tune/python/filters-on-v2.json")
