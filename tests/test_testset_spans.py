@@ -52,6 +52,12 @@ def test_table_cells_and_code_identifiers_are_candidates():
     assert {"harbor.connect", "client.accounts.list", "active_only", "retries"} <= found
 
 
+def test_pieces_of_longer_tokens_and_one_letter_answers_are_not_candidates():
+    text = "Write to `py-dev` at python-dev@googlegroups.com; the `%S` directive gives seconds."
+    found = {s.text for s in candidate_spans(text, "code")}
+    assert "googlegroups.com" not in found and "%S" not in found and "py-dev" in found
+
+
 def test_the_span_picked_for_a_chunk_is_seeded_by_its_id_and_of_the_first_kind():
     spans = candidate_spans(PASSAGE, "prose")
     a, b = pick_span(spans, "chunk-1"), pick_span(spans, "chunk-1")

@@ -25,6 +25,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from agentic_rag.evaluation.answers import normalize_answer
+
 MAX_WORDS = 8
 MAX_CHARS = 80
 KINDS = ("code", "number", "term", "cell", "item", "name")
@@ -65,8 +67,10 @@ def candidate_spans(passage: str, chunk_type: str = "prose", heading: str = "") 
     """Every candidate answer span of `passage` (each distinct text once, first occurrence),
     in the order of `KINDS`, then of position. A span is left out when it is too long
     (> `MAX_WORDS` words or `MAX_CHARS` characters), generic (a stop word, one character),
-    a bare small number with no unit, part of the `heading` (the chunk's title: a question
-    would have to name it), or repeated more than twice in the passage (ambiguous)."""
+    a bare small number with no unit, one character once normalised for scoring ("%S"), a
+    piece of a longer token (an e-mail address, a URL, a dotted name), part of the `heading`
+    (the chunk's title: a question would have to name it), or repeated more than twice in
+    the passage (ambiguous)."""
     found: list[Span] = []
     found += _code_spans(passage, chunk_type)
     found += _number_spans(passage)
@@ -161,8 +165,12 @@ def _usable(s: Span, passage: str, heading: str) -> bool:
     words = s.text.split()
     if not words or len(words) > MAX_WORDS or len(s.text) > MAX_CHARS or len(s.text) < 2:
         return False
-    if s.text.lower() in _STOP or "\n" in s.text:
-        return False
+    if s.text.lower() in _STOP or "\n" in s.text or len(normalize_answer(s.text)) < 2:
+        return False  # "%S" scores as "s": found in any passage
+    before, after = passage[s.start - 1:s.start], passage[s.end:s.end + 1]
+    if before in ("@", ".", "/") or after == "@" or (after == "." and passage[s.end + 1:s.end + 2]
+                                                      .isalnum()):
+        return False  # a piece of a longer token: an e-mail address, a URL, a dotted name
     if heading and s.text.lower() in heading:
         return False
     if s.kind == "item" and (s.text.endswith(":") or s.text[-1:] in "([{,"):
