@@ -80,6 +80,8 @@ class TuneRun:
     docs: list | None = None
     corpus: DatasetSpec | None = None
     questions: Path | None = None  # a set made already (split dev/test): used as it is
+    # a cut of the search space (a time budget): only the configs `keep(overrides)` accepts
+    keep: Callable[[dict[str, Any]], bool] | None = None
     meter: Any = None
     notes: dict[str, Any] = field(default_factory=dict)
 
@@ -98,6 +100,8 @@ class TuneRun:
         chunks = self._chunks(docs)
         prof = profile(docs, chunks)
         space = search_space(prof, self.budget, self.llm_strategies)
+        if self.keep is not None:
+            space = {k: v for k, v in space.items() if k == "default" or self.keep(v)}
         self.log(f"{prof['documents']} documents, {prof['chunks']} chunks; search space "
                  f"({self.budget}): {', '.join(space)}")
         qpath = self.questions or self.out / "questions.jsonl"
