@@ -165,8 +165,9 @@ def test_testset(endpoints, tmp_path):
     for name, text in {"fees.md": "# Fees\n\nThe Blue account's monthly fee is $20. ",
                        "cards.md": "# Cards\n\nA locked card is unlocked in the app. "}.items():
         (docs / name).write_text(text * 8 + "\n")  # past the generator's 25-token minimum
+    # free mode: the repeated text holds each span 8 times, which span mode leaves out
     invoke("testset", docs, "--n", 2, "--out", tmp_path / "q.jsonl", "--no-knowable",
-           "--config", config_file(tmp_path, urls), "--home", tmp_path / "home")
+           "--mode", "free", "--config", config_file(tmp_path, urls), "--home", tmp_path / "home")
     check_spread(urls, live, 2)
 
 

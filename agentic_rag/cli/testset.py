@@ -33,6 +33,13 @@ def testset(
     knowable: Annotated[bool, typer.Option(
         help="ask the model each question without context, to flag the ones it knows "
              "(--no-knowable: skip those calls)")] = True,
+    mode: Annotated[str, typer.Option(
+        help="span: the answer is chosen by rule from the passage (code, numbers with units, "
+             "defined terms, table cells, list items) and the model writes its question; "
+             "free: the model picks a quote and asks (the v4 generator)")] = "span",
+    max_knowable_share: Annotated[float, typer.Option(
+        min=0.0, max=1.0, help="questions the model answers without context kept up to this "
+                               "share of the set (1: all)")] = 0.25,
     corpus_check: Annotated[bool, typer.Option(
         help="also ask the model each unanswerable question over BM25's top 5 chunks, and "
              "reject it when it answers (a small model answers made-up things too)")] = False,
@@ -60,7 +67,9 @@ def testset(
     chunks = [c for d in documents for c in chunker.chunk(d)]
     conc = max_concurrency or cfg.llm.max_concurrency
     typer.echo(f"{len(documents)} documents, {len(chunks)} chunks → {n} questions")
-    est = estimate(n, chunks, knowable, unanswerable, corpus_check)
+    if mode not in ("span", "free"):
+        _fail(f"--mode {mode!r}: use span or free")
+    est = estimate(n, chunks, knowable, unanswerable, corpus_check, mode=mode)
     typer.echo(estimate_line(est, measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]),
                              conc, serves_in_parallel(cfg.llm))
                + (f"; of the calls, {est['corpus_checks']} check the unanswerable questions "
@@ -74,7 +83,8 @@ def testset(
             res = generate_testset(documents, chat, n=n, seed=seed, unanswerable=unanswerable,
                                    chunks=chunks, check_knowable=knowable,
                                    check_unanswerable=corpus_check,
-                                   max_concurrency=conc,
+                                   max_concurrency=conc, mode=mode,
+                                   max_knowable_share=max_knowable_share,
                                    progress=Progress(n, typer.echo, "testset", meter))
     except LLMCallCap as stop:
         _stopped_at_cap(stop, f"{out} is not written yet")
@@ -83,7 +93,8 @@ def testset(
     paths = res.write(out)
     s = res.summary
     typer.echo(f"{s['accepted']} questions from {s['documents']} documents ({s['drawn']} "
-               f"drawn; rejected: {json.dumps(s['rejected'])}); {s['unanswerable']} "
+               f"drawn, {s['llm_calls']} calls, {s['calls_per_kept']} per kept question; "
+               f"rejected: {json.dumps(s['rejected'])}); {s['unanswerable']} "
                f"unanswerable, {s['knowable']} knowable without context")
     typer.echo(f"by chunk type {json.dumps(s['by_chunk_type'])}, by intent "
                f"{json.dumps(s['by_intent'])}, splits {json.dumps(s['by_split'])}")

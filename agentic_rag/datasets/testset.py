@@ -54,13 +54,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agentic_rag.datasets.spans import Span, candidate_spans, pick_span
 from agentic_rag.datasets.testset_filters import CorpusText, check_reply, clean_name
 from agentic_rag.documents import Chunk, Document
 from agentic_rag.evaluation.answers import token_f1
 from agentic_rag.llm.calls import map_calls
 from agentic_rag.llm.types import ChatModel, LLMError
 
-PROMPT_VERSION = "testset-v4"  # the prompts; the filters are versioned by the code
+PROMPT_VERSION = "testset-v4"  # the free mode's prompts; the filters are versioned by the code
+SPAN_PROMPT_VERSION = "testset-span-v1"  # the span-first prompt (issue 38)
 STRATA = ("prose", "code", "table", "list")
 INTENT_OF = {"prose": "fact", "code": "code", "table": "data", "list": "procedure"}
 
@@ -88,6 +90,16 @@ _SYSTEM_UNANSWERABLE = (
     "passage on json.loads -> {\"answer\": \"json.loads_strict\", \"question\": \"What does "
     "json.loads_strict raise on a duplicate key?\"}\n"
     "Reply with JSON {\"answer\": the made-up name, \"question\": ...}.")
+# span mode (issue 38): the answer is chosen by rule; the model only writes its question
+_SYSTEM_SPAN = (
+    "You write test questions for a documentation search engine. You are given a passage and "
+    "an ANSWER copied from it. Write one question whose answer is exactly the ANSWER, as a "
+    "user who has NOT read the passage would ask it: in your own words, not copying phrases "
+    "from the passage, never containing the ANSWER itself, and specific enough to have one "
+    "answer (name the product, module, function, person or place it is about). Ask only "
+    "about what the passage says. Reply with JSON {\"question\": ...}.")
+_SPAN_SCHEMA = {"type": "object", "required": ["question"],
+                "properties": {"question": {"type": "string", "maxLength": 300}}}
 # the unanswerable check: the model, given the passages BM25 finds for the question, answers
 # or says it cannot (the words `evaluation.answers.is_abstention` reads as an abstention)
 CORPUS_CHECK_K = 5
@@ -118,6 +130,7 @@ class GeneratedQuestion(BaseModel):
     answerable: bool = True
     knowable: bool | None = None  # answered without context (None: not checked)
     closed_book_f1: float | None = None
+    span_kind: str | None = None  # span mode: the rule that chose the answer (spans.KINDS)
     split: Literal["dev", "test"]
     generator: str
     prompt_version: str = PROMPT_VERSION
@@ -197,9 +210,62 @@ def _passage(chunk: Chunk, doc: Document) -> str:
     return (f"[{head}]\n" if head else "") + chunk.text
 
 
-def _split(qid: str, seed: int) -> Literal["dev", "test"]:
-    """20 % dev, seeded, by the question's id (the packaged datasets' share)."""
-    return "dev" if random.Random(f"{seed}:{qid}").random() < 0.2 else "test"
+def _split(qid: str, seed: int, dev_share: float = 0.2) -> Literal["dev", "test"]:
+    """`dev_share` of the questions dev (the packaged datasets' 20 % by default), seeded, by
+    the question's id."""
+    return "dev" if random.Random(f"{seed}:{qid}").random() < dev_share else "test"
+
+
+@dataclass
+class _Run:
+    """One generation's settings and state: what `generate_testset`'s helpers share."""
+
+    chat: ChatModel
+    chunks: list[Chunk]
+    by_id: dict[str, Document]
+    mode: str
+    quota: dict[bool, int]
+    every: int
+    seed: int
+    max_draws: int
+    min_tokens: int
+    records: list[GeneratedQuestion] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    done: dict[bool, int] = field(default_factory=lambda: {True: 0, False: 0})
+    draws: int = 0
+    no_span: int = 0
+    corpus_checks: int = 0
+    lexical: Any = None
+
+    def full(self) -> bool:
+        return all(self.done[k] >= self.quota[k] for k in self.quota)
+
+    def plan(self) -> Iterator[tuple[Chunk, bool, Span | None]]:
+        """Draw i is an unanswerable one when i % every == every - 1: fixed by i alone, so the
+        set is the same at any concurrency (a draw whose kind is full is skipped below). In
+        span mode an answerable draw from a chunk with no candidate span costs no call: it
+        is recorded ("no answer span") and the next chunk is drawn."""
+        for i, chunk in enumerate(sample_chunks(self.chunks, self.seed, self.min_tokens)):
+            if i >= self.max_draws or self.full():
+                return
+            answerable = not (self.every and i % self.every == self.every - 1)
+            if self.done[answerable] >= self.quota[answerable]:
+                continue
+            span = None
+            if answerable and self.mode == "span":
+                span = chunk_span(chunk, self.by_id[chunk.doc_id])
+                if span is None:
+                    self.no_span += 1
+                    continue
+            yield chunk, answerable, span
+
+
+def chunk_span(chunk: Chunk, doc: Document) -> Span | None:
+    """The answer span the span-first generator asks about for `chunk` (`spans.pick_span`
+    over its `candidate_spans`, seeded by the chunk id), offsets into the passage."""
+    passage = doc.text[chunk.start_char:chunk.end_char]
+    heading = " ".join(x for x in (doc.title, chunk.heading_path) if x)
+    return pick_span(candidate_spans(passage, chunk.chunk_type, heading), chunk.id)
 
 
 def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, seed: int = 0,
@@ -210,125 +276,191 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                      check_knowable: bool = True, check_unanswerable: bool = False,
                      max_draws: int | None = None,
                      max_concurrency: int = 1, min_tokens: int = 25,
-                     progress: Any = None) -> TestsetResult:
+                     progress: Any = None, mode: Literal["span", "free"] = "span",
+                     max_knowable_share: float | None = 0.25,
+                     dev_share: float = 0.2) -> TestsetResult:
     """`n` accepted questions (about `unanswerable` of them without an answer in the corpus)
     from `docs`, drawing chunks in `sample_chunks` order until `n` pass the filters or the
-    first `max_draws` chunks of that order (default 3 × n) are used up. `chunks`: the
-    documents' chunks, when the caller has them already (the CLI chunks once, for its
-    estimate and for this); else `chunker` makes them (the index's chunker; default
-    `AgenticChunker()` with the default config). `max_concurrency`: generation calls in
-    flight; the set is the same at any value (draws are judged in order). `progress`: an
-    object whose `advance()` is called per accepted question (`llm_cost.Progress`).
-    `min_tokens`: shorter chunks are not drawn (a heading line or a one-line stub has no
-    question in it). `check_unanswerable`: each unanswerable question is also answered from
-    the `CORPUS_CHECK_K` chunks BM25 ranks first for it, and rejected when the model answers.
-    Off by default: its made-up name is in no document already, and a small model "answers"
-    such questions from similar passages (6 of 7 on the banking sample: a fee for the
-    "Secure Transfer Vault"), which is the failure abstention measures, not an answer."""
+    first `max_draws` chunks of that order (default 3 × n) are used up. `mode`: "span"
+    (default, issue 38) picks the answer by rule (`spans.candidate_spans`) and asks the
+    model only for its question; "free" (the v4 generator) lets the model pick a quote.
+    `chunks`: the documents' chunks, when the caller has them already; else `chunker` makes
+    them (default `AgenticChunker()` with the default config). `max_concurrency`: generation
+    calls in flight; the set is the same at any value (draws are judged in order).
+    `progress`: an object whose `advance()` is called per accepted question.
+    `min_tokens`: shorter chunks are not drawn. `check_unanswerable`: each unanswerable
+    question is also answered from the `CORPUS_CHECK_K` chunks BM25 ranks first for it, and
+    rejected when the model answers (off by default: its made-up name is in no document
+    already, and a small model "answers" such questions from similar passages).
+    `max_knowable_share`: questions the model answers without context (`knowable`) are kept
+    up to this share of the set, the later ones beyond it rejected ("knowable beyond its
+    share"); None keeps them all. `dev_share`: the questions' share in the dev split."""
+    _check_args(n, unanswerable, docs, mode, max_knowable_share, dev_share)
+    by_id = {d.id: d for d in docs}
+    chunks = _chunks_of(docs, by_id, chunker, chunks)
+    quota = {False: round(n * unanswerable)}
+    quota[True] = n - quota[False]
+    counting = _CountingChat(chat)
+    run = _Run(counting, chunks, by_id, mode, quota,
+               max(2, round(1 / unanswerable)) if quota[False] else 0, seed,
+               max_draws if max_draws is not None else 3 * n, min_tokens)
+    gen = getattr(chat, "model_id", type(chat).__name__)
+    settings = {"max_copied_words": max_copied_words, "max_answer_words": max_answer_words,
+                "duplicate_jaccard": duplicate_jaccard, "check_unanswerable": check_unanswerable,
+                "dev_share": dev_share, "gen": gen}
+    corpus = CorpusText(docs) if quota[False] else None  # where a made-up name must not occur
+    drawn: list[tuple[Chunk, bool, Span | None]] = []
+
+    def ask(item: tuple[Chunk, bool, Span | None]) -> Any:
+        chunk, answerable, span = item
+        return _ask(counting, chunk, by_id[chunk.doc_id], answerable, span)
+
+    for _, reply in map_calls(ask, _tee(run.plan(), drawn), max_concurrency):
+        chunk, answerable, span = drawn.pop(0)
+        if run.done[answerable] >= run.quota[answerable]:
+            continue  # drawn ahead by a concurrent run after its kind filled: not used
+        if _judge(run, reply, chunk, answerable, span, corpus, settings) and progress is not None:
+            progress.advance()
+    records = run.records
+    if check_knowable:
+        checked = dict(map_calls(lambda r: _knowable(counting, r, knowable_f1) if r.answerable
+                                 else r, records, max_concurrency))
+        records = [checked[i] for i in range(len(records))]
+    records = _bound_knowable(records, run.rejected, max_knowable_share)
+    summary = _summary(records, run.rejected, n, run.draws, seed, gen, unanswerable,
+                       max_copied_words, duplicate_jaccard, knowable_f1, len(chunks))
+    summary.update({"mode": mode, "prompt_version": SPAN_PROMPT_VERSION if mode == "span"
+                    else PROMPT_VERSION, "no_answer_span": run.no_span, "llm_calls": counting.calls,
+                    "calls_per_kept": round(counting.calls / len(records), 2) if records else None,
+                    "accepted_share_of_draws": round(len(records) / run.draws, 3)
+                    if run.draws else None, "unanswerable_checked": run.corpus_checks})
+    summary["settings"].update({"corpus_check_k": CORPUS_CHECK_K if check_unanswerable else None,
+                                "max_knowable_share": max_knowable_share,
+                                "dev_share": dev_share})
+    return TestsetResult(records, run.rejected, summary)
+
+
+def _check_args(n: int, unanswerable: float, docs: Sequence[Document], mode: str,
+                max_knowable_share: float | None, dev_share: float) -> None:
     if n < 1:
         raise ValueError(f"n: {n} is not >= 1")
     if not 0.0 <= unanswerable < 1.0:
         raise ValueError(f"unanswerable: {unanswerable} is not a share in [0, 1)")
+    if mode not in ("span", "free"):
+        raise ValueError(f"mode: {mode!r} is not 'span' or 'free'")
+    if max_knowable_share is not None and not 0.0 <= max_knowable_share <= 1.0:
+        raise ValueError(f"max_knowable_share: {max_knowable_share} is not a share in [0, 1]")
+    if not 0.0 < dev_share < 1.0:
+        raise ValueError(f"dev_share: {dev_share} is not a share in (0, 1)")
     if not docs:
         raise ValueError("no documents to generate questions from")
-    by_id = {d.id: d for d in docs}
+
+
+def _chunks_of(docs: Sequence[Document], by_id: dict[str, Document],
+               chunker: Callable[[Document], list[Chunk]] | None,
+               chunks: Sequence[Chunk] | None) -> list[Chunk]:
     if chunks is not None:
         if chunker is not None:
             raise ValueError("pass chunks or a chunker, not both")
         if stray := next((c for c in chunks if c.doc_id not in by_id), None):
             raise ValueError(f"chunk {stray.id!r}: its document {stray.doc_id!r} is not in docs")
-    else:
-        if chunker is None:
-            from agentic_rag.ingest.chunking import AgenticChunker
+        return list(chunks)
+    if chunker is None:
+        from agentic_rag.ingest.chunking import AgenticChunker
 
-            chunker = AgenticChunker().chunk
-        chunks = [c for d in docs for c in chunker(d)]
-    quota = {False: round(n * unanswerable)}
-    quota[True] = n - quota[False]
-    every = max(2, round(1 / unanswerable)) if quota[False] else 0
-    max_draws = max_draws if max_draws is not None else 3 * n
-    gen = getattr(chat, "model_id", type(chat).__name__)
-    records: list[GeneratedQuestion] = []
-    rejected: list[dict[str, Any]] = []
-    done = {True: 0, False: 0}
+        chunker = AgenticChunker().chunk
+    return [c for d in docs for c in chunker(d)]
 
-    def plan() -> Iterator[tuple[Chunk, bool]]:
-        """Draw i is an unanswerable one when i % every == every - 1: fixed by i alone, so the
-        set is the same at any concurrency (a draw whose kind is full is skipped below)."""
-        for i, chunk in enumerate(sample_chunks(chunks, seed, min_tokens)):
-            if i >= max_draws or all(done[k] >= quota[k] for k in quota):
-                return
-            answerable = not (every and i % every == every - 1)
-            if done[answerable] < quota[answerable]:
-                yield chunk, answerable
 
-    def ask(item: tuple[Chunk, bool]) -> Any:
-        chunk, answerable = item
-        return _ask(chat, chunk, by_id[chunk.doc_id], answerable)
+def _judge(run: _Run, reply: Any, chunk: Chunk, answerable: bool, span: Span | None,
+           corpus: CorpusText | None, st: dict[str, Any]) -> bool:
+    """Filter one draw's reply: a question appended to `run.records` (True), or a rejection
+    appended to `run.rejected` with its reason (False)."""
+    run.draws += 1
+    s = stratum(chunk)
+    intent = INTENT_OF[s] if answerable else "fact"
+    base = {"chunk_id": chunk.id, "doc_id": chunk.doc_id, "chunk_type": s, "intent": intent,
+            "answerable": answerable, **({"span_kind": span.kind} if span else {})}
+    doc = run.by_id[chunk.doc_id]
+    outcome = check_reply(reply, chunk, doc, answerable, run.records, st["max_copied_words"],
+                          st["max_answer_words"], st["duplicate_jaccard"], corpus=corpus)
+    if isinstance(outcome, dict):
+        run.rejected.append({**base, **outcome})
+        return False
+    question, answer, at = outcome
+    if span is not None:  # the chosen span itself, not an earlier copy of its words
+        at = (chunk.start_char + span.start, chunk.start_char + span.end)
+    if not answerable and st["check_unanswerable"]:
+        if run.lexical is None:
+            from agentic_rag.store.lexical import LexicalIndex
 
-    draws, corpus_checks = 0, 0
-    drawn = []
-    lexical = None  # BM25 over `chunks`, built for the first unanswerable question
-    corpus = CorpusText(docs) if quota[False] else None  # where a made-up name must not occur
-    for _, reply in map_calls(ask, _tee(plan(), drawn), max_concurrency):
-        chunk, answerable = drawn.pop(0)
-        if done[answerable] >= quota[answerable]:
-            continue  # drawn ahead by a concurrent run after its kind filled: not used
-        draws += 1
-        s = stratum(chunk)
-        intent = INTENT_OF[s] if answerable else "fact"
-        base = {"chunk_id": chunk.id, "doc_id": chunk.doc_id, "chunk_type": s, "intent": intent,
-                "answerable": answerable}
-        outcome = check_reply(reply, chunk, by_id[chunk.doc_id], answerable, records,
-                              max_copied_words, max_answer_words, duplicate_jaccard,
-                              corpus=corpus)
-        if isinstance(outcome, dict):
-            rejected.append({**base, **outcome})
-            continue
-        question, answer, span = outcome
-        if not answerable and check_unanswerable:
-            if lexical is None:
-                from agentic_rag.store.lexical import LexicalIndex
+            # what the index's BM25 reads: the chunk under its heading path
+            run.lexical = LexicalIndex().build(run.chunks, [c.index_text() for c in run.chunks])
+        run.corpus_checks += 1
+        answered = _answer_from_corpus(run.chat, question, run.lexical, run.by_id)
+        if answered is not None:
+            run.rejected.append({**base, **answered, "question": question, "answer": ""})
+            return False
+    qid = f"g{len(run.records) + 1:04d}-{hashlib.sha1(chunk.id.encode()).hexdigest()[:8]}"
+    run.records.append(GeneratedQuestion(
+        id=qid, question=question, answer=answer,
+        doc_ids=[chunk.doc_id] if answerable else [],
+        spans=[{"doc_id": chunk.doc_id, "start": at[0], "end": at[1]}] if at else [],
+        chunk_id=chunk.id, chunk_type=s, intent=intent, answerable=answerable,
+        span_kind=span.kind if span else None,
+        split=_split(qid, run.seed, st["dev_share"]), generator=st["gen"],
+        prompt_version=SPAN_PROMPT_VERSION if run.mode == "span" else PROMPT_VERSION))
+    run.done[answerable] += 1
+    return True
 
-                # what the index's BM25 reads: the chunk under its heading path
-                lexical = LexicalIndex().build(list(chunks), [c.index_text() for c in chunks])
-            corpus_checks += 1
-            answered = _answer_from_corpus(chat, question, lexical, by_id)
-            if answered is not None:
-                rejected.append({**base, **answered, "question": question, "answer": ""})
-                continue
-        qid = f"g{len(records) + 1:04d}-{hashlib.sha1(chunk.id.encode()).hexdigest()[:8]}"
-        records.append(GeneratedQuestion(
-            id=qid, question=question, answer=answer,
-            doc_ids=[chunk.doc_id] if answerable else [],
-            spans=[{"doc_id": chunk.doc_id, "start": span[0], "end": span[1]}] if span else [],
-            chunk_id=chunk.id, chunk_type=s, intent=intent, answerable=answerable,
-            split=_split(qid, seed), generator=gen))
-        done[answerable] += 1
-        if progress is not None:
-            progress.advance()
-    if check_knowable:
-        checked = dict(map_calls(lambda r: _knowable(chat, r, knowable_f1) if r.answerable
-                                 else r, records, max_concurrency))
-        records = [checked[i] for i in range(len(records))]
-    summary = _summary(records, rejected, n, draws, seed, gen, unanswerable, max_copied_words,
-                       duplicate_jaccard, knowable_f1, len(chunks))
-    summary["unanswerable_checked"] = corpus_checks
-    summary["settings"]["corpus_check_k"] = CORPUS_CHECK_K if check_unanswerable else None
-    return TestsetResult(records, rejected, summary)
+
+def _bound_knowable(records: list[GeneratedQuestion], rejected: list[dict[str, Any]],
+                    share: float | None) -> list[GeneratedQuestion]:
+    """The knowable questions kept up to `share` of the set (the first ones, in draw order);
+    each one beyond it moved to `rejected` ("knowable beyond its share")."""
+    if share is None:
+        return records
+    knowable = [r for r in records if r.knowable]
+    # k knowable of a kept set of size m: k <= share * m, where m = unknowable + k
+    rest = len(records) - len(knowable)
+    keep = len(knowable) if share >= 1 else min(len(knowable), int(share * rest / (1 - share)))
+    drop = {r.id for r in knowable[keep:]}
+    for r in records:
+        if r.id in drop:
+            rejected.append({"chunk_id": r.chunk_id, "doc_id": r.doc_ids[0] if r.doc_ids else "",
+                             "chunk_type": r.chunk_type, "intent": r.intent, "answerable": True,
+                             "reason": "knowable beyond its share",
+                             "detail": f"answered without context (F1 {r.closed_book_f1}); "
+                                       f"{keep} knowable kept, at most {share:.0%} of the set",
+                             "question": r.question, "answer": r.answer})
+    return [r for r in records if r.id not in drop]
+
+
+class _CountingChat:
+    """The chat model, counting the calls made through it (cached replies included)."""
+
+    def __init__(self, chat: ChatModel) -> None:
+        self._chat = chat
+        self.calls = 0
+        self.model_id = getattr(chat, "model_id", type(chat).__name__)
+
+    def chat(self, messages: list[dict[str, Any]], **kw: Any) -> Any:
+        self.calls += 1
+        return self._chat.chat(messages, **kw)
 
 
 def estimate(n: int, chunks: Sequence[Chunk], check_knowable: bool = True,
-             unanswerable: float = 0.0, check_unanswerable: bool = False) -> dict[str, int]:
-    """The calls and tokens `generate_testset` should take for `n` questions: 1.5 draws per
-    accepted question (an assumption until a run measures its rejection rate; the summary
-    reports it), each the prompt (~180 tokens) + a passage of the chunks' mean size, ~40
-    tokens out; a second call for each unanswerable draw (`_ask_about`, a ceiling: 13 of 18
-    needed one on the banking sample) ~80 in, ~25 out; the closed-book check ~60 in, ~15
-    out; with `check_unanswerable`, the corpus check of each unanswerable question
-    (`corpus_checks`: `unanswerable` × n) ~60 + `CORPUS_CHECK_K` passages in, ~20 out."""
+             unanswerable: float = 0.0, check_unanswerable: bool = False,
+             mode: str = "span") -> dict[str, int]:
+    """The calls and tokens `generate_testset` should take for `n` questions: draws per
+    accepted question 1.5 in free mode, 1.3 in span mode (assumptions until a run measures
+    its rejection rate; the summary reports it), each the prompt (~180 tokens) + a passage
+    of the chunks' mean size, ~40 tokens out; a second call for each unanswerable draw
+    (`_ask_about`, a ceiling) ~80 in, ~25 out; the closed-book check ~60 in, ~15 out; with
+    `check_unanswerable`, the corpus check of each unanswerable question ~60 +
+    `CORPUS_CHECK_K` passages in, ~20 out."""
     mean = sum(c.token_count for c in chunks) / len(chunks) if chunks else 0
-    draws = round(1.5 * n)
+    draws = round((1.3 if mode == "span" else 1.5) * n)
     k = n if check_knowable else 0
     second = round(draws * unanswerable)
     u = round(n * unanswerable) if check_unanswerable else 0
@@ -346,19 +478,39 @@ def _tee(items: Iterator[Any], seen: list[Any]) -> Iterator[Any]:
         yield item
 
 
-def _ask(chat: ChatModel, chunk: Chunk, doc: Document, answerable: bool) -> Any:
+def _ask(chat: ChatModel, chunk: Chunk, doc: Document, answerable: bool,
+         span: Span | None = None) -> Any:
     """The generation call's reply, or the LLMError it ended with (recorded, not raised).
-    An unanswerable draw whose question does not contain its made-up name gets a second
-    call that is given the name (`_ask_about`)."""
-    system = _SYSTEM.format(kind=_KIND_HINT[INTENT_OF[stratum(chunk)]]) if answerable \
-        else _SYSTEM_UNANSWERABLE
+    With a `span` (span mode) the model is given the answer and writes the question; the
+    reply is rewritten as {"answer": span, "question": ...} for the filters. An
+    unanswerable draw whose question does not contain its made-up name gets a second call
+    that is given the name (`_ask_about`)."""
     try:
+        if span is not None:
+            return _ask_for_span(chat, chunk, doc, span)
+        system = _SYSTEM.format(kind=_KIND_HINT[INTENT_OF[stratum(chunk)]]) if answerable \
+            else _SYSTEM_UNANSWERABLE
         reply = chat.chat([{"role": "system", "content": system},
                            {"role": "user", "content": _passage(chunk, doc)}],
                           json_schema=_SCHEMA, max_tokens=120)
         return reply if answerable else _ask_about(chat, reply)
     except LLMError as exc:
         return exc
+
+
+def _ask_for_span(chat: ChatModel, chunk: Chunk, doc: Document, span: Span) -> Any:
+    reply = chat.chat([{"role": "system", "content": _SYSTEM_SPAN},
+                       {"role": "user", "content": f"{_passage(chunk, doc)}\n\n"
+                                                   f"ANSWER: {span.text}"}],
+                      json_schema=_SPAN_SCHEMA, max_tokens=100)
+    try:
+        question = reply.json().get("question")
+    except (ValueError, TypeError, AttributeError):
+        return reply  # malformed: rejected as such
+    if not isinstance(question, str):
+        return reply
+    return reply.model_copy(update={"content": json.dumps({"answer": span.text,
+                                                           "question": question})})
 
 
 _SYSTEM_ABOUT = (

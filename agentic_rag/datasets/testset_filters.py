@@ -21,7 +21,10 @@ REASONS = ("llm error", "malformed reply", "answer too long", "answer not in sou
            "copies the source", "near-duplicate", "question repeats the answer",
            "refers to the passage", "answer too generic", "names no subject",
            "pronoun without antecedent", "invented name not in question",
-           "invented name in the corpus", "answerable from the corpus")
+           "invented name in the corpus", "answerable from the corpus",
+           # issue 38
+           "answer made of the question's words", "fragment answer",
+           "premise not in the passage", "knowable beyond its share", "no answer span")
 _GENERIC = {"yes", "no", "true", "false", "none", "n/a", "not", "it", "this", "that"}
 # a question that points at the text it was written from ("the person described in the
 # passage") has no meaning for someone searching the whole corpus
@@ -142,6 +145,83 @@ class CorpusText:
         return None
 
 
+_FUNCTION = {"the", "a", "an", "of", "to", "and", "or", "in", "on", "for", "with", "by", "from",
+             "as", "at", "is", "are", "was", "were", "be", "that", "which", "its", "their",
+             "this", "these", "those", "than", "into", "onto", "if", "when", "but", "not"}
+_OPEN_CLOSE = (("(", ")"), ("[", "]"), ("{", "}"), ("<", ">"))
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def answer_in_question_words(question: str, answer: str) -> bool:
+    """Every content word of `answer` is a word of `question` (plurals folded; two adjacent
+    question words joined count too: "memory view" covers "memoryview"): the answer restates
+    the question ("What are the last 48 bits of a UUID?" → "48 bits of the UUID") and a
+    reader learns nothing from it."""
+    a = [_stem(w) for w in _WORD.findall(answer.lower()) if w not in _FUNCTION]
+    if not a:
+        return False
+    qw = _WORD.findall(question.lower())
+    have = {_stem(w) for w in qw} | {_stem(x + y) for x, y in zip(qw, qw[1:])}
+    return all(w in have for w in a)
+
+
+def fragment_answer(answer: str) -> str | None:
+    """Why `answer` is a fragment (cut mid-phrase, or ending in markup), or None: it ends
+    on a function word ("the asyncio TaskGroup of"), ends in markup or an open
+    punctuation mark (`*`, `[`, `(`, `:`, `,`, `=`, a backtick or quote left open), or has
+    a bracket or quote it does not close."""
+    a = answer.strip()
+    if not a:
+        return None
+    last = a.split()[-1].lower()
+    if last in _FUNCTION and len(a.split()) > 1:
+        return f"ends on {last!r}"
+    if a[-1] in "*[({<:,;=\\/|-" or a.endswith(("->", "=>")):
+        return f"ends in {a[-1]!r}"
+    for o, c in _OPEN_CLOSE:
+        if a.count(o) != a.count(c):
+            return f"unbalanced {o}{c}"
+    for q in ("`", '"'):
+        if a.count(q) % 2:
+            return f"unclosed {q}"
+    return None
+
+
+# what a question asserts that the passage must say too: identifiers, numbers and versions,
+# and the claim words of documentation ("deprecated", "removed in", ...)
+_ANCHOR = re.compile(r"`[^`]+`|\b[A-Za-z_]\w*(?:\.\w+)+\b|\b\w+_\w+\b|\b[a-z]+[A-Z]\w*\b|"
+                     r"\b\d+(?:\.\d+)*\b")
+# claim words (stems), in groups of words that say the same ("added in 3.8" answers
+# "introduced in"; "projected removal" answers "removed")
+_CLAIMS = (("deprecat",), ("remov", "no longer"), ("obsolet",), ("discontinu",),
+           ("introduc", "added", "new in"), ("renam",), ("replac",))
+
+
+def premise_not_in_passage(question: str, passage: str) -> str | None:
+    """What `question` takes for granted that `passage` (with its title and headings) does
+    not say, or None: an identifier (a dotted one counts when each of its parts is there:
+    `collections.deque` on the collections page that names `deque`), a number or version,
+    or a claim word (`_CLAIMS`, with its synonyms: "In which version was the `typing`
+    module deprecated?" from a passage that never says deprecated). The rule-checkable part
+    of a false premise: a question resting on a fact the passage does not state is one its
+    gold cannot answer."""
+    text = " ".join(passage.lower().split())
+    for m in _ANCHOR.finditer(question):
+        anchor = m.group(0).strip("`").lower()
+        if anchor and anchor not in text and not (
+                "." in anchor and all(p and p in text for p in anchor.split("."))):
+            return f"{m.group(0)!r} is not in the passage"
+    q = question.lower()
+    for group in _CLAIMS:
+        said = next((w for w in group if re.search(rf"\b{w}", q)), None)
+        if said and not any(re.search(rf"\b{w}", text) for w in group):
+            return f"asks what was {said!r}: the passage does not say it"
+    return None
+
+
 def check_reply(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
                 accepted: Sequence[Any], max_copied: int, max_answer_words: int,
                 dup_jaccard: float, corpus: CorpusText | None = None,
@@ -193,6 +273,10 @@ def check_reply(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
         span = (chunk.start_char + at[0], chunk.start_char + at[1])
         if len(a) > 3 and a.lower() in q.lower():
             return {"reason": "question repeats the answer", "detail": a, **seen}
+        if answer_in_question_words(q, a):
+            return {"reason": "answer made of the question's words", "detail": a, **seen}
+        if why := fragment_answer(a):
+            return {"reason": "fragment answer", "detail": why, **seen}
     if m := _DEICTIC.search(q):
         return {"reason": "refers to the passage", "detail": m.group(0), **seen}
     if _UNNAMED.match(q):
@@ -205,6 +289,9 @@ def check_reply(reply: Any, chunk: Chunk, doc: Document, answerable: bool,
     if run >= max_copied:
         return {"reason": "copies the source", "detail": f"{run} consecutive words of the "
                 f"passage (at most {max_copied - 1})", **seen}
+    if answerable and (why := premise_not_in_passage(
+            q, f"{doc.title or ''} {chunk.heading_path} {chunk.text}")):
+        return {"reason": "premise not in the passage", "detail": why, **seen}
     for r in accepted:
         if _jaccard(q, r.question) >= dup_jaccard:
             return {"reason": "near-duplicate", "detail": f"of {r.id}: {r.question!r}", **seen}

@@ -1,0 +1,68 @@
+"""`agentic-rag tune my-docs/ --out tuned/`: a folder to a tuned, servable config in one
+command (`studies.tune.tune`: questions generated from the documents, a sweep chosen for
+them, the rule on dev, the figures on test, `tuned/best-config.yaml`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentic_rag.cli.app import (
+    ConfigOpt,
+    HomeOpt,
+    MaxConcurrencyOpt,
+    MaxLLMCallsOpt,
+    _config,
+    _fail,
+    _stopped_at_cap,
+    app,
+)
+
+
+@app.command()
+def tune(
+    folder: Annotated[Path, typer.Argument(help="a folder of .md/.rst/.txt documents")],
+    n: Annotated[int, typer.Option(min=2, help="questions to generate (half dev, half test)")] = 200,
+    budget: Annotated[str, typer.Option(
+        help="search space: quick (a handful of configs), standard (+ gate modes, more "
+             "weights), thorough (+ chunk sizes, single retrievers)")] = "quick",
+    llm_strategies: Annotated[bool, typer.Option(
+        "--llm-strategies", help="also try LLM rerank (and, standard and up, multi-query, "
+                                 "HyDE): LLM calls per query")] = False,
+    out: Annotated[Path, typer.Option(help="where the set, the report and best-config.yaml "
+                                           "go")] = Path("tuned"),
+    seed: Annotated[int, typer.Option(help="sampling and split seed")] = 0,
+    questions: Annotated[Path | None, typer.Option(
+        help="a set made already from FOLDER (agentic-rag testset), with its own dev/test "
+             "split: used instead of generating one")] = None,
+    config: ConfigOpt = None, home: HomeOpt = None,
+    max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
+) -> None:
+    """Generate questions from FOLDER, sweep settings chosen for its documents, choose on
+    the dev questions by a fixed rule, score once on the test questions, and write
+    OUT/best-config.yaml, OUT/report.md and OUT/tune.png. Every step is cached: a rerun
+    (after --max-llm-calls, a stopped LLM or an interrupt) continues."""
+    from agentic_rag.llm.calls import LLMCallCap
+    from agentic_rag.llm.server import ServerError
+    from agentic_rag.llm.types import LLMError
+    from agentic_rag.studies.tune import tune as run_tune
+    from agentic_rag.studies.tune_space import TuneError
+
+    cfg = _config(config, home)
+    try:
+        res = run_tune(folder, n=n, budget=budget, llm_strategies=llm_strategies, out=out,
+                       max_llm_calls=max_llm_calls, config=cfg, seed=seed, log=typer.echo,
+                       max_concurrency=max_concurrency, questions=questions)
+    except LLMCallCap as stop:
+        _stopped_at_cap(stop, f"the replies so far are cached (and in {out}/llm-replies.jsonl)")
+    except (ServerError, LLMError) as exc:
+        _fail(f"the LLM stopped: {exc}. Nothing computed is lost (replies are cached): "
+              "start it again, then rerun this command to continue")
+    except (TuneError, ValueError) as exc:
+        _fail(str(exc))
+    typer.echo(f"chosen: {res.chosen}; report {res.paths['report']}, config "
+               f"{res.paths['config']}")
+    typer.secho(f"serve it: agentic-rag serve --config {res.paths['config']}",
+                fg=typer.colors.GREEN)

@@ -1,0 +1,176 @@
+"""The search space `tune` sweeps, the rule that chooses on dev, and its result types
+(issue 38; the run: `studies/tune.py`). Pure functions of the documents' profile and of a
+sweep's summary: tested without a sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from agentic_rag.config import RAGConfig
+from agentic_rag.experiments.spec import DatasetSpec, SweepSpec
+
+BUDGETS = ("quick", "standard", "thorough")
+DEV_SHARE = 0.5  # of the generated questions: half to choose on, half to report on
+RULE_METRICS = ("ndcg@10", "answer@5")
+RULE = ("on the dev questions, a candidate replaces the default only if its mean paired "
+        "difference vs the default is >= 0 on nDCG@10 and answer@5 and > 0 on one of them; "
+        "among those, the best worst-case difference wins (ties: larger nDCG@10 difference, "
+        "then fewer context tokens); else the default is kept")
+TITLE = ("dense", "bm25", "title")
+# the LLM strategies' calls per query (for the estimate): expansion 1, pointwise rerank one
+# per candidate, listwise one
+_LLM_CALLS = {"query.expansion": 1, "pointwise": 10, "listwise": 1}
+
+
+class TuneError(ValueError):
+    """Bad input to `tune` (the message names the folder, file or value)."""
+
+
+@dataclass
+class TuneResult:
+    report: str
+    config: RAGConfig
+    summary: pd.DataFrame  # the test sweep: default and chosen, paired CIs
+    chosen: str = "default"
+    dev: pd.DataFrame = field(default_factory=pd.DataFrame)  # the dev table, one row per config
+    paths: dict[str, Path] = field(default_factory=dict)
+
+
+def profile(docs: list, chunks: list) -> dict[str, Any]:
+    """What the search space is chosen from: documents, chunks, the share of chunks under a
+    heading (sections: small-to-big has parents to grow into), of documents with a title or
+    headings (the title field has something to match), of code chunks, and the mean tokens
+    per section (long sections: smaller chunks may find a passage better)."""
+    n = max(1, len(chunks))
+    sections: dict[tuple[str, str], int] = {}
+    for c in chunks:
+        if c.heading_path:
+            key = (c.doc_id, c.heading_path)
+            sections[key] = sections.get(key, 0) + c.token_count
+    titled = {c.doc_id for c in chunks if c.heading_path} | {d.id for d in docs if d.title}
+    return {"documents": len(docs), "chunks": len(chunks),
+            "sectioned_share": round(sum(bool(c.heading_path) for c in chunks) / n, 3),
+            "titled_share": round(len(titled) / max(1, len(docs)), 3),
+            "code_share": round(sum(c.chunk_type == "code" for c in chunks) / n, 3),
+            "mean_section_tokens": round(sum(sections.values()) / len(sections))
+            if sections else 0}
+
+
+def search_space(prof: dict[str, Any], budget: str = "quick",
+                 llm_strategies: bool = False) -> dict[str, dict[str, Any]]:
+    """name → overrides of the base config, "default" first (the baseline). Chosen from the
+    documents' `profile`, on principle, never from scores:
+    - small-to-big (128-token chunks searched, their section's 256 tokens served) when at
+      least a quarter of the chunks are under a heading: parents to grow into;
+    - the title field (BM25 over titles, headings, API names) when at least half the
+      documents have a title or headings; with small-to-big too when both apply;
+    - smaller chunks served as they are (128) when sections average over 128 tokens;
+    - a heavier BM25 weight (0.6) when at least a tenth of the chunks are code (identifiers
+      are matched by words, not meaning).
+    `standard` adds the gate modes (static, always_expand), small-to-big 256→512 and the
+    title field at 0.3 and 1.0; `thorough` adds 512-token chunks, dense or BM25 alone, and
+    small-to-big with BM25 0.6. `llm_strategies` adds pointwise LLM rerank (depth 10) alone
+    and on small-to-big, and (standard and up) multi-query 3 and HyDE: each calls the LLM
+    per query."""
+    if budget not in BUDGETS:
+        raise TuneError(f"budget {budget!r}: use one of {', '.join(BUDGETS)}")
+    s2b = {"chunking.max_tokens": 128, "fusion.small_to_big": "section",
+           "fusion.parent_tokens": 256}
+    title = {"fusion.retrievers": list(TITLE),
+             "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 0.5}}
+    space: dict[str, dict[str, Any]] = {"default": {}}
+    sectioned = prof["sectioned_share"] >= 0.25
+    titled = prof["titled_share"] >= 0.5
+    if sectioned:
+        space["small-to-big 128→256"] = dict(s2b)
+    if titled:
+        space["title 0.5"] = dict(title)
+    if sectioned and titled:
+        space["small-to-big + title 0.5"] = {**s2b, **title}
+    if prof["mean_section_tokens"] > 128 or not sectioned:
+        space["chunks 128"] = {"chunking.max_tokens": 128}
+    if prof["code_share"] >= 0.1:
+        space["bm25 0.6"] = {"fusion.weights": {"dense": 1.0, "bm25": 0.6}}
+    if budget in ("standard", "thorough"):
+        space["gate static"] = {"gate.mode": "static"}
+        space["gate always_expand"] = {"gate.mode": "always_expand"}
+        if sectioned:
+            space["small-to-big 256→512"] = {"fusion.small_to_big": "section",
+                                             "fusion.parent_tokens": 512}
+        if titled:
+            for w in (0.3, 1.0):
+                space[f"title {w}"] = {**title, "fusion.weights": {"dense": 1.0, "bm25": 0.3,
+                                                                   "title": w}}
+    if budget == "thorough":
+        space["chunks 512"] = {"chunking.max_tokens": 512}
+        space["dense"] = {"fusion.retrievers": ["dense"], "gate.mode": "static"}
+        space["bm25"] = {"fusion.retrievers": ["bm25"], "gate.mode": "static"}
+        if sectioned:
+            space["small-to-big + bm25 0.6"] = {**s2b, "fusion.weights": {"dense": 1.0,
+                                                                          "bm25": 0.6}}
+    if llm_strategies:
+        rerank = {"rerank.kind": "llm", "rerank.mode": "pointwise", "rerank.depth": 10}
+        space["rerank pointwise 10"] = dict(rerank)
+        if sectioned:
+            space["small-to-big + pointwise 10"] = {**s2b, **rerank}
+        if budget != "quick":
+            space["multi-query 3"] = {"query.expansion": "multi_query", "query.expansion_n": 3}
+            space["hyde"] = {"query.expansion": "hyde"}
+    return space
+
+
+def llm_calls_per_query(overrides: dict[str, Any]) -> int:
+    """The LLM calls one query costs under `overrides` (0 for a retrieval-only config)."""
+    calls = 1 if overrides.get("query.expansion") else 0
+    if overrides.get("rerank.kind") == "llm":
+        calls += _LLM_CALLS[overrides.get("rerank.mode", "pointwise")]
+    return calls
+
+
+def rule_table(summary: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """One row per config of a sweep's `summary` (in `names` order, the default first): each
+    `RULE_METRICS` mean, its paired difference vs the default and that difference's CI,
+    context tokens, and the rule's verdict (`eligible`, `worst_diff`)."""
+    rows = []
+    for name, (_, s) in zip(names, summary.iterrows()):
+        row: dict[str, Any] = {"config": name, "n_queries": int(s["n_queries"])}
+        diffs = []
+        for m in RULE_METRICS:
+            if m not in s or pd.isna(s[m]):
+                continue
+            row[m] = float(s[m])
+            d = f"{m}_diff_vs_base"
+            diff = float(s[d]) if d in s and pd.notna(s[d]) else 0.0
+            row[f"{m} Δ"] = diff
+            if f"{d}_ci_low" in s and pd.notna(s[f"{d}_ci_low"]):
+                row[f"{m} Δ CI"] = (float(s[f"{d}_ci_low"]), float(s[f"{d}_ci_high"]))
+            diffs.append(diff)
+        row["context_tokens"] = float(s.get("context_tokens_mean", float("nan")))
+        row["latency_p50_ms"] = float(s.get("latency_p50_ms", float("nan")))
+        row["worst_diff"] = min(diffs) if diffs else 0.0
+        row["eligible"] = (name != "default" and bool(diffs) and min(diffs) >= 0
+                           and max(diffs) > 0)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def choose_by_rule(table: pd.DataFrame) -> str:
+    """The config `RULE` picks from a `rule_table` (its "default" when none is eligible)."""
+    ok = table[table["eligible"]]
+    if ok.empty:
+        return "default"
+    ok = ok.assign(_nd=ok.get("ndcg@10 Δ", 0.0), _ctx=-ok["context_tokens"].fillna(0))
+    return str(ok.sort_values(["worst_diff", "_nd", "_ctx"], ascending=False).iloc[0]["config"])
+
+
+def spec_for(name: str, dataset: DatasetSpec, base: RAGConfig,
+             space: dict[str, dict[str, Any]], names: list[str]) -> SweepSpec:
+    """The sweep of `names` of `space` on `dataset` (k 10, retrieval metrics; the first
+    name is the baseline)."""
+    return SweepSpec(name=name, dataset=dataset, base=base, variants=[space[n] for n in names],
+                     metrics=["retrieval"], k=10)

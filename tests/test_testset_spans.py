@@ -1,0 +1,171 @@
+"""Span-first generation (issue 38): answer spans chosen by rule, the model only asks; the new
+filters (answer made of the question's words, fragment answers, a premise the passage does
+not state, knowable questions kept at a bounded share), each with its reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentic_rag.datasets.spans import KINDS, candidate_spans, pick_span
+from agentic_rag.datasets.testset import generate_testset
+from agentic_rag.datasets.testset_filters import (
+    REASONS,
+    answer_in_question_words,
+    fragment_answer,
+    premise_not_in_passage,
+)
+from agentic_rag.documents import Document
+from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.llm.types import ChatReply
+
+PASSAGE = ("The Harbor account has a monthly fee of 7 dollars unless the balance stays above "
+           "900 dollars. Call `harbor.connect` with the `timeout=30` option. Since Python 3.9 "
+           "the module was rewritten by Guido van Rossum in 2008.\n"
+           "- Fill in the green form.\n- Show a photo identity document.\n"
+           "A **context manager** is an object. Such a thing is called Blue Saver.")
+
+
+def test_candidate_spans_are_verbatim_short_and_ordered_by_kind():
+    spans = candidate_spans(PASSAGE, "prose", heading="Harbor fees")
+    texts = {s.text: s.kind for s in spans}
+    assert texts["harbor.connect"] == "code" and texts["timeout=30"] == "code"
+    assert texts["7 dollars"] == "number" and texts["2008"] == "number"
+    assert texts["context manager"] == "term" and texts["Blue Saver"] == "term"
+    assert texts["Show a photo identity document"] == "item"
+    assert "Guido van Rossum" in texts
+    for s in spans:
+        assert PASSAGE[s.start:s.end] == s.text and len(s.text.split()) <= 8
+    assert [KINDS.index(s.kind) for s in spans] == sorted(KINDS.index(s.kind) for s in spans)
+    # nothing of the heading, no bare one-digit number
+    assert "Harbor" not in texts and "7" not in texts
+
+
+def test_table_cells_and_code_identifiers_are_candidates():
+    table = "| item | fee |\n|---|---|\n| wire transfer | 12 dollars |\n"
+    found = {s.text: s.kind for s in candidate_spans(table, "table")}
+    # a cell that is a number with its unit is a number first (each text once)
+    assert found == {"wire transfer": "cell", "12 dollars": "number"}
+    code = "client = harbor.connect(token='abc', retries=3)\nclient.accounts.list(active_only=True)"
+    found = {s.text for s in candidate_spans(code, "code")}
+    assert {"harbor.connect", "client.accounts.list", "active_only", "retries"} <= found
+
+
+def test_pieces_of_longer_tokens_and_one_letter_answers_are_not_candidates():
+    text = "Write to `py-dev` at python-dev@googlegroups.com; the `%S` directive gives seconds."
+    found = {s.text for s in candidate_spans(text, "code")}
+    assert "googlegroups.com" not in found and "%S" not in found and "py-dev" in found
+
+
+def test_the_span_picked_for_a_chunk_is_seeded_by_its_id_and_of_the_first_kind():
+    spans = candidate_spans(PASSAGE, "prose")
+    a, b = pick_span(spans, "chunk-1"), pick_span(spans, "chunk-1")
+    assert a == b and a.kind == "code"
+    assert pick_span([], "x") is None
+
+
+@pytest.mark.parametrize("question,answer,restates", [
+    ("What are the last 48 bits of a UUID?", "48 bits of the UUID", True),
+    ("What is the underlying object of a memory view?", "The underlying object of the memoryview",
+     True),
+    ("How many bits does a UUID's node field hold?", "48 bits", False),
+    ("Which function parses a JSON string?", "json.loads", False),
+])
+def test_an_answer_made_of_the_questions_words_is_caught(question, answer, restates):
+    assert answer_in_question_words(question, answer) is restates
+
+
+@pytest.mark.parametrize("answer,why", [
+    ("the asyncio TaskGroup of", "ends on 'of'"), ("create_task(", "ends in '('"),
+    ("see **", "ends in '*'"), ("`json.loads", "unclosed `"), ("f(x, y", "unbalanced ()"),
+    ("json.loads", None), ("48 bits", None), ("asyncio.TaskGroup", None),
+])
+def test_a_fragment_answer_is_caught(answer, why):
+    got = fragment_answer(answer)
+    assert (got is None) == (why is None) and (why is None or got.startswith(why.split(" ")[0]))
+
+
+def test_a_premise_the_passage_does_not_state_is_caught():
+    passage = "typing: support for type hints. New in version 3.5. See `typing.Any`."
+    assert premise_not_in_passage("In which version was the typing module deprecated?",
+                                  passage) is not None
+    assert "3.9" in premise_not_in_passage("What changed in typing in 3.9?", passage)
+    assert premise_not_in_passage("Which version added the typing module?", passage) is None
+    assert premise_not_in_passage("What does `typing.Any` stand for?", passage) is None
+
+
+DOCS = [Document(id=f"docs/{t}.md", title=t, text=f"# {t}\n\nThe {t} service waits {20 + i} "
+                 f"seconds before a retry, and the `{t}_limit` option caps uploads at "
+                 f"{100 + i} files per day for every {t} account holder.\n")
+        for i, t in enumerate(["harbor", "meadow", "copper", "lantern", "orchid", "falcon", "willow",
+                               "granite", "cedar", "pebble"])]
+
+
+class SpanAsker:
+    """Writes a question for the answer it is given; a defect chosen by the document, so that
+    each new filter meets one; closed-book it "knows" the harbor and meadow answers."""
+
+    model_id = "scripted-span"
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.answers: dict[str, str] = {}  # question → the answer it was written for
+
+    def chat(self, messages, *, json_schema=None, max_tokens=None, **kw):  # noqa: ANN001, ANN003, ANN201
+        self.calls += 1
+        user = messages[-1]["content"]
+        if json_schema is None:  # the closed-book check: the reference answer, for two docs
+            known = {"harbor", "meadow", "copper"}
+            return ChatReply(content=self.answers[user] if any(k in user.lower() for k in known)
+                             else "no idea")
+        assert "ANSWER: " in user and json_schema["required"] == ["question"]
+        answer = user.rsplit("ANSWER: ", 1)[1]
+        topic = user.split("]")[0].strip("[").split(" ")[0]
+        q = {"orchid": f"What is the {answer} setting of the orchid service?",  # repeats it
+             "falcon": "In which version was the falcon service deprecated?",  # false premise
+             }.get(topic, f"Which {topic} setting caps {topic}-account uploads?")
+        self.answers[q] = answer
+        return ChatReply(content=json.dumps({"question": q}))
+
+
+def _gen(chat, **kw):  # noqa: ANN001, ANN003, ANN202
+    return generate_testset(DOCS, chat, n=10, seed=0, unanswerable=0.0, min_tokens=5,
+                            chunker=AgenticChunker().chunk, **kw)
+
+
+def test_span_mode_keeps_verbatim_spans_and_records_each_new_reason():
+    chat = SpanAsker()
+    res = _gen(chat, max_knowable_share=None)
+    for r in res.records:
+        d = next(x for x in DOCS if x.id == r.doc_ids[0])
+        sp = r.spans[0]
+        assert d.text[sp["start"]:sp["end"]] == r.answer and r.span_kind == "code"
+        assert r.prompt_version == "testset-span-v1"
+    reasons = {r["reason"] for r in res.rejected}
+    assert {"question repeats the answer", "premise not in the passage"} <= reasons
+    assert reasons <= set(REASONS)
+    s = res.summary
+    assert s["mode"] == "span" and s["drawn"] == len(res.records) + len(res.rejected)
+    assert s["llm_calls"] == chat.calls and s["accepted_share_of_draws"] == round(
+        len(res.records) / s["drawn"], 3)
+
+
+def test_knowable_questions_are_kept_at_a_bounded_share():
+    free = _gen(SpanAsker(), max_knowable_share=None)
+    assert sum(bool(r.knowable) for r in free.records) == 3  # harbor, meadow, copper
+    bounded = _gen(SpanAsker(), max_knowable_share=0.25)
+    k = sum(bool(r.knowable) for r in bounded.records)
+    assert len(bounded.records) == 6 and k == 1 and k <= 0.25 * len(bounded.records)
+    dropped = [r for r in bounded.rejected if r["reason"] == "knowable beyond its share"]
+    assert len(dropped) == 2 and all("F1" in r["detail"] for r in dropped)
+    assert len(bounded.records) == len(free.records) - 2
+
+
+def test_a_chunk_without_an_answer_span_costs_no_call():
+    docs = [Document(id="docs/plain.md", title="plain", text="# plain\n\nthis text has no "
+                     "number, no code and no names in it at all, only plain words here.\n")]
+    chat = SpanAsker()
+    res = generate_testset(docs, chat, n=2, unanswerable=0.0, min_tokens=5,
+                           chunker=AgenticChunker().chunk)
+    assert chat.calls == 0 and res.records == [] and res.summary["no_answer_span"] == 1
