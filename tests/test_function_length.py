@@ -16,9 +16,6 @@ ALLOWED = {
     "agentic_rag.ingest.markup:_Parser._step":
         "the markup parser's state machine: one branch per kind of block start, tried in "
         "order (the comment at the function says so)",
-    "agentic_rag.datasets.testset:generate_testset":
-        "known, not a reason: issue 38 rewrites the generator and splits it; drop this entry "
-        "then",
 }
 
 

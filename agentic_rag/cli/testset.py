@@ -90,7 +90,11 @@ def testset(
         _stopped_at_cap(stop, f"{out} is not written yet")
     except (ServerError, ValueError) as exc:
         _fail(str(exc))
-    paths = res.write(out)
+    _echo_testset(res, res.write(out), n, docs, out, meter)
+
+
+def _echo_testset(res, paths: dict, n: int, docs: list[Path], out: Path, meter) -> None:  # noqa: ANN001
+    """What `testset` made: counts, rejections by reason, files, LLM calls, how to use it."""
     s = res.summary
     typer.echo(f"{s['accepted']} questions from {s['documents']} documents ({s['drawn']} "
                f"drawn, {s['llm_calls']} calls, {s['calls_per_kept']} per kept question; "
