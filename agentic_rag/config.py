@@ -19,7 +19,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from .config_base import ConfigError, _Section  # noqa: F401 - re-exported
-from .config_llm import LLMConfig, ServerConfig  # noqa: F401 - ServerConfig re-exported
+from .config_llm import LLAMA_SERVER_BUILD, LLMConfig, ServerConfig  # noqa: F401 - re-exported
 
 _YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: ~10× faster
 
