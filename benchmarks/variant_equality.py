@@ -132,8 +132,10 @@ def p_yes(choice: dict) -> float:
     return yes / (yes + no) if yes + no else float("nan")
 
 
-def run_variant(binary: str, variant: str, model: str, port: int, home: Path) -> dict:
-    cfg = ServerConfig(model=model, binary=binary, cpu_variant=variant, port=port)
+def run_variant(binary: str, variant: str, model: str, port: int, home: Path,
+                startup_timeout_s: float = 600.0) -> dict:
+    cfg = ServerConfig(model=model, binary=binary, cpu_variant=variant, port=port,
+                       startup_timeout_s=startup_timeout_s)
     info = build_info(cfg)  # an error when this processor cannot load the variant
     t0 = time.perf_counter()
     with LlamaServer(cfg, home=home / variant) as srv:
@@ -168,6 +170,8 @@ def main() -> None:
                          "reference")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--port", type=int, default=8831)
+    ap.add_argument("--startup-timeout", type=float, default=600.0,
+                    help="seconds a server may take to load and warm up (a busy machine)")
     ap.add_argument("--json", default=str(HERE / "VARIANT_EQUALITY.json"))
     args = ap.parse_args()
     if not args.binary:
@@ -179,7 +183,8 @@ def main() -> None:
         for i, v in enumerate(variants):
             try:
                 print(f"{v} ...", flush=True)
-                results.append(run_variant(args.binary, v, args.model, args.port + i, Path(tmp)))
+                results.append(run_variant(args.binary, v, args.model, args.port + i, Path(tmp),
+                                           args.startup_timeout))
                 r = results[-1]
                 print(f"  {r['loaded']}: prompt {r['prompt_tokens_per_s']:.0f} tok/s, "
                       f"generation {r['generated_tokens_per_s']:.1f} tok/s", flush=True)
