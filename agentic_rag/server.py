@@ -335,8 +335,7 @@ def server_binary_info(binary: str) -> dict[str, Any]:
     if not exe.is_file() or not os.access(exe, os.X_OK):
         raise ServerError(f"llm.server.binary = {binary!r}: no executable file there (build it "
                           "with `make llama-server`)")
-    out = []
-    for flags in (["--version"], ["-v", "--list-devices"]):  # -v: ggml logs what it loads
+    def run(*flags: str) -> str:
         try:
             r = subprocess.run([str(exe.absolute()), *flags], capture_output=True, text=True,
                                timeout=120, stdin=subprocess.DEVNULL, cwd=exe.parent)
@@ -345,10 +344,18 @@ def server_binary_info(binary: str) -> dict[str, Any]:
         if r.returncode != 0:
             raise ServerError(f"{binary} {' '.join(flags)} exited with {r.returncode}: "
                               f"{(r.stderr or r.stdout).strip()[-500:]}")
-        out.append(r.stdout + r.stderr)
+        return r.stdout + r.stderr
+
+    out = [run("--version"), run("-v", "--list-devices")]  # -v: ggml logs what it loads
     version = re.search(r"^version: (.+)$", out[0], re.M)
     built = re.search(r"^built with (.+)$", out[0], re.M)
     variant = _VARIANT_LIB.search(out[1])
+    # llama.cpp logs from a worker thread that can exit before it writes: the "loaded CPU
+    # backend" line was missing in 5 of 20 runs on a busy 2-core machine. A build with CPU
+    # libraries beside it is asked again (a lost line would key replies as a linked build's)
+    for _ in range(7 if variant is None and cpu_variants(str(exe)) else 0):
+        if (variant := _VARIANT_LIB.search(run("-v", "--list-devices"))) is not None:
+            break
     return {"server": "llama-server", "binary": str(exe.resolve()),
             "version": version.group(1).strip() if version else "unknown",
             "built_with": built.group(1).strip() if built else None,

@@ -196,3 +196,20 @@ def test_the_real_build_serves_a_variant_that_answers(monkeypatch):
     info = server_binary_info(exe)
     assert info["backend_dl"] and info["cpu_variant"] in server.VARIANT_RANK
     assert "sapphirerapids" not in server.cpu_variants(str(LLAMA_SERVER_BUILD))  # not built
+
+
+def test_a_lost_log_line_is_asked_again_not_read_as_a_linked_build(tmp_path):
+    """llama.cpp logs from a worker thread that may exit before it writes: the variant line of
+    `-v --list-devices` was missing in 5 of 20 runs on a busy machine."""
+    (tmp_path / "libggml-cpu-zen4.so").write_text("lib")
+    exe = tmp_path / "llama-server"
+    exe.write_text(f"""#!/bin/sh
+if [ "$1" = "--version" ]; then echo "version: 0.5.0-dev (build 1, commit 0c1e570)" >&2; exit 0; fi
+echo x >> {tmp_path}/runs
+lib="$(dirname "$0")/libggml-cpu-zen4.so"
+[ $(wc -l < {tmp_path}/runs) -ge 3 ] && echo "I load_backend: loaded CPU backend from $lib" >&2
+exit 0
+""")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    assert server_binary_info(str(exe))["cpu_variant"] == "zen4"
+    assert len((tmp_path / "runs").read_text().split()) == 3  # the line came on the third run
