@@ -133,7 +133,7 @@ def p_yes(choice: dict) -> float:
 
 
 def run_variant(binary: str, variant: str, model: str, port: int, home: Path,
-                startup_timeout_s: float = 600.0) -> dict:
+                startup_timeout_s: float = 600.0, prompts: int = len(CONTEXTS)) -> dict:
     cfg = ServerConfig(model=model, binary=binary, cpu_variant=variant, port=port,
                        startup_timeout_s=startup_timeout_s)
     info = build_info(cfg)  # an error when this processor cannot load the variant
@@ -142,7 +142,7 @@ def run_variant(binary: str, variant: str, model: str, port: int, home: Path,
         ready = time.perf_counter() - t0
         url = srv.base_url + "/chat/completions"
         answers, judges, prompt_ms, prompt_n, gen_ms, gen_n = [], [], 0.0, 0, 0.0, 0
-        for context, question in CONTEXTS:
+        for context, question in CONTEXTS[:prompts]:
             r = _post(url, {"model": "local", "messages": answer_messages(context, question),
                             "temperature": 0, "max_tokens": 64})
             answers.append(r["choices"][0]["message"]["content"])
@@ -151,7 +151,7 @@ def run_variant(binary: str, variant: str, model: str, port: int, home: Path,
             prompt_n += t.get("prompt_n", 0)
             gen_ms += t.get("predicted_ms", 0)
             gen_n += t.get("predicted_n", 0)
-        for i, claim in JUDGE_CLAIMS:
+        for i, claim in JUDGE_CLAIMS[:prompts]:
             r = _post(url, {"model": "local", "messages": judge_messages(CONTEXTS[i][0], claim),
                             "temperature": 0, "max_tokens": 1, "logprobs": True,
                             "top_logprobs": 10})
@@ -170,6 +170,8 @@ def main() -> None:
                          "reference")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--port", type=int, default=8831)
+    ap.add_argument("--prompts", type=int, default=len(CONTEXTS),
+                    help="the first N answer prompts and N judge prompts (a busy machine)")
     ap.add_argument("--startup-timeout", type=float, default=600.0,
                     help="seconds a server may take to load and warm up (a busy machine)")
     ap.add_argument("--json", default=str(HERE / "VARIANT_EQUALITY.json"))
@@ -184,8 +186,10 @@ def main() -> None:
             try:
                 print(f"{v} ...", flush=True)
                 results.append(run_variant(args.binary, v, args.model, args.port + i, Path(tmp),
-                                           args.startup_timeout))
+                                           args.startup_timeout, args.prompts))
                 r = results[-1]
+                Path(args.json).with_suffix(".partial.json").write_text(
+                    json.dumps(results, indent=1) + "\n")  # a stopped run keeps its variants
                 print(f"  {r['loaded']}: prompt {r['prompt_tokens_per_s']:.0f} tok/s, "
                       f"generation {r['generated_tokens_per_s']:.1f} tok/s", flush=True)
             except ServerError as exc:
@@ -198,8 +202,8 @@ def main() -> None:
                 for k, (a, b) in enumerate(zip(ref["answers"], r["answers"], strict=True)) if a != b]
         dp = [abs(a - b) for a, b in zip(ref["p_yes"], r["p_yes"], strict=True)]
         flips = sum((a >= 0.5) != (b >= 0.5) for a, b in zip(ref["p_yes"], r["p_yes"], strict=True))
-        rows.append({"variant": r["variant"], "identical_answers": len(CONTEXTS) - len(diff),
-                     "answers": len(CONTEXTS), "differing": diff, "p_yes_max_abs_diff": max(dp),
+        rows.append({"variant": r["variant"], "identical_answers": len(r["answers"]) - len(diff),
+                     "answers": len(r["answers"]), "differing": diff, "p_yes_max_abs_diff": max(dp),
                      "verdict_changes": flips, "prompt_tokens_per_s": r["prompt_tokens_per_s"],
                      "generated_tokens_per_s": r["generated_tokens_per_s"]})
     out = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -211,7 +215,7 @@ def main() -> None:
           "verdicts changed | prompt tok/s | generated tok/s |\n|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['variant']} | {r['identical_answers']}/{r['answers']} | "
-              f"{r['p_yes_max_abs_diff']:.4f} | {r['verdict_changes']}/{len(JUDGE_CLAIMS)} | "
+              f"{r['p_yes_max_abs_diff']:.4f} | {r['verdict_changes']}/{len(ref['p_yes'])} | "
               f"{r['prompt_tokens_per_s']:.0f} | {r['generated_tokens_per_s']:.1f} |")
     for v, why in skipped.items():
         print(f"| {v} | skipped: {why} |")
