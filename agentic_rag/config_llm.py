@@ -3,11 +3,35 @@ llama.cpp server (`ServerConfig`). Re-exported by `agentic_rag.config`."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 from pydantic import Field, model_validator
 
 from agentic_rag.config_base import _Section
+
+
+def _checkout() -> Path:
+    """This checkout's root: the nearest folder above this file holding pyproject.toml."""
+    here = Path(__file__).resolve()
+    return next((p for p in here.parents if (p / "pyproject.toml").is_file()), here.parents[1])
+
+
+# where `make install` builds llama.cpp's C++ server (Makefile: LLAMA_SERVER)
+LLAMA_SERVER_BUILD = _checkout() / ".venv/llama-server/build/bin/llama-server"
+LLAMA_SERVER_ENV = "AGENTIC_RAG_LLAMA_SERVER"
+
+
+def default_llama_server() -> str | None:
+    """`llm.server.binary`'s default: $AGENTIC_RAG_LLAMA_SERVER when set (empty or `none`:
+    llama-cpp-python's portable server), else the llama-server `make install` built in this
+    checkout (`LLAMA_SERVER_BUILD`) when it is there, else None (llama-cpp-python's server:
+    `LlamaServer.start` says in one line why and what it costs)."""
+    env = os.environ.get(LLAMA_SERVER_ENV)
+    if env is not None:
+        return None if env.strip().lower() in ("", "none", "null", "portable") else env
+    return str(LLAMA_SERVER_BUILD) if os.access(LLAMA_SERVER_BUILD, os.X_OK) else None
 
 
 class ServerConfig(_Section):
@@ -21,14 +45,17 @@ class ServerConfig(_Section):
     n_threads: int = Field(2, ge=1, le=256)
     chat_format: str | None = Field(None, description="None = the GGUF's own chat template")
     startup_timeout_s: float = Field(180.0, gt=0)
-    binary: str | None = Field(None, description="a llama.cpp `llama-server` executable to run "
-                               "instead of llama-cpp-python's server (None): top_logprobs "
-                               "without computing every position's logits, parallel slots")
+    binary: str | None = Field(
+        default_factory=default_llama_server, description="a llama.cpp `llama-server` "
+        "executable to run instead of llama-cpp-python's server (None): top_logprobs without "
+        "computing every position's logits, parallel slots. Default: the one `make install` "
+        "builds, when built ($AGENTIC_RAG_LLAMA_SERVER overrides; `none`: llama-cpp-python)")
     slots: int = Field(1, ge=1, le=64, description="sequences decoded at once (llama-server "
                        "only; each gets n_ctx tokens; llama-cpp-python's server has one)")
     cpu_variant: str | None = Field(
         None, description="the ggml CPU variant a llama-server built with run-time variants "
-        "runs (`zen4`, `icelake`, `haswell`, ...): None = ggml's best for this processor. Pin "
+        "runs (`zen4`, `icelake`, `haswell`, ...): None = ggml's best for this processor that "
+        "answers a test completion (the next built one down when it dies). Pin "
         "one where ggml's pick faults (AMX under some hypervisors) or to share replies "
         "between machines that run the same variant")
 

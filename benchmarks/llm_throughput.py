@@ -17,11 +17,13 @@ PYTHON is then unused), optionally with `:VARIANT` to pin ggml's CPU variant
 sends each question's calls N at a time where the protocol allows, see `question`),
 and optionally LAYOUT, the answer prompt's layout (`llm_judge.answer_messages`):
 `context-first` (today's, the default) or `instructions-first` (before prefix re-use).
-Default arms: the installed build (`auto`) with the layout before prefix re-use and with
-today's, and, when it ships CPU variants, the same build held to the AVX2 variant (`haswell`,
-the instruction set of the portable `-DGGML_NATIVE=OFF` build), and, when `make
-llama-server` has built it, the C++ llama-server (one slot) as `experiments/llama-server.yaml`
-runs it (its `cpu_variant`: ggml's own pick dies of SIGILL on our Intel Xeons).
+Default arms (issue 39): `old-default`, llama-cpp-python's server (`auto`, today's layout),
+the default before issue 39 and the portable fall-back now; when that build ships CPU
+variants, the same build held to the AVX2 variant (`installed-avx2`); and `new-default`, the
+C++ llama-server `make install` builds (one slot), with the CPU variant the default config
+runs (ggml's pick for this processor when a test completion runs on it:
+`server.runnable_binary`). The first arm is the reference of the "vs first arm" column. The
+layout before prefix re-use: `--arm before PYTHON auto instructions-first`.
 All arms' servers run at once on ports 8801... (an idle server uses no CPU); the questions go
 question by question to each arm in turn, the order rotated per question, so background load
 falls on every arm alike (as bench.py interleaves its repetitions).
@@ -88,7 +90,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sections import write_section  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-OVERLAY = HERE.parent / "experiments" / "llama-server.yaml"  # how long LLM runs use it
 JSON_OUT = HERE / "LLM_THROUGHPUT.json"
 MD_OUT = HERE / "RESULTS.md"
 BEGIN, END = "<!-- llm-throughput:begin -->", "<!-- llm-throughput:end -->"
@@ -437,16 +438,16 @@ def main() -> None:
         if len(a) not in (3, 4) or (len(a) == 4 and a[3] not in ANSWER_LAYOUTS):
             ap.error(f"--arm {' '.join(a)}: expected NAME PYTHON LAUNCH [LAYOUT], LAYOUT one "
                      f"of {ANSWER_LAYOUTS}")
-    if not arms:  # the path before prefix re-use, then today's, on the installed build
-        arms = [["before", sys.executable, "auto", "instructions-first"],
-                ["installed", sys.executable, "auto", "context-first"]]
+    if not arms:  # the old default (issue 39) against the new one, today's prompt layout
+        arms = [["old-default", sys.executable, "auto", "context-first"]]
         if llama_build_info()["backend_dl"]:
             arms.append(["installed-avx2", sys.executable, "haswell", "context-first"])
-        if os.access(LLAMA_SERVER_BUILD, os.X_OK):  # `make llama-server` was run
-            variant = RAGConfig.load(OVERLAY).llm.server.cpu_variant
-            arms.append(["llama-server", sys.executable,
-                         f"{LLAMA_SERVER_BUILD}{':' + variant if variant else ''}",
-                         "context-first"])
+        default = ServerConfig().binary  # the llama-server `make install` built, if it did
+        if default:  # ggml's pick that answers a test completion (`server.runnable_binary`)
+            arms.append(["new-default", sys.executable, default, "context-first"])
+        else:
+            print(f"no llama-server build ({LLAMA_SERVER_BUILD}): the default is the old one",
+                  flush=True)
     stamp = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
              "commit": git_commit(short=True), "dirty": git_dirty(),
              "command": "python benchmarks/llm_throughput.py " + " ".join(sys.argv[1:]),

@@ -28,6 +28,14 @@ from .conftest import free_port
 REAL = LLAMA_SERVER_BUILD
 
 
+@pytest.fixture(autouse=True)
+def _quick_variant_probe(monkeypatch):
+    """The stand-in binaries below sleep when asked to serve: ggml's pick counts as running
+    after 2 s instead of the real probe's 120 s (tests/test_llama_server_default.py tests
+    the probe)."""
+    monkeypatch.setattr("agentic_rag.llm.server.PROBE_TIMEOUT_S", 2.0)
+
+
 def fake_binary(tmp_path: Path, variant: str | None = "zen4", rc: int = 0) -> str:
     """A stand-in executable printing what llama-server prints for --version / --list-devices."""
     lib = f"load_backend: loaded CPU backend from /x/libggml-cpu-{variant}.so" if variant else ""
@@ -63,7 +71,7 @@ def test_a_missing_or_failing_binary_is_an_error_naming_it(tmp_path):
 
 def test_slots_need_the_binary():
     with pytest.raises(ValidationError, match="slots = 2 needs llm.server.binary"):
-        ServerConfig(slots=2)
+        ServerConfig(binary=None, slots=2)
     assert ServerConfig(binary="/x/llama-server", slots=2).slots == 2
 
 
@@ -76,7 +84,7 @@ def test_command_passes_the_settings_that_change_outputs(tmp_path):
     assert args["--batch-size"] == args["--ubatch-size"] == "512" and args["--flash-attn"] == "off"
     s = server_settings(cfg)
     assert s["server"] == "llama-server" and s["slots"] == 2 and "logits_all" not in s
-    assert server_settings(ServerConfig())["logits_all"] is True  # llama-cpp-python's
+    assert server_settings(ServerConfig(binary=None))["logits_all"] is True  # llama-cpp-python's
 
 
 def test_identity_carries_the_binary_build_and_slots(tmp_path):
@@ -86,7 +94,8 @@ def test_identity_carries_the_binary_build_and_slots(tmp_path):
     assert "|build=llama-server 0.5.0-dev (build 1, commit 0c1e570)/zen4|" in a
     assert a.endswith("|slots=1")
     assert a != b and b.endswith("|slots=2")
-    assert model_identity(LLMConfig()) != a  # llama-cpp-python's server: another identity
+    portable = LLMConfig(server=ServerConfig(binary=None))
+    assert model_identity(portable) != a  # llama-cpp-python's server: another identity
 
 
 @pytest.mark.slow
@@ -218,7 +227,7 @@ def test_an_unknown_or_orphan_cpu_variant_is_an_error_naming_it(tmp_path):
                                           r"haswell, sapphirerapids, zen4"):
         served_binary(ServerConfig(binary=binary, cpu_variant="skylakex"))
     with pytest.raises(ValidationError, match="cpu_variant = 'zen4' needs llm.server.binary"):
-        ServerConfig(cpu_variant="zen4")
+        ServerConfig(binary=None, cpu_variant="zen4")
     with pytest.raises(ValidationError, match="not a variant name"):
         ServerConfig(binary=binary, cpu_variant="../zen4")
 
@@ -238,7 +247,8 @@ def test_a_variant_this_machine_refuses_names_the_setting(tmp_path):
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     binary = variant_build(tmp_path, faults="sapphirerapids")
-    cfg = ServerConfig(model=str(model), binary=binary, port=free_port(), startup_timeout_s=20)
+    cfg = ServerConfig(model=str(model), binary=binary, port=free_port(), startup_timeout_s=20,
+                       cpu_variant="sapphirerapids")  # pinned: no fall-back
     with pytest.raises(ServerError, match=r"SIGILL .* variant 'sapphirerapids': set "
                                           r"llm.server.cpu_variant .*built: haswell, "
                                           r"sapphirerapids, zen4"):
@@ -246,6 +256,11 @@ def test_a_variant_this_machine_refuses_names_the_setting(tmp_path):
     pinned = cfg.model_copy(update={"cpu_variant": "zen4", "startup_timeout_s": 1.0})
     with pytest.raises(ServerError, match="did not answer within"):  # zen4 runs (and hangs)
         LlamaServer(pinned, home=tmp_path).start()
+    # not pinned: ggml's pick dies in the test completion, the next variant down is served
+    auto = cfg.model_copy(update={"cpu_variant": None, "startup_timeout_s": 1.0})
+    with pytest.raises(ServerError, match="did not answer within"):
+        LlamaServer(auto, home=tmp_path).start()
+    assert Path(LlamaServer(auto).command(model)[0]).parent.name == "zen4"
 
 
 def test_the_pin_holds_whatever_the_working_directory(tmp_path, monkeypatch):

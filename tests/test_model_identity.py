@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace as NS
 
-from agentic_rag.config_llm import LLMConfig
+from agentic_rag.config_llm import LLMConfig, ServerConfig
 from agentic_rag.llm.cache import ChatCache, model_identity
 from agentic_rag.llm.client import OpenAIChatModel
 from agentic_rag.llm.models import MODELS
@@ -18,7 +18,7 @@ def _client(counter):
 
 
 def test_embedded_server_identity_is_the_weights_and_output_settings():
-    cfg = LLMConfig()
+    cfg = LLMConfig(server=ServerConfig(binary=None))  # llama-cpp-python's (portable) server
     ident = model_identity(cfg)
     assert MODELS[cfg.server.model].sha256 in ident and "n_ctx=8192" in ident
     assert "127.0.0.1" not in ident and "local" not in ident.split("@")[0]

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from agentic_rag.agent.loop import run_agent
 from agentic_rag.agent.result import AgentResult, passages_by_citation
 from agentic_rag.agent.tool import AgenticRAGTool, ToolOutput
-from agentic_rag.cli.main import app
 from agentic_rag.cli.core import _echo_support
+from agentic_rag.cli.main import app
 from agentic_rag.config import AgentConfig, ContextConfig, RAGConfig, SupportConfig
 from agentic_rag.config_llm import LLMConfig
 from agentic_rag.documents import Hit

@@ -25,6 +25,7 @@ local LLM; `build_info(config)` picks the one that serves.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -42,8 +43,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.config_llm import LLMConfig, ServerConfig
-from agentic_rag.llm.models import resolve_model
+from agentic_rag.config_llm import LLAMA_SERVER_BUILD, LLMConfig, ServerConfig
+from agentic_rag.llm.models import ModelMissing, resolve_model
+
+logger = logging.getLogger(__name__)
 
 
 class ServerError(RuntimeError):
@@ -103,8 +106,6 @@ def llama_build_info(python: str | None = None) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-# where `make llama-server` builds it, from this checkout's root (`llm.server.binary`)
-LLAMA_SERVER_BUILD = Path(__file__).resolve().parents[1] / ".venv/llama-server/build/bin/llama-server"
 _VARIANT_LIB = re.compile(r"libggml-cpu-([\w.-]+)\.so")
 
 
@@ -168,9 +169,148 @@ _VARIANT_LOCK = threading.Lock()  # flock is per open file: threads of one proce
 
 def served_binary(config: ServerConfig) -> str | None:
     """The llama-server executable `config` runs: `llm.server.binary`, held to
-    `llm.server.cpu_variant` when one is set (`variant_binary`); None for llama-cpp-python."""
-    return _pinned(config.binary, config.cpu_variant) if config.binary and config.cpu_variant \
-        else config.binary
+    `llm.server.cpu_variant` when one is set (`variant_binary`), else to the best built variant
+    that runs here (`runnable_binary`); None for llama-cpp-python."""
+    if not config.binary:
+        return None
+    return _pinned(config.binary, config.cpu_variant) if config.cpu_variant \
+        else runnable_binary(config.binary)
+
+
+# ggml's x86 CPU variants, best first (ggml/src/CMakeLists.txt; its score ranks them so)
+VARIANT_RANK = ("sapphirerapids", "zen4", "cooperlake", "icelake", "cascadelake", "cannonlake",
+                "skylakex", "alderlake", "haswell", "piledriver", "ivybridge", "sandybridge",
+                "sse42", "x64")
+PROBE_MODEL = "smollm2-135m"  # the test completion's model (98 MB)
+PROBE_PROMPT = " ".join(["The quick brown fox jumps over the lazy dog."] * 8)  # ~80 tokens
+PROBE_TIMEOUT_S = 120.0  # to load the probe model and answer; a hang counts as running
+
+
+@lru_cache(maxsize=8)
+def runnable_binary(binary: str) -> str:
+    """`binary` when ggml's pick of CPU variant for this processor answers a test completion
+    (`probe_variant`), else the binary held to the best built variant below it that does
+    (`variant_binary`): a variant that dies (AMX under some hypervisors: SIGILL) is never
+    served. Says which one runs (logged; a fall-back as a warning). A binary without run-time
+    variants is returned as it is. Once per process; the test completions are remembered per
+    binary and processor (`variants/probed.json`)."""
+    try:
+        pick = server_binary_info(binary)["cpu_variant"]
+    except ServerError as exc:  # loading ggml's pick killed it (a missing binary: its error)
+        if not (Path(binary).is_file() and os.access(binary, os.X_OK)):
+            raise
+        pick, died = None, str(exc)
+    else:
+        if pick is None:  # a linked-in CPU backend: nothing to choose
+            return binary
+        if (died := probe_variant(binary, pick)) is None:
+            logger.info("llama-server: CPU variant %s (ggml's pick here; a test completion ran)",
+                     pick)
+            return binary
+    rank = {v: i for i, v in enumerate(VARIANT_RANK)}
+    below = [v for v in sorted(cpu_variants(binary), key=lambda v: rank.get(v, len(rank)))
+             if pick is None or rank.get(v, len(rank)) > rank.get(pick, -1)]
+    for v in below:
+        try:
+            held = _pinned(binary, v)  # an error when this processor cannot load it
+        except ServerError:
+            continue
+        if probe_variant(held, v) is None:
+            logger.warning("llama-server: ggml's CPU variant %s does not run here (%s); running %s, "
+                        "the next built variant that answers a test completion",
+                        pick or "(unknown)", died, v)
+            return held
+    raise ServerError(f"{binary}: no built CPU variant answers a test completion on this "
+                      f"processor (ggml's pick {pick!r}: {died}; built: "
+                      f"{', '.join(cpu_variants(binary)) or 'none'}); set "
+                      "llm.server.binary: null for llama-cpp-python's server")
+
+
+def _cpu_signature() -> str:
+    """This processor as the variant probe remembers it: model name and feature flags."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    lines = [line for line in text.splitlines() if line.startswith(("model name", "flags"))]
+    import hashlib
+
+    return hashlib.sha256("\n".join(sorted(set(lines))).encode()).hexdigest()[:16]
+
+
+def probe_variant(exe: str, variant: str) -> str | None:
+    """None when the llama-server `exe` (running `variant`) answers a short completion of
+    `PROBE_MODEL` (an ~80-token prompt: batched kernels, then 4 generated tokens); otherwise
+    how it died (a signal: SIGILL, SIGSEGV ...). Anything else (no probe model, a server that
+    will not start for another reason) is not the variant's fault and counts as running: the
+    real start reports it. Remembered in `<exe's folder>/variants/probed.json` by binary,
+    variant and processor."""
+    path = Path(exe)
+    held = path.parent.parent.name == "variants"  # variants/<v>/llama-server
+    root = path.parent.parent if held else path.parent / "variants"
+    memo_file = root / "probed.json"
+    st = path.stat()
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{variant}|{_cpu_signature()}"
+    try:
+        memo = json.loads(memo_file.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    if key in memo:
+        return memo[key]
+    died = _test_completion(exe)
+    if died is not False:  # False: could not tell; asked again next time
+        memo[key] = died
+        root.mkdir(exist_ok=True)
+        tmp = memo_file.with_name(f".probed.{os.getpid()}.json")
+        tmp.write_text(json.dumps(memo, indent=1, sort_keys=True))
+        tmp.replace(memo_file)
+    return died or None
+
+
+def _test_completion(exe: str) -> str | None | bool:
+    """Run `exe` on `PROBE_MODEL` and ask one completion: None when it answered, the signal
+    that killed it, or False when the test could not be made (no probe model ...)."""
+    try:
+        model = resolve_model(PROBE_MODEL)
+    except (ModelMissing, OSError) as exc:
+        logger.warning("llama-server: CPU variant not tested (%s)", exc)
+        return False
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [str(Path(exe).absolute()), "--model", str(model), "--host", "127.0.0.1", "--port",
+           str(port), "--ctx-size", "512", "--threads", "2", "--no-webui"]
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, cwd=Path(exe).parent)
+    except OSError as exc:
+        logger.warning("llama-server: CPU variant not tested (%s)", exc)
+        return False
+    body = json.dumps({"prompt": PROBE_PROMPT, "n_predict": 4, "temperature": 0}).encode()
+    try:
+        deadline = time.monotonic() + PROBE_TIMEOUT_S
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (_get(f"http://127.0.0.1:{port}/health", 1.0) or {}).get("status") == "ok":
+                req = urllib.request.Request(f"http://127.0.0.1:{port}/completion", data=body,
+                                             headers={"Content-Type": "application/json"})
+                try:
+                    urllib.request.urlopen(req, timeout=PROBE_TIMEOUT_S).read()  # noqa: S310
+                except (urllib.error.URLError, OSError):
+                    time.sleep(0.5)  # it may have died on the prompt: see below
+                break
+            time.sleep(0.2)
+        rc = proc.poll()
+        if rc is not None and rc < 0:
+            return signal.Signals(-rc).name
+        return None if rc is None or rc == 0 else False
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @lru_cache(maxsize=8)
@@ -196,8 +336,7 @@ def server_binary_info(binary: str) -> dict[str, Any]:
     if not exe.is_file() or not os.access(exe, os.X_OK):
         raise ServerError(f"llm.server.binary = {binary!r}: no executable file there (build it "
                           "with `make llama-server`)")
-    out = []
-    for flags in (["--version"], ["-v", "--list-devices"]):  # -v: ggml logs what it loads
+    def run(*flags: str) -> str:
         try:
             r = subprocess.run([str(exe.absolute()), *flags], capture_output=True, text=True,
                                timeout=120, stdin=subprocess.DEVNULL, cwd=exe.parent)
@@ -206,10 +345,18 @@ def server_binary_info(binary: str) -> dict[str, Any]:
         if r.returncode != 0:
             raise ServerError(f"{binary} {' '.join(flags)} exited with {r.returncode}: "
                               f"{(r.stderr or r.stdout).strip()[-500:]}")
-        out.append(r.stdout + r.stderr)
+        return r.stdout + r.stderr
+
+    out = [run("--version"), run("-v", "--list-devices")]  # -v: ggml logs what it loads
     version = re.search(r"^version: (.+)$", out[0], re.M)
     built = re.search(r"^built with (.+)$", out[0], re.M)
     variant = _VARIANT_LIB.search(out[1])
+    # llama.cpp logs from a worker thread that can exit before it writes: the "loaded CPU
+    # backend" line was missing in 5 of 20 runs on a busy 2-core machine. A build with CPU
+    # libraries beside it is asked again (a lost line would key replies as a linked build's)
+    for _ in range(7 if variant is None and cpu_variants(str(exe)) else 0):
+        if (variant := _VARIANT_LIB.search(run("-v", "--list-devices"))) is not None:
+            break
     return {"server": "llama-server", "binary": str(exe.resolve()),
             "version": version.group(1).strip() if version else "unknown",
             "built_with": built.group(1).strip() if built else None,
@@ -279,6 +426,37 @@ def server_settings(config: ServerConfig) -> dict[str, Any]:
     return {"server": server_kind(config), "slots": 1, "n_ctx": config.n_ctx,
             "n_threads": config.n_threads, "n_threads_batch": config.n_threads,
             "chat_format": config.chat_format, **_SERVER_DEFAULTS, **env}
+
+
+_WARNED: set[str] = set()
+
+
+def portable_fallback_reason() -> str | None:
+    """Why llama-cpp-python's portable server runs although llama.cpp's llama-server is the
+    default (`make install` builds it): its build failed (the Makefile's `FAILED` note) or is
+    missing. None when it was chosen ($AGENTIC_RAG_LLAMA_SERVER, or `llm.server.binary: null`
+    with the build there)."""
+    from agentic_rag.config_llm import LLAMA_SERVER_ENV
+
+    if os.environ.get(LLAMA_SERVER_ENV) is not None:
+        return None
+    failed = LLAMA_SERVER_BUILD.parents[2] / "FAILED"  # .venv/llama-server/FAILED
+    if failed.is_file():
+        what = failed.read_text(errors="replace").strip() or "the llama-server build failed"
+    elif not os.access(LLAMA_SERVER_BUILD, os.X_OK):
+        what = f"no llama-server at {LLAMA_SERVER_BUILD} (`make install` builds it)"
+    else:
+        return None
+    return (f"{what}: the local LLM runs on llama-cpp-python's portable server instead, about "
+            "2.5x fewer questions an hour (docs/servers.md); retry the build: make llama-server")
+
+
+def _warn_portable_fallback() -> None:
+    """`portable_fallback_reason` as one warning line, once per process."""
+    why = portable_fallback_reason()
+    if why and why not in _WARNED:
+        _WARNED.add(why)
+        logger.warning("%s", why)  # without logging set up, Python prints it to stderr
 
 
 class LlamaServer:
@@ -377,14 +555,18 @@ class LlamaServer:
             return self
         binary = served_binary(self.config)
         if binary:
-            server_binary_info(binary)  # a missing or broken binary: its own error
-        elif self.python is None:
-            try:
-                import llama_cpp  # noqa: F401
-            except ImportError:
-                raise ServerError("llama-cpp-python is not installed: run "
-                                  "`pip install 'llama-cpp-python[server]==0.3.36'` (builds with "
-                                  "gcc)") from None
+            info = server_binary_info(binary)  # a missing or broken binary: its own error
+            logger.info("local LLM: llama-server %s, CPU variant %s", info["version"],
+                     info["cpu_variant"] or "linked in")
+        else:
+            if self.python is None:
+                try:
+                    import llama_cpp  # noqa: F401
+                except ImportError:
+                    raise ServerError("llama-cpp-python is not installed: run "
+                                      "`pip install 'llama-cpp-python[server]==0.3.36'` (builds "
+                                      "with gcc)") from None
+            _warn_portable_fallback()
         model_path = resolve_model(self.config.model)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("wb")
