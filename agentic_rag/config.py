@@ -184,6 +184,12 @@ class FusionConfig(_Section):
         ("dense", "bm25"), description="dense: embeddings; bm25: the chunk text (heading path "
         "prefixed); title: field matching, BM25 over each chunk's document title, heading path "
         "and API names only (lexical.field_text)")
+    title_score: Literal["bm25", "coverage"] = Field(
+        "bm25", description="the title retriever's score: bm25, a bag of words over the title "
+        "field; coverage, the IDF-weighted share of each name field (document name, title, "
+        "heading path, API names) found in the query, summed (store/coverage.py): a question "
+        "naming the 'Blue checking account' covers the Blue Account's name whole and World "
+        "Blue's by half")
     method: Literal["rrf", "score"] = "rrf"
     rrf_k: float = Field(20.0, ge=0.0, le=1000.0)
     weights: dict[Literal["dense", "bm25", "title", "filtered"], float] | None = Field(

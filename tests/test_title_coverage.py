@@ -1,0 +1,97 @@
+"""Title coverage (issue 40): the title retriever scored by how much of each name the question
+covers, on the real τ²-banking documents, where Blue, Light Blue, Navy Blue, True Blue, Sky
+Blue, Cobalt Blue, World Blue and Bluest accounts share words."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_rag.config import FusionConfig, RAGConfig
+from agentic_rag.documents import Chunk
+from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.store.coverage import TitleCoverage, chunk_fields, coverage
+from agentic_rag.store.lexical import LexicalIndex
+
+BLUE_FEE = "What is the monthly maintenance fee of the Blue checking account?"
+LIME_WIRE = ("How much does a domestic outgoing wire cost on a Lime Green business checking "
+             "account?")
+
+
+@pytest.fixture(scope="module")
+def bank(banking):
+    cfg = RAGConfig()
+    chunks = AgenticChunker(cfg.chunking).chunk_many(banking)
+    lex = LexicalIndex(cfg.lexical).build(chunks, [c.index_text() for c in chunks])
+    return lex, TitleCoverage(lex)
+
+
+def _docs(hits, n):
+    return [h.chunk.doc_id for h in hits[:n]]
+
+
+def test_coverage_is_the_idf_weighted_share_of_the_field():
+    idf = {"blue": 2.0, "account": 0.5, "world": 3.0}
+    assert coverage(frozenset({"blue", "account"}), {"blue", "account", "fee"}, idf) == 1.0
+    assert coverage(frozenset({"world", "blue"}), {"blue", "account"}, idf) == pytest.approx(0.4)
+    assert coverage(frozenset(), {"blue"}, idf) == 0.0
+    assert coverage(frozenset({"x"}), {"x"}, {}) == 0.0  # a word never indexed weighs nothing
+
+
+def test_fields_are_name_title_and_headings(banking):
+    doc = next(d for d in banking if d.id == "doc_checking_accounts_blue_account_003")
+    chunk = AgenticChunker(RAGConfig().chunking).chunk(doc)[0]
+    fields = chunk_fields(chunk)
+    assert fields[0] == "checking accounts blue account"
+    assert "Blue Account features and fees" in fields
+
+
+def test_blue_account_beats_world_blue_and_navy_blue(bank):
+    """The issue's case: BM25 over the title field ranks other Blue accounts first; coverage
+    ranks the Blue Account's own documents first, its fee table among them."""
+    lex, cov = bank
+    top = _docs(cov.search(BLUE_FEE, 5), 5)
+    assert all(d.startswith("doc_checking_accounts_blue_account_") for d in top), top
+    assert top[0] == "doc_checking_accounts_blue_account_003"  # "Blue Account features and fees"
+    bag = _docs(lex.fields().search(BLUE_FEE, 5), 5)
+    assert not any(d.startswith("doc_checking_accounts_blue_account_") for d in bag)  # the bug
+
+
+def test_blue_account_scores_above_each_other_blue(bank):
+    _, cov = bank
+    scores = cov.scores(BLUE_FEE)
+    best: dict[str, float] = {}
+    for c, s in zip(cov._chunks, scores):
+        fam = c.doc_id.rsplit("_", 1)[0]
+        best[fam] = max(best.get(fam, 0.0), float(s))
+    blue = best["doc_checking_accounts_blue_account"]
+    for other in ("doc_business_checking_accounts_world_blue", "doc_business_checking_accounts_"
+                  "navy_blue", "doc_checking_accounts_light_blue_account",
+                  "doc_checking_accounts_bluest_account"):
+        assert blue > best[other], other
+
+
+def test_lime_green_wire_pricing_first(bank):
+    _, cov = bank
+    assert _docs(cov.search(LIME_WIRE, 1), 1) == ["doc_business_checking_accounts_lime_green_004"]
+
+
+def test_filters_apply_and_nothing_covered_is_not_ranked(bank):
+    _, cov = bank
+    assert cov.search("zzqx unknownword", 10) == []
+    hits = cov.search(BLUE_FEE, 10, {"doc_id": "doc_checking_accounts_bluest_account_001"})
+    assert hits and {h.chunk.doc_id for h in hits} == {"doc_checking_accounts_bluest_account_001"}
+    assert all(h.retriever == "title" for h in hits) and hits[0].score == 1.0
+
+
+def test_config_switch_validates():
+    assert FusionConfig().title_score == "bm25"
+    assert FusionConfig(title_score="coverage").title_score == "coverage"
+    with pytest.raises(ValueError):
+        FusionConfig(title_score="phrase")
+
+
+def test_a_chunk_with_no_name_is_never_ranked():
+    chunks = [Chunk(id="abcdef0123456789#prose@0-3", doc_id="abcdef0123456789", text="fee",
+                    chunk_type="prose", start_char=0, end_char=3, token_count=1)]
+    lex = LexicalIndex().build(chunks)
+    assert TitleCoverage(lex).search("fee", 5) == []
