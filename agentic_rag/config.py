@@ -295,6 +295,13 @@ class SupportConfig(_Section):
         "graded_judge_q, mean_numbers_q: the same with a judge that also reads the question")
     threshold: float = Field(0.5, ge=0.0, le=1.0,
                              description="an answer whose support is below this is unsupported")
+    on_unsupported: Literal["flag", "retry", "abstain"] = Field(
+        "flag", description="the support gate (agent/gate.py; no LLM): every figure of the "
+        "answer must be stated in a passage it cites, from a document about the product, plan, "
+        "function or command the question names. flag: record the verdict, keep the answer; "
+        "retry: search once more for the missing fact (within the named documents) and answer "
+        "again, then 'I don't know' naming what was looked for if it still fails; abstain: "
+        "'I don't know' at once. Runs whether or not `enabled` (the detector) is on")
 
 
 class AgentConfig(_Section):

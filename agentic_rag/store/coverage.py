@@ -79,7 +79,30 @@ class TitleCoverage:
                 df[t] = df.get(t, 0) + 1
         n = max(1, len(seen))
         self._idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-        self._metas = None
+        ids = sorted(seen)
+        names = lexical._tokenize([doc_name(d) for d in ids]) if ids else []  # noqa: SLF001
+        self._names = {d: frozenset(t) for d, t in zip(ids, names) if t}
+
+    def named_documents(self, question: str, min_coverage: float = 0.6,
+                        max_share: float = 0.1) -> list[str]:
+        """The documents about what `question` names: those whose name (`lexical.doc_name`)
+        it covers best, when that coverage is at least `min_coverage` and they are at most
+        `max_share` of the documents (a name every document shares names nothing). Empty
+        when the question names no document's subject."""
+        q = set(self._lex._tokenize([question])[0])  # noqa: SLF001
+        if not q or not self._names:
+            return []
+        idf = self._idf
+        # coverage first; among names covered alike, the one matching more of the question
+        # ("Lime Green business checking" covers "checking accounts green account" whole
+        # too, but "lime" is the Lime Green name's alone)
+        key = {d: (round(coverage(f, q, idf), 9), round(sum(idf.get(t, 0.0) for t in f & q), 9))
+               for d, f in self._names.items()}
+        best = max(key.values())
+        if best[0] < min_coverage:
+            return []
+        named = sorted(d for d, k in key.items() if k == best)
+        return named if len(named) <= max(1, max_share * len(key)) else []
 
     def __len__(self) -> int:
         return len(self._chunks)

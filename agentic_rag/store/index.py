@@ -475,6 +475,13 @@ class AgenticIndex:
             raise ValueError(f"fusion.title_score: unknown score {score!r} (bm25, coverage)")
         return self.fields.search(query, k, where)
 
+    def named_documents(self, question: str) -> list[str]:
+        """The documents about the product, plan, function or command `question` names
+        (`coverage.TitleCoverage.named_documents`); empty when it names none."""
+        from agentic_rag.store.coverage import TitleCoverage
+
+        return self._derived("coverage", TitleCoverage).named_documents(question)
+
     def sections(self) -> SectionMap:
         """Every chunk by document and section, in text order (small-to-big's parents)."""
         return self._derived("sections", lambda lex: SectionMap(lex.chunks))
