@@ -161,3 +161,14 @@ def test_a_supported_answer_passes_untouched(chunks, coverage, action):
 def test_config_rejects_an_unknown_action():
     with pytest.raises(ValueError):
         SupportConfig(on_unsupported="ignore")
+
+
+def test_ask_shows_what_the_gate_did(chunks, coverage, capsys):
+    from agentic_rag.cli.core import _echo_gate
+
+    tool = GateTool(chunks, coverage, within=(NO_AMOUNT,))
+    res = run_agent(QUESTION, Replies(cite(WRONG, NAVY_15)), tool, cfg("retry"))
+    _echo_gate(res)
+    out = capsys.readouterr().out
+    assert f"gate (retry): searched again for '{tool.within[0][0]}'" in out
+    assert "gate (retry): not found: answered I don't know" in out
