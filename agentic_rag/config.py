@@ -251,6 +251,10 @@ class ContextConfig(_Section):
     attribution: bool = Field(True, description="name each chunk's source (a separate switch "
                               "from boundaries, so their effects can be told apart)")
     header_style: Literal["dashes", "xml", "markdown"] = "dashes"
+    group_by_document: bool = Field(
+        False, description="serve one document's passages together under a line with its "
+        "human-readable title ('=== From the document: <title> (<doc id>) ==='), documents in "
+        "the order of their best passage (issue 40)")
     priority: Literal["relevance", "recent_first"] = "relevance"
     recency_field: str = Field("last_updated", description="metadata field holding an ISO date")
     truncate_top: bool = Field(True, description="truncate the top result rather than drop it")

@@ -53,7 +53,7 @@ def passage_body(text: str) -> str:
     `<document ...>`, `### [N] ...`, `_id: [...]`): only what the documents say."""
     keep = [ln for ln in text.splitlines()
             if not ln.startswith(("--- Document", "Source:", "<document", "</document",
-                                  "### [", "_id: ["))]
+                                  "### [", "_id: [", "=== From the document"))]
     return "\n".join(keep)
 
 
