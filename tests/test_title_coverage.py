@@ -95,3 +95,14 @@ def test_a_chunk_with_no_name_is_never_ranked():
                     chunk_type="prose", start_char=0, end_char=3, token_count=1)]
     lex = LexicalIndex().build(chunks)
     assert TitleCoverage(lex).search("fee", 5) == []
+
+
+def test_documents_without_a_name_are_not_ranked():
+    """HaluEval's paragraphs: hash ids and a first-60-characters title name nothing."""
+    text = "Blue Account fees are listed here"
+    chunks = [Chunk(id="0123456789abcdef#prose@0-33", doc_id="0123456789abcdef", text=text,
+                    chunk_type="prose", start_char=0, end_char=len(text), token_count=6,
+                    metadata={"title": text})]
+    lex = LexicalIndex().build(chunks)
+    assert lex.fields().search("Blue Account fees", 5)  # the BM25 title field matches it
+    assert TitleCoverage(lex).search("Blue Account fees", 5) == []

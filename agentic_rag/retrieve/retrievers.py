@@ -113,6 +113,8 @@ class FusionRetriever:
         names = tuple(retrievers or self.config.retrievers)
         hard = where if (where and filter_mode == "hard") else None
         runs = {name: self.run(name, query, hard) for name in names}
+        if self.config.title_score == "coverage" and len(runs) > 1 and not runs.get("title", 1):
+            del runs["title"]  # names nothing here: no part in fusion (store/coverage.py)
         if where and filter_mode == "soft":
             runs["filtered"] = self.run("dense", query, where)
         weights = [self.config.weight(name) for name in runs]
