@@ -106,3 +106,36 @@ def test_documents_without_a_name_are_not_ranked():
     lex = LexicalIndex().build(chunks)
     assert lex.fields().search("Blue Account fees", 5)  # the BM25 title field matches it
     assert TitleCoverage(lex).search("Blue Account fees", 5) == []
+
+
+def test_an_empty_coverage_list_takes_no_part_in_fusion():
+    """Where the title retriever names nothing (HaluEval), fusing it changes nothing: the
+    fused list and its scores are the dense + BM25 fusion's own."""
+    from agentic_rag.documents import Hit
+    from agentic_rag.retrieve.retrievers import FusionRetriever
+
+    chunks = [Chunk(id=f"d{i}#prose@0-3", doc_id=f"d{i}", text="abc", chunk_type="prose",
+                    start_char=0, end_char=3, token_count=1) for i in range(3)]
+
+    class Index:
+        def embed_query(self, q):  # noqa: ANN001, ANN202
+            return None
+
+        def search(self, q, k, where, vector=None):  # noqa: ANN001, ANN202
+            return [Hit(chunk=c, score=0.9 - i / 10, rank=i + 1) for i, c in enumerate(chunks)]
+
+        def search_lexical(self, q, k, where):  # noqa: ANN001, ANN202
+            return [Hit(chunk=c, score=1.0, rank=i + 1) for i, c in enumerate(chunks[::-1])]
+
+        def search_fields(self, q, k, where, score="bm25"):  # noqa: ANN001, ANN202
+            return []
+
+    two = FusionConfig()
+    three = FusionConfig(retrievers=("dense", "bm25", "title"), title_score="coverage",
+                         weights={"dense": 1.0, "bm25": 0.3, "title": 1.0})
+    a = FusionRetriever(two, Index()).evidence("q", 3).hits
+    b = FusionRetriever(three, Index()).evidence("q", 3).hits
+    assert [(h.chunk.id, h.score) for h in a] == [(h.chunk.id, h.score) for h in b]
+    bm25_title = three.model_copy(update={"title_score": "bm25"})
+    c = FusionRetriever(bm25_title, Index()).evidence("q", 3).hits
+    assert [h.score for h in c] != [h.score for h in a]  # bm25 title: weight kept (unchanged)

@@ -47,6 +47,8 @@ STRATEGIES: dict[str, dict[str, Any]] = {
                            "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 0.5}},
     "title coverage 1.0": {"fusion.retrievers": TITLE, "fusion.title_score": "coverage",
                            "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 1.0}},
+    "title coverage 2.0": {"fusion.retrievers": TITLE, "fusion.title_score": "coverage",
+                           "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 2.0}},
     "chunks 128": {"chunking.max_tokens": 128},  # small chunks served as they are
     "small-to-big 128→256": dict(S2B),
     "small-to-big + title 0.5": {**S2B, "fusion.retrievers": TITLE,
@@ -61,6 +63,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 }
 # issue 40's sweep: the coverage-scored title retriever beside today's and the components
 COVERAGE_NAMES = ("default", "title 0.5", "title coverage 0.5", "title coverage 1.0",
+                  "title coverage 2.0",
                   "dense", "bm25", "title alone", "title coverage alone")
 COMPONENTS = ("dense", "bm25", "title alone")
 

@@ -15,6 +15,7 @@ document states.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -58,6 +59,9 @@ def run(split: str, home: str, n: int | None = None, names: list[str] | None = N
     rows = [json.loads(x) for x in Path(f"datasets/banking-products/{split}.jsonl").open()][:n]
     docs = {d.id: d for d in banking_documents()}
     base = RAGConfig().with_overrides({"home": home, **AGENT})
+    url = os.environ.get("LLM_BASE_URL")  # a llama.cpp server already answering elsewhere
+    if url:
+        base = base.with_overrides({"llm.base_url": url})
     index = AgenticIndex(base)
     names = names or list(SETTINGS)
     out_rows, per = [], {}

@@ -20,7 +20,8 @@ from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
 from agentic_rag.studies.strategies import STRATEGIES
 
-SETTINGS = ("default", "title 0.5", "title coverage 0.5", "title coverage 1.0")
+SETTINGS = ("default", "title 0.5", "title coverage 0.5", "title coverage 1.0",
+            "title coverage 2.0")
 HERE = Path(__file__).parent
 
 
