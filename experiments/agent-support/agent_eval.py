@@ -66,13 +66,18 @@ def run(split: str, home: str, n: int | None = None, names: list[str] | None = N
     names = names or list(SETTINGS)
     out_rows, per = [], {}
     with serve_local(base.llm, base.home, log=print):
+        pipes = {}
         for name in names:
             cfg = base.with_overrides(SETTINGS[name])
             pipe = Pipeline(cfg, index=index)
-            tool = AgenticRAGTool(pipe)
-            vals: dict[str, list[float]] = {}
-            for r in rows:
-                gold_numbers = {x for d in r["doc_ids"] for x in numbers(docs[d].text)}
+            pipes[name] = (cfg, pipe, AgenticRAGTool(pipe))
+            per[name] = {}
+        # question by question, every setting in turn: a run cut short stays paired
+        for r in rows:
+            gold_numbers = {x for d in r["doc_ids"] for x in numbers(docs[d].text)}
+            for name in names:
+                cfg, pipe, tool = pipes[name]
+                vals = per[name]
                 t0 = time.perf_counter()
                 res = run_agent(r["question"], pipe.chat_model, tool, cfg.agent)
                 if res.stop_reason == "llm_error":  # recorded as a failure, never a score
@@ -83,12 +88,12 @@ def run(split: str, home: str, n: int | None = None, names: list[str] | None = N
                 s = score(r, res.answer, res.abstained, gold_numbers)
                 for k, v in s.items():
                     vals.setdefault(k, []).append(v)
-                out_rows.append({"setting": name, "id": r["id"], "answer": res.answer, **s,
-                                 "gate_action": res.gate_action, "gate_notes": res.gate_notes,
-                                 "cited_docs": [c.split("#")[0] for c in res.cited_chunks],
-                                 "s": round(time.perf_counter() - t0, 2)})
-                print(name, r["id"], s, res.gate_action, flush=True)
-            per[name] = vals
+                row = {"setting": name, "id": r["id"], "answer": res.answer, **s,
+                       "gate_action": res.gate_action, "gate_notes": res.gate_notes,
+                       "cited_docs": [c.split("#")[0] for c in res.cited_chunks],
+                       "s": round(time.perf_counter() - t0, 2)}
+                out_rows.append(row)
+                print(json.dumps(row), flush=True)
     summary = {"split": split, "n": len(rows), "agent": AGENT, "settings": {}}
     import math
     for name in names:
