@@ -17,8 +17,7 @@ from agentic_rag.llm.types import ChatReply
 from agentic_rag.retrieve.context import citation_id
 from agentic_rag.store.coverage import TitleCoverage
 from agentic_rag.store.lexical import LexicalIndex
-from tests.test_support_flag import (NAVY_15, NO_AMOUNT, QUESTION, RIGHT, STATES_10, WRONG,
-                                     chunks, served_output)
+from tests.test_support_flag import NAVY_15, NO_AMOUNT, QUESTION, RIGHT, STATES_10, WRONG, chunks, served_output
 
 __all__ = ["chunks"]  # the fixture, imported
 

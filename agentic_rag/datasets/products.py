@@ -45,6 +45,7 @@ TEMPLATES = ("What is the {item} on the {product}?",
              "How much is the {item} for a {product}?",
              "I have a {product}. What's the {item}?",
              "Can you tell me the {item} of the {product}?")
+NOT_AN_ITEM = ("your", "the", "their", "there", "it", "no")  # first words of sentences, not items
 # an item a customer asks a figure for: a fee, a rate, a limit, a balance...
 ITEM_WORDS = re.compile(r"\b(fee|fees|apr|apy|limit|deposit|balance|rate|charge|minimum|maximum|"
                         r"bonus|withdrawal|wire|interest|rebate|cash back|cashback|penalty|"
@@ -82,7 +83,7 @@ def facts(doc: Document) -> list[dict]:
         for m in rx.finditer(doc.text):
             item = " ".join(m.group("item").split()).strip(" .")
             if (item.lower() in ("item", "fee", "amount", "type") or len(item.split()) > 8
-                    or not ITEM_WORDS.search(item) or item.split()[0].lower() in ("your", "the", "their", "there", "it", "no")
+                    or not ITEM_WORDS.search(item) or item.split()[0].lower() in NOT_AN_ITEM
                     or any(w[0].isupper() for w in item.split()[1:])):  # a product's name
                 continue
             out.append({"item": item, "answer": m.group("fig"), "start": m.start("fig"),
@@ -97,14 +98,15 @@ def build(docs: list[Document], n_per_product: int = 3, seed: int = 0) -> list[d
         p = product_of(d.id)
         if p:
             by_product[p].extend((d, f) for f in facts(d))
-    words = {p: set(p[1].split("_")) - {"account", "card", "saver", "rewards"} for p in by_product}
+    generic = {"account", "card", "saver", "rewards"}
+    words = {p: set(p[1].split("_")) - generic for p in by_product}
     rows = []
     for (cat, prod), found in sorted(by_product.items()):
         items: dict[str, list[tuple[Document, dict]]] = defaultdict(list)
         for d, f in found:
             items[f["item"].lower()].append((d, f))
         good = []
-        for key, occ in sorted(items.items()):
+        for _, occ in sorted(items.items()):
             if len({_canon(f["answer"]) for _, f in occ}) != 1:
                 continue  # the product states different figures for this item: ambiguous
             good.append(occ)
