@@ -171,3 +171,18 @@ def test_ask_shows_what_the_gate_did(chunks, coverage, capsys):
     out = capsys.readouterr().out
     assert f"gate (retry): searched again for '{tool.within[0][0]}'" in out
     assert "gate (retry): not found: answered I don't know" in out
+
+
+def test_an_answer_without_figures_is_not_looked_up(chunks, coverage):
+    class NoLookup(GateTool):
+        @property
+        def pipeline(self):  # noqa: ANN202
+            raise AssertionError("named_documents looked up for an answer without figures")
+
+        @pipeline.setter
+        def pipeline(self, value):  # noqa: ANN001, ANN202
+            pass
+
+    res = run_agent(QUESTION, Replies(cite("Wires are priced per transfer.", STATES_10)),
+                    NoLookup(chunks, coverage), cfg("retry"))
+    assert res.gate_action == "none" and res.figures == [] and not res.abstained

@@ -221,6 +221,9 @@ class _AgentRun:
         if (not self.searches or not res.answer or res.abstained
                 or res.stop_reason in ("llm_error", "invalid_action", "nothing_found")):
             return res
+        check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches, [])
+        if not check.figures:  # nothing to check: no index lookup
+            return res.model_copy(update={"gate_action": "none"})
         named = gate.named_documents(self.tool, self.question)
         check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches,
                                   named)
