@@ -95,6 +95,7 @@ def test_check_figures_pure():
     # the header's document number is no figure; a number of the question is no claim
     assert check_figures("q?", "It is 3.", ps, ["aaaaa"], []).unsupported == ("3",)
     assert check_figures("my 2 cards?", "2 cards cost $10", ps, ["bbbbb"], []).figures == ("10",)
+    assert check_figures("q?", "Per Document 3, $10.", ps, ["bbbbb"], []).figures == ("10",)
 
 
 def test_the_question_names_the_lime_green_documents(coverage):

@@ -12,11 +12,12 @@ documents whose name the question covers best, `store/coverage.py`), not from a 
   Account question answered with World Blue's $50.00).
 
 A figure the question itself contains ("my 2 cards", "24 months") is no claim of the answer
-and is not checked. `check_figures` is pure: the passages come in as `Passage`s.
+and is not checked, nor is a passage number ("According to Document 4 [382c9]"). `check_figures` is pure: the passages come in as `Passage`s.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -57,11 +58,16 @@ def passage_body(text: str) -> str:
     return "\n".join(keep)
 
 
+# "Document 4 [382c9]", "passage 2": the answer pointing at a passage header, not a figure
+_PASSAGE_REF = re.compile(r"\b(?:document|passage)\s+\d+\b", re.I)
+
+
 def check_figures(question: str, answer: str, passages: Sequence[Passage],
                   cited: Iterable[str], named: Iterable[str] = ()) -> FigureCheck:
     """Every figure of `answer` (citations stripped) against the passages it `cited` (all of
     `passages` when it cites none of them), and against the `named` documents (module doc)."""
     asked = set(numbers(question))
+    answer = _PASSAGE_REF.sub(" ", answer)
     figures = tuple(dict.fromkeys(n for n in numbers(answer) if n not in asked))
     cited = set(cited)
     pool = [p for p in passages if p.cid in cited]
