@@ -117,3 +117,32 @@ if __name__ == "__main__":
     n = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "all" else None
     names = sys.argv[4].split(",") if len(sys.argv) > 4 else None
     print(json.dumps(run(sys.argv[1], sys.argv[2], n, names), indent=1))
+
+
+def summarize_log(path: str, out: str) -> dict:
+    """The summary of a run cut short, from its printed rows (one JSON row per line): only the
+    questions every setting answered, so the comparison stays paired."""
+    import math
+    from collections import defaultdict
+
+    rows = [json.loads(x) for x in Path(path).open() if x.startswith("{")]
+    by_q: dict[str, dict[str, dict]] = defaultdict(dict)
+    for r in rows:
+        by_q[r["id"]][r["setting"]] = r
+    names = list(dict.fromkeys(r["setting"] for r in rows))
+    done = [q for q, s in by_q.items() if set(s) == set(names)
+            and not any("error" in x for x in s.values())]
+    summary = {"questions": done, "n": len(done), "settings": {}}
+    for name in names:
+        s = {k: sum(by_q[q][name][k] for q in done) / max(1, len(done))
+             for k in ("correct", "wrong", "abstained", "wrong_figure")}
+        if name != names[0] and len(done) > 1:
+            for k in ("correct", "wrong", "abstained", "wrong_figure"):
+                d = paired_bootstrap([by_q[q][name][k] for q in done],
+                                     [by_q[q][names[0]][k] for q in done])
+                s[f"{k} diff vs {names[0]}"] = {x: (round(v, 3) if isinstance(v, float)
+                                                    and not math.isnan(v) else v)
+                                                for x, v in d.items()}
+        summary["settings"][name] = s
+    Path(out).write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
