@@ -185,6 +185,12 @@ class FusionConfig(_Section):
         ("dense", "bm25"), description="dense: embeddings; bm25: the chunk text (heading path "
         "prefixed); title: field matching, BM25 over each chunk's document title, heading path "
         "and API names only (lexical.field_text)")
+    title_score: Literal["bm25", "coverage"] = Field(
+        "bm25", description="the title retriever's score: bm25, a bag of words over the title "
+        "field; coverage, the IDF-weighted share of each name field (document name, title, "
+        "heading path, API names) found in the query, summed (store/coverage.py): a question "
+        "naming the 'Blue checking account' covers the Blue Account's name whole and World "
+        "Blue's by half")
     method: Literal["rrf", "score"] = "rrf"
     rrf_k: float = Field(20.0, ge=0.0, le=1000.0)
     weights: dict[Literal["dense", "bm25", "title", "filtered"], float] | None = Field(
@@ -246,6 +252,10 @@ class ContextConfig(_Section):
     attribution: bool = Field(True, description="name each chunk's source (a separate switch "
                               "from boundaries, so their effects can be told apart)")
     header_style: Literal["dashes", "xml", "markdown"] = "dashes"
+    group_by_document: bool = Field(
+        False, description="serve one document's passages together under a line with its "
+        "human-readable title ('=== From the document: <title> (<doc id>) ==='), documents in "
+        "the order of their best passage (issue 40)")
     priority: Literal["relevance", "recent_first"] = "relevance"
     recency_field: str = Field("last_updated", description="metadata field holding an ISO date")
     truncate_top: bool = Field(True, description="truncate the top result rather than drop it")
@@ -297,6 +307,13 @@ class SupportConfig(_Section):
                              "0.536: the threshold that maximises graded_judge_q's balanced "
                              "accuracy on all 150 LLM-labelled own answers (a different "
                              "detector needs its own: decisions.csv, threshold_all)")
+    on_unsupported: Literal["flag", "retry", "abstain"] = Field(
+        "flag", description="the support gate (agent/gate.py; no LLM): every figure of the "
+        "answer must be stated in a passage it cites, from a document about the product, plan, "
+        "function or command the question names. flag: record the verdict, keep the answer; "
+        "retry: search once more for the missing fact (within the named documents) and answer "
+        "again, then 'I don't know' naming what was looked for if it still fails; abstain: "
+        "'I don't know' at once. Runs whether or not `enabled` (the detector) is on")
 
 
 class AgentConfig(_Section):

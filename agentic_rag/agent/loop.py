@@ -51,6 +51,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from agentic_rag.agent import gate
 from agentic_rag.agent.result import AgentResult, AgentStep, parse_citations
 from agentic_rag.agent.support import answer_support
 from agentic_rag.agent.tool import TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
@@ -197,19 +198,84 @@ class _AgentRun:
                 {"role": "user", "content": PASSAGES + passages + notes + after}]
 
     # ---- results --------------------------------------------------------------------------
-    def _result(self, answer: str, stop_reason: str, error: str | None = None) -> AgentResult:
+    def _build(self, answer: str, stop_reason: str, error: str | None = None) -> AgentResult:
         answer = answer.strip()
         cite_map = {citation_id(c): c for s in self.steps if s.tool for c in s.tool.chunk_ids}
         cites = parse_citations(answer)
-        res = AgentResult(
+        return AgentResult(
             question=self.question, answer=answer, stop_reason=stop_reason,  # type: ignore[arg-type]
-            policy=self.cfg.policy, mode=self.cfg.mode, steps=self.steps, error=error,
+            policy=self.cfg.policy, mode=self.cfg.mode, steps=list(self.steps), error=error,
             latency_s=time.perf_counter() - self.t0, citations=cites,
             cited_chunks=[cite_map[c] for c in cites if c in cite_map],
             invalid_citations=[c for c in cites if c not in cite_map],
             action_failures=self.action_failures)
+
+    def _result(self, answer: str, stop_reason: str, error: str | None = None) -> AgentResult:
+        res = self._gate(self._build(answer, stop_reason, error))
         return res.model_copy(update=answer_support(res, self.searches, self.chat,
                                                     self.cfg.support))
+
+    # ---- the support gate (agent/gate.py) ---------------------------------------------------
+    def _gate(self, res: AgentResult) -> AgentResult:
+        """The figure-and-product check on an answer, and the action of `on_unsupported`."""
+        if (not self.searches or not res.answer or res.abstained
+                or res.stop_reason in ("llm_error", "invalid_action", "nothing_found")):
+            return res
+        check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches, [])
+        if not check.figures:  # nothing to check: no index lookup
+            return res.model_copy(update={"gate_action": "none"})
+        named = gate.named_documents(self.tool, self.question)
+        check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches,
+                                  named)
+        action = self.cfg.support.on_unsupported
+        fields = {"figures": list(check.figures), "named_documents": named,
+                  "figures_unsupported": list(check.unsupported),
+                  "figures_wrong_product": list(check.wrong_product)}
+        if check.ok:
+            return res.model_copy(update={**fields, "gate_action": "none"})
+        notes = [f"figure check failed: {gate.describe(check)}"]
+        if action == "flag":
+            return res.model_copy(update={**fields, "gate_action": "flag", "gate_notes": notes})
+        query = gate.retry_query(self.question, named)
+        if action == "retry":
+            res, check, more = self._retry(res, check, query, named)
+            notes += more
+            if check.ok:
+                return res.model_copy(update={
+                    "figures": list(check.figures), "named_documents": named,
+                    "gate_action": "retry", "gate_notes": notes})
+        notes.append("not found: answered I don't know")
+        out = self._build(gate.abstention(self.question, query, named), res.stop_reason)
+        return out.model_copy(update={**fields, "gate_action": action, "gate_notes": notes})
+
+    def _retry(self, res: AgentResult, check, query: str,  # noqa: ANN001 - FigureCheck
+               named: list[str]) -> tuple[AgentResult, object, list[str]]:
+        """One more search for the missing fact, one more answer, checked again."""
+        n = max((s.step for s in self.steps), default=0) + 1
+        try:
+            if named and hasattr(self.tool, "search_within"):
+                output = self.tool.search_within(query, named)
+            else:
+                output = self.tool.search(query)
+        except Exception as exc:  # noqa: BLE001 - a failed retry search: say so, abstain
+            return res, check, [f"the search again for {query!r} failed: {exc!r}"]
+        self._record(n, "gate", {"query": query}, output)
+        notes = [f"searched again for {query!r}"]
+        messages = self._messages("answer")
+        messages[-1]["content"] += gate.retry_note(check, named)
+        try:
+            reply = self.chat.chat(messages, max_tokens=self.cfg.answer_max_tokens)
+        except LLMError as exc:
+            return res, check, [*notes, f"the answer again failed: {exc.kind}"]
+        self.steps.append(AgentStep(step=n + 1, kind="answer", via="gate", **_usage(reply)))
+        again = self._build(reply.content, res.stop_reason)
+        if again.abstained:
+            return again, check, [*notes, "the model answered I don't know"]
+        check2 = gate.check_answer(self.question, again.answer, again.cited_chunks,
+                                   self.searches, named)
+        notes.append("answered again: " + ("every figure now in a cited passage" if check2.ok
+                                            else f"still {gate.describe(check2)}"))
+        return again, check2, notes
 
     def _llm_error(self, exc: LLMError) -> AgentResult:
         return self._result("", "llm_error", f"{exc.kind}: {exc}")

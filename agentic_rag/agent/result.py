@@ -52,6 +52,13 @@ class AgentResult(BaseModel):
     support_against: Literal["cited", "served"] | None = None  # the passages scored against
     support_note: str | None = None  # why the answer was not scored, or scored against served
     support_error: str | None = None  # the judge's LLMError ("kind: message"), never a score
+    # the support gate (agent/gate.py, `support.on_unsupported`): the figure-and-product check
+    figures: list[str] = Field(default_factory=list)  # canonical figures of the answer checked
+    figures_unsupported: list[str] = Field(default_factory=list)  # in no cited passage
+    figures_wrong_product: list[str] = Field(default_factory=list)  # only in other products'
+    named_documents: list[str] = Field(default_factory=list)  # what the question names
+    gate_action: Literal["none", "flag", "retry", "abstain"] | None = None  # None: not checked
+    gate_notes: list[str] = Field(default_factory=list)  # what the gate did, in words
 
     @property
     def tool_calls(self) -> int:

@@ -73,6 +73,20 @@ class AgenticRAGTool:
             else SearchInput.model_validate(arguments)
         return self.search(args.query, args.max_results, args.focus_area)
 
+    def search_within(self, query: str, doc_ids: list[str], max_results: int = 5) -> ToolOutput:
+        """One search restricted to `doc_ids` (the support gate's retry: the documents about
+        what the question names), fused as configured, formatted like `search`."""
+        ev = self.pipeline.fusion().evidence(query, max_results, {"doc_id": list(doc_ids)},
+                                             None, "hard")
+        seen = [h for h in ev.hits if h.chunk.id not in self.served] or ev.hits
+        ctx = self.pipeline.format(seen[:max_results])
+        self.previous_queries.append(query)
+        self.served.update(ctx.included)
+        return ToolOutput(content=ctx.text or "No relevant passages found.",
+                          chunk_ids=ctx.included, intent="fact", query_used=query,
+                          iterations=1, stop_reason="within_named", confidence=0.0,
+                          context_tokens=ctx.tokens)
+
     def search(self, query: str, max_results: int = 5, focus_area: str = "any") -> ToolOutput:
         args = SearchInput(query=query, max_results=max_results, focus_area=focus_area)
         state = {} if args.focus_area == "any" else {"task_type": args.focus_area}

@@ -238,6 +238,8 @@ def ask(question: str, config: ConfigOpt = None, home: HomeOpt = None,
         typer.echo(f"  cited: {', '.join(res.cited_chunks) or '-'}"
                    + (f"; NOT SERVED: {', '.join(res.invalid_citations)}"
                       if res.invalid_citations else ""))
+        _echo_cited_documents(res, pipe)
+    _echo_gate(res)
     typer.echo(f"  [{res.policy}/{res.mode}; {res.stop_reason}; {res.tool_calls} searches; "
                f"{res.prompt_tokens}+{res.completion_tokens} tokens; {res.latency_s:.1f}s]")
     if support:
@@ -245,6 +247,33 @@ def ask(question: str, config: ConfigOpt = None, home: HomeOpt = None,
     cache_note = _reply_cache_note(res, getattr(pipe.chat_model, "cache", None))
     if cache_note:
         typer.echo(f"  {cache_note}")
+
+
+def _echo_cited_documents(res, pipe) -> None:  # noqa: ANN001 - AgentResult, Pipeline
+    """Which document each cited passage is from, with the document's title."""
+    from agentic_rag.retrieve.context import citation_id
+
+    wanted = set(res.cited_chunks)
+    titles = {c.id: str(c.metadata.get("title") or "") for c in pipe.index.lexical.chunks
+              if c.id in wanted}
+    for cid in res.cited_chunks:
+        doc = cid.split("#", 1)[0]
+        title = titles.get(cid, "")
+        typer.echo(f"  [{citation_id(cid)}] from {doc}" + (f" — {title}" if title else ""))
+
+
+def _echo_gate(res) -> None:  # noqa: ANN001 - AgentResult
+    """What the support gate (agent.support.on_unsupported) found and did."""
+    if res.gate_action is None:
+        return
+    if res.gate_action == "none":
+        if res.figures:
+            typer.echo(f"  figures {', '.join(res.figures)}: each in a cited passage"
+                       + (" about what the question names" if res.named_documents else ""))
+        return
+    color = typer.colors.RED if res.gate_action == "flag" else typer.colors.YELLOW
+    for note in res.gate_notes:
+        typer.secho(f"  gate ({res.gate_action}): {note}", fg=color, bold=res.gate_action == "flag")
 
 
 def _echo_support(res) -> None:  # noqa: ANN001 - AgentResult

@@ -6,7 +6,10 @@ fits the token budget. The top result is truncated rather than dropped when it
 alone exceeds the budget; later hits that do not fit are skipped (a smaller one
 after them may still fit). Code is re-fenced so the agent sees a code block.
 Document boundaries can be switched off and their header style changed, so their
-effect on hallucination can be measured. Each header carries the chunk's citation id
+effect on hallucination can be measured. `group_by_document` (issue 40) serves the passages
+of one document together, under a line with the document's human-readable title
+(`=== From the document: Lime Green Account: Wire Transfer Pricing (doc_...) ===`), documents
+in the order of their best passage. Each header carries the chunk's citation id
 (`citation_id`: 5 hex characters of a hash of the chunk id, the same in every search), which
 an agent cites in square brackets, e.g. `[3fa9c]`.
 """
@@ -83,6 +86,23 @@ def _order(hits: Sequence[Hit], priority: str, recency_field: str) -> list[Hit]:
     return by_score
 
 
+def group_title(hit: Hit) -> str:
+    """The line above one document's passages (`context.group_by_document`): its
+    human-readable title and its id."""
+    c = hit.chunk
+    title = str(c.metadata.get("title") or "").strip()
+    return f"=== From the document: {title} ({c.doc_id}) ===" if title else \
+        f"=== From the document: {c.doc_id} ==="
+
+
+def _grouped(hits: list[Hit]) -> list[Hit]:
+    """Hits by document, documents in the order of their best hit, each one's hits in order."""
+    order: dict[str, list[Hit]] = {}
+    for h in hits:
+        order.setdefault(h.chunk.doc_id, []).append(h)
+    return [h for group in order.values() for h in group]
+
+
 def pack_context(hits: Sequence[Hit], config: ContextConfig, count: Callable[[str], int],
                  truncate: Callable[[str, int], str]) -> FormattedContext:
     """Pure packing: `count(text)` gives tokens, `truncate(text, n)` cuts text to n tokens."""
@@ -90,17 +110,24 @@ def pack_context(hits: Sequence[Hit], config: ContextConfig, count: Callable[[st
     included, truncated, dropped = [], [], []
     used = 0
     sep = "\n\n"
-    for hit in _order(hits, config.priority, config.recency_field):
+    ordered = _order(hits, config.priority, config.recency_field)
+    if config.group_by_document:
+        ordered = _grouped(ordered)
+    last_doc: str | None = None
+    for hit in ordered:
         n = len(included) + 1
         body = render_body(hit, config.refence_code)
         head, tail = render_header(hit, n, config.header_style, config.boundaries,
                                    config.attribution)
+        if config.group_by_document and hit.chunk.doc_id != last_doc:
+            head = group_title(hit) + "\n" + head if head else group_title(hit)
         block = "\n".join(p for p in (head, body, tail) if p)
         cost = count(block) + (count(sep) if parts else 0)
         if used + cost <= config.max_tokens:
             parts.append(block)
             included.append(hit.chunk.id)
             used += cost
+            last_doc = hit.chunk.doc_id
             continue
         if not included and config.truncate_top:
             frame = count("\n".join(p for p in (head, tail) if p)) + count(TRUNCATION_MARK) + 2
@@ -111,6 +138,7 @@ def pack_context(hits: Sequence[Hit], config: ContextConfig, count: Callable[[st
                 included.append(hit.chunk.id)
                 truncated.append(hit.chunk.id)
                 used += count(block)
+                last_doc = hit.chunk.doc_id
                 continue
         dropped.append(hit.chunk.id)
     text = sep.join(parts)

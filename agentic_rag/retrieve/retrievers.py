@@ -7,7 +7,10 @@ list *and* every retriever's own candidate list (the confidence gate reads both)
 
 Retrievers: `dense` (the vector store), `bm25` (BM25 over the chunk text, heading path
 prefixed) and `title` (field matching: BM25 over each chunk's title field only — document
-title, heading path, API names; `lexical.field_text`), each with its fusion weight.
+title, heading path, API names; `lexical.field_text`), each with its fusion weight. The
+title retriever scores by BM25 (`fusion.title_score = "bm25"`) or by how much of each name
+field the query covers (`"coverage"`, `store/coverage.py`: "Blue checking account" covers
+the Blue Account's name whole, World Blue's by half).
 
 Small-to-big (`fusion.small_to_big = "section"`): the fused list is served as parents, each
 hit grown with its section's neighbouring chunks up to `fusion.parent_tokens`
@@ -77,7 +80,8 @@ class FusionRetriever:
         """One retriever's candidate list at depth `fusion.candidates`."""
         depth = self.config.candidates
         memo = self.memo
-        key = json.dumps([name, query, where, depth], sort_keys=True)
+        tag = f"title:{self.config.title_score}" if name == "title" else name
+        key = json.dumps([tag, query, where, depth], sort_keys=True)
         if memo is not None and key in memo.lists:
             memo.cost += memo.seconds[key]
             return memo.lists[key]
@@ -92,7 +96,7 @@ class FusionRetriever:
         elif name == "bm25":
             hits = self.index.search_lexical(query, depth, where)
         elif name == "title":
-            hits = self.index.search_fields(query, depth, where)
+            hits = self.index.search_fields(query, depth, where, self.config.title_score)
         else:
             raise ValueError(f"fusion.retrievers: unknown retriever {name!r}")
         if memo is not None:
@@ -109,6 +113,8 @@ class FusionRetriever:
         names = tuple(retrievers or self.config.retrievers)
         hard = where if (where and filter_mode == "hard") else None
         runs = {name: self.run(name, query, hard) for name in names}
+        if self.config.title_score == "coverage" and len(runs) > 1 and not runs.get("title", 1):
+            del runs["title"]  # names nothing here: no part in fusion (store/coverage.py)
         if where and filter_mode == "soft":
             runs["filtered"] = self.run("dense", query, where)
         weights = [self.config.weight(name) for name in runs]

@@ -463,8 +463,24 @@ class AgenticIndex:
         the `title` retriever (`lexical.field_text`)."""
         return self._derived("fields", lambda lex: lex.fields())
 
-    def search_fields(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
+    def search_fields(self, query: str, k: int = 5, where: Where | None = None,
+                      score: str = "bm25") -> list[Hit]:
+        """The `title` retriever: BM25 over the title field (`score="bm25"`), or the share of
+        each name field the query covers (`score="coverage"`, `store/coverage.py`)."""
+        if score == "coverage":
+            from agentic_rag.store.coverage import TitleCoverage
+
+            return self._derived("coverage", TitleCoverage).search(query, k, where)
+        if score != "bm25":
+            raise ValueError(f"fusion.title_score: unknown score {score!r} (bm25, coverage)")
         return self.fields.search(query, k, where)
+
+    def named_documents(self, question: str) -> list[str]:
+        """The documents about the product, plan, function or command `question` names
+        (`coverage.TitleCoverage.named_documents`); empty when it names none."""
+        from agentic_rag.store.coverage import TitleCoverage
+
+        return self._derived("coverage", TitleCoverage).named_documents(question)
 
     def sections(self) -> SectionMap:
         """Every chunk by document and section, in text order (small-to-big's parents)."""

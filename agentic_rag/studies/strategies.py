@@ -43,6 +43,13 @@ STRATEGIES: dict[str, dict[str, Any]] = {
                   "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 0.5}},
     "title 1.0": {"fusion.retrievers": TITLE,
                   "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 1.0}},
+    # issue 40: the title retriever scored by name coverage, not a bag of words
+    "title coverage 0.5": {"fusion.retrievers": TITLE, "fusion.title_score": "coverage",
+                           "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 0.5}},
+    "title coverage 1.0": {"fusion.retrievers": TITLE, "fusion.title_score": "coverage",
+                           "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 1.0}},
+    "title coverage 2.0": {"fusion.retrievers": TITLE, "fusion.title_score": "coverage",
+                           "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 2.0}},
     "chunks 128": {"chunking.max_tokens": 128},  # small chunks served as they are
     "small-to-big 128→256": dict(S2B),
     "small-to-big + title 0.5": {**S2B, "fusion.retrievers": TITLE,
@@ -52,7 +59,13 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "dense": {"fusion.retrievers": ["dense"], "gate.mode": "static"},
     "bm25": {"fusion.retrievers": ["bm25"], "gate.mode": "static"},
     "title alone": {"fusion.retrievers": ["title"], "gate.mode": "static"},
+    "title coverage alone": {"fusion.retrievers": ["title"], "fusion.title_score": "coverage",
+                             "gate.mode": "static"},
 }
+# issue 40's sweep: the coverage-scored title retriever beside today's and the components
+COVERAGE_NAMES = ("default", "title 0.5", "title coverage 0.5", "title coverage 1.0",
+                  "title coverage 2.0",
+                  "dense", "bm25", "title alone", "title coverage alone")
 COMPONENTS = ("dense", "bm25", "title alone")
 
 # LLM strategies (expansion.py, rerank.py): rerank depth 10 = the sweep's k, equal budget

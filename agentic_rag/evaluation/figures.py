@@ -1,0 +1,88 @@
+"""The figure-and-product check (issue 40): no LLM, a verdict on every figure of an answer.
+
+An answer's figures are its numbers, canonicalised as `support.numbers` does ("$10.00" = "$10"
+= "10", "1,000" = "1000"): amounts, rates, limits, counts, dates. A figure is *supported* when
+a passage the answer cites states it, and — when the question names a product, plan,
+function or command — that passage comes from a document about that thing (`named`: the
+documents whose name the question covers best, `store/coverage.py`), not from a neighbour's.
+
+- `unsupported`: stated by no passage of the pool (the cited passages, or every served one
+  when the answer cites none);
+- `wrong_product`: stated only by passages of other documents than the named ones (the Blue
+  Account question answered with World Blue's $50.00).
+
+A figure the question itself contains ("my 2 cards", "24 months") is no claim of the answer
+and is not checked, nor is a passage number ("According to Document 4 [382c9]"). `check_figures` is pure: the passages come in as `Passage`s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from agentic_rag.evaluation.support import numbers
+
+
+@dataclass(frozen=True)
+class Passage:
+    cid: str  # citation id
+    doc_id: str
+    text: str  # the passage's body (its header's doc id carries digits: leave it out)
+
+
+@dataclass(frozen=True)
+class FigureCheck:
+    figures: tuple[str, ...]  # canonical numbers of the answer not in the question
+    unsupported: tuple[str, ...] = ()  # in no passage of the pool
+    wrong_product: tuple[str, ...] = ()  # only in passages of documents the question does not name
+    against: str = "cited"  # cited | served: the pool the figures were looked for in
+    named: tuple[str, ...] = ()  # documents about what the question names (empty: no check)
+    sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # figure → citation ids
+
+    @property
+    def ok(self) -> bool:
+        return not self.unsupported and not self.wrong_product
+
+    @property
+    def failing(self) -> tuple[str, ...]:
+        return self.unsupported + self.wrong_product
+
+
+def passage_body(text: str) -> str:
+    """A served passage without its header lines (`--- Document N [id] ---`, `Source: ...`,
+    `<document ...>`, `### [N] ...`, `_id: [...]`): only what the documents say."""
+    keep = [ln for ln in text.splitlines()
+            if not ln.startswith(("--- Document", "Source:", "<document", "</document",
+                                  "### [", "_id: [", "=== From the document"))]
+    return "\n".join(keep)
+
+
+# "Document 4 [382c9]", "passage 2": the answer pointing at a passage header, not a figure
+_PASSAGE_REF = re.compile(r"\b(?:document|passage)\s+\d+\b", re.I)
+
+
+def check_figures(question: str, answer: str, passages: Sequence[Passage],
+                  cited: Iterable[str], named: Iterable[str] = ()) -> FigureCheck:
+    """Every figure of `answer` (citations stripped) against the passages it `cited` (all of
+    `passages` when it cites none of them), and against the `named` documents (module doc)."""
+    asked = set(numbers(question))
+    answer = _PASSAGE_REF.sub(" ", answer)
+    figures = tuple(dict.fromkeys(n for n in numbers(answer) if n not in asked))
+    cited = set(cited)
+    pool = [p for p in passages if p.cid in cited]
+    against = "cited" if pool else "served"
+    pool = pool or list(passages)
+    named = tuple(sorted(set(named)))
+    stated = {p.cid: set(numbers(passage_body(p.text))) for p in pool}
+    unsupported, wrong, sources = [], [], {}
+    for f in figures:
+        where = [p for p in pool if f in stated[p.cid]]
+        sources[f] = tuple(p.cid for p in where)
+        if not where:
+            unsupported.append(f)
+        elif named and not any(p.doc_id in named for p in where):
+            wrong.append(f)
+    return FigureCheck(figures=figures, unsupported=tuple(unsupported),
+                       wrong_product=tuple(wrong), against=against, named=named,
+                       sources=sources)

@@ -1,0 +1,148 @@
+"""The agent on the banking-products questions (issue 40): correct / wrong / abstained / wrong
+figure per setting, paired bootstrap CIs vs today's default. LLM: the local model through
+`serve_local` (reused when one answers on the port); replies cached under the index home, so
+the `abstain` and `retry` settings reuse the first answers of the `flag` run on the same
+retrieval.
+
+Scoring (no LLM): `correct` — the gold figure (canonical, `support.numbers`) is among the
+answer's figures and the answer does not abstain; `abstained` — `is_abstention`; `wrong` —
+neither; `wrong_figure` — the answer states a figure (not in the question) that no gold
+document states.
+
+    PYTHONPATH=. python experiments/agent-support/agent_eval.py dev <index home> [n] [settings]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from agentic_rag.agent.loop import run_agent
+from agentic_rag.agent.result import strip_citations
+from agentic_rag.agent.tool import AgenticRAGTool
+from agentic_rag.config import RAGConfig
+from agentic_rag.datasets.corpora import banking_documents
+from agentic_rag.evaluation.support import numbers
+from agentic_rag.experiments.stats import paired_bootstrap
+from agentic_rag.llm.server import serve_local
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.store.index import AgenticIndex
+from agentic_rag.studies.strategies import STRATEGIES
+
+HERE = Path(__file__).parent
+COVER = STRATEGIES["title coverage 1.0"]
+SETTINGS = {
+    "today": {},
+    "coverage+flag": {**COVER},
+    "coverage+abstain": {**COVER, "agent.support.on_unsupported": "abstain"},
+    "coverage+retry": {**COVER, "agent.support.on_unsupported": "retry"},
+    "coverage+grouped+retry": {**COVER, "agent.support.on_unsupported": "retry",
+                               "context.group_by_document": True},
+}
+AGENT = {"agent.max_steps": 1}  # retrieve_first, then the answer: one LLM call per question
+
+
+def score(r: dict, answer: str, abstained: bool, gold_numbers: set[str]) -> dict:
+    figs = [n for n in numbers(strip_citations(answer))
+            if n not in set(numbers(r["question"]))]
+    gold = numbers(r["answer"])
+    correct = (not abstained) and bool(gold) and gold[0] in figs
+    return {"correct": float(correct), "abstained": float(abstained),
+            "wrong": float(not correct and not abstained),
+            "wrong_figure": float(not abstained and any(f not in gold_numbers for f in figs))}
+
+
+def run(split: str, home: str, n: int | None = None, names: list[str] | None = None) -> dict:
+    rows = [json.loads(x) for x in Path(f"datasets/banking-products/{split}.jsonl").open()][:n]
+    docs = {d.id: d for d in banking_documents()}
+    base = RAGConfig().with_overrides({"home": home, **AGENT})
+    url = os.environ.get("LLM_BASE_URL")  # a llama.cpp server already answering elsewhere
+    if url:
+        base = base.with_overrides({"llm.base_url": url})
+    index = AgenticIndex(base)
+    names = names or list(SETTINGS)
+    out_rows, per = [], {}
+    with serve_local(base.llm, base.home, log=print):
+        pipes = {}
+        for name in names:
+            cfg = base.with_overrides(SETTINGS[name])
+            pipe = Pipeline(cfg, index=index)
+            pipes[name] = (cfg, pipe, AgenticRAGTool(pipe))
+            per[name] = {}
+        # question by question, every setting in turn: a run cut short stays paired
+        for r in rows:
+            gold_numbers = {x for d in r["doc_ids"] for x in numbers(docs[d].text)}
+            for name in names:
+                cfg, pipe, tool = pipes[name]
+                vals = per[name]
+                t0 = time.perf_counter()
+                res = run_agent(r["question"], pipe.chat_model, tool, cfg.agent)
+                if res.stop_reason == "llm_error":  # recorded as a failure, never a score
+                    out_rows.append({"setting": name, "id": r["id"], "error": res.error})
+                    for k in ("correct", "abstained", "wrong", "wrong_figure"):
+                        vals.setdefault(k, []).append(float("nan"))
+                    continue
+                s = score(r, res.answer, res.abstained, gold_numbers)
+                for k, v in s.items():
+                    vals.setdefault(k, []).append(v)
+                row = {"setting": name, "id": r["id"], "answer": res.answer, **s,
+                       "gate_action": res.gate_action, "gate_notes": res.gate_notes,
+                       "cited_docs": [c.split("#")[0] for c in res.cited_chunks],
+                       "s": round(time.perf_counter() - t0, 2)}
+                out_rows.append(row)
+                print(json.dumps(row), flush=True)
+    summary = {"split": split, "n": len(rows), "agent": AGENT, "settings": {}}
+    import math
+    for name in names:
+        v = per[name]
+        s = {k: sum(x for x in xs if not math.isnan(x)) / max(1, sum(1 for x in xs if not math.isnan(x)))
+             for k, xs in v.items()}
+        s["failed"] = sum(1 for x in v["correct"] if math.isnan(x))
+        if name != names[0]:
+            for k in ("correct", "wrong", "abstained", "wrong_figure"):
+                s[f"{k} diff vs {names[0]}"] = paired_bootstrap(v[k], per[names[0]][k])
+        summary["settings"][name] = s
+    tag = f"{split}" + (f"-n{n}" if n else "")
+    (HERE / f"agent-{tag}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    with (HERE / f"agent-{tag}-answers.jsonl").open("w") as f:
+        for x in out_rows:
+            f.write(json.dumps(x) + "\n")
+    return summary
+
+
+if __name__ == "__main__":
+    n = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "all" else None
+    names = sys.argv[4].split(",") if len(sys.argv) > 4 else None
+    print(json.dumps(run(sys.argv[1], sys.argv[2], n, names), indent=1))
+
+
+def summarize_log(path: str, out: str) -> dict:
+    """The summary of a run cut short, from its printed rows (one JSON row per line): only the
+    questions every setting answered, so the comparison stays paired."""
+    import math
+    from collections import defaultdict
+
+    rows = [json.loads(x) for x in Path(path).open() if x.startswith("{")]
+    by_q: dict[str, dict[str, dict]] = defaultdict(dict)
+    for r in rows:
+        by_q[r["id"]][r["setting"]] = r
+    names = list(dict.fromkeys(r["setting"] for r in rows))
+    done = [q for q, s in by_q.items() if set(s) == set(names)
+            and not any("error" in x for x in s.values())]
+    summary = {"questions": done, "n": len(done), "settings": {}}
+    for name in names:
+        s = {k: sum(by_q[q][name][k] for q in done) / max(1, len(done))
+             for k in ("correct", "wrong", "abstained", "wrong_figure")}
+        if name != names[0] and len(done) > 1:
+            for k in ("correct", "wrong", "abstained", "wrong_figure"):
+                d = paired_bootstrap([by_q[q][name][k] for q in done],
+                                     [by_q[q][names[0]][k] for q in done])
+                s[f"{k} diff vs {names[0]}"] = {x: (round(v, 3) if isinstance(v, float)
+                                                    and not math.isnan(v) else v)
+                                                for x, v in d.items()}
+        summary["settings"][name] = s
+    Path(out).write_text(json.dumps(summary, indent=1) + "\n")
+    return summary

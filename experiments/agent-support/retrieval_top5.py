@@ -1,0 +1,62 @@
+"""Right document in the top 5 (issue 40), no LLM: the banking-products questions
+(datasets/banking-products/<split>.jsonl) searched through the agent's tool path
+(`Pipeline.retrieve`, k 5, the gate included) under each retrieval setting; a question
+scores 1 when a gold document (one stating the answer) is among the 5 served passages'
+documents, and `answer@5` when the answer's figure is verbatim in one of them. Paired
+bootstrap CIs vs the default (experiments/stats.py).
+
+    PYTHONPATH=. python experiments/agent-support/retrieval_top5.py dev <index home>
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from agentic_rag.config import RAGConfig
+from agentic_rag.experiments.stats import paired_bootstrap
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.store.index import AgenticIndex
+from agentic_rag.studies.strategies import STRATEGIES
+
+SETTINGS = ("default", "title 0.5", "title coverage 0.5", "title coverage 1.0",
+            "title coverage 2.0")
+HERE = Path(__file__).parent
+
+
+def run(split: str, home: str, settings=SETTINGS) -> dict:
+    rows = [json.loads(x) for x in Path(f"datasets/banking-products/{split}.jsonl").open()]
+    base = RAGConfig().with_overrides({"home": home})
+    index = AgenticIndex(base)
+    per: dict[str, dict[str, list[float]]] = {}
+    detail = []
+    for name in settings:
+        cfg = base.with_overrides(STRATEGIES[name])
+        pipe = Pipeline(cfg, index=index)
+        doc5, ans5 = [], []
+        for r in rows:
+            _, res = pipe.retrieve(r["question"], k=5)
+            hits = res.hits[:5]
+            docs = [h.chunk.doc_id for h in hits]
+            doc5.append(float(any(d in r["doc_ids"] for d in docs)))
+            ans5.append(float(any(r["answer"] in h.chunk.text for h in hits)))
+            detail.append({"setting": name, "id": r["id"], "doc@5": doc5[-1], "answer@5": ans5[-1],
+                           "top5_docs": docs})
+        per[name] = {"doc@5": doc5, "answer@5": ans5}
+    out = {"split": split, "n": len(rows), "settings": {}}
+    for name in settings:
+        s = {m: sum(v) / len(v) for m, v in per[name].items()}
+        if name != "default":
+            for m in ("doc@5", "answer@5"):
+                s[f"{m} diff vs default"] = paired_bootstrap(per[name][m], per["default"][m])
+        out["settings"][name] = s
+    (HERE / f"retrieval-top5-{split}.json").write_text(json.dumps(out, indent=1) + "\n")
+    with (HERE / f"retrieval-top5-{split}-per-question.jsonl").open("w") as f:
+        for d in detail:
+            f.write(json.dumps(d) + "\n")
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(sys.argv[1], sys.argv[2]), indent=1))

@@ -1,0 +1,189 @@
+"""The support gate (issue 40): every figure of the answer in a cited passage from a document about
+the product the question names; flag, retry (search within the named documents, answer again)
+or abstain. The passages are the real ones of issue 20's Lime Green wire-fee case, rendered by
+the real chunker and formatter (`test_support_flag.py`); which documents the question names
+comes from the real name coverage over the whole τ²-banking corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_rag.agent.loop import run_agent
+from agentic_rag.agent.tool import AgenticRAGTool, ToolOutput
+from agentic_rag.config import AgentConfig, RAGConfig, SupportConfig
+from agentic_rag.evaluation.figures import Passage, check_figures
+from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.llm.types import ChatReply
+from agentic_rag.retrieve.context import citation_id
+from agentic_rag.store.coverage import TitleCoverage
+from agentic_rag.store.lexical import LexicalIndex
+from tests.test_support_flag import NAVY_15, NO_AMOUNT, QUESTION, RIGHT, STATES_10, WRONG, chunks, served_output
+
+__all__ = ["chunks"]  # the fixture, imported
+
+
+@pytest.fixture(scope="module")
+def coverage(banking):
+    cfg = RAGConfig()
+    cs = AgenticChunker(cfg.chunking).chunk_many(banking)
+    return TitleCoverage(LexicalIndex(cfg.lexical).build(cs, [c.index_text() for c in cs]))
+
+
+class _Index:
+    def __init__(self, coverage):  # noqa: ANN001
+        self.named_documents = coverage.named_documents
+
+
+class _Pipeline:
+    def __init__(self, coverage):  # noqa: ANN001
+        self.index = _Index(coverage)
+
+
+class GateTool:
+    """The served search (issue 20's passages), a real name-coverage index behind
+    `named_documents`, and `search_within` serving the Lime Green "$10.00" passage."""
+
+    openai_schema = staticmethod(AgenticRAGTool.openai_schema)
+
+    def __init__(self, chunks, coverage, within=(STATES_10,)) -> None:  # noqa: ANN001
+        self.first = served_output(chunks)
+        self.within_out = served_output(chunks, [(c, 0.9) for c in within])
+        self.pipeline = _Pipeline(coverage)
+        self.within: list[tuple[str, list[str]]] = []
+
+    def reset(self) -> None:
+        pass
+
+    def search(self, query, max_results=5, focus_area="any") -> ToolOutput:  # noqa: ANN001
+        return self.first
+
+    def search_within(self, query, doc_ids, max_results=5) -> ToolOutput:  # noqa: ANN001
+        self.within.append((query, doc_ids))
+        return self.within_out
+
+
+class Replies:
+    """The agent's answer turns, in order (the last one repeats)."""
+
+    model_id = "scripted@test"
+
+    def __init__(self, *answers: str) -> None:
+        self.answers, self.prompts = list(answers), []
+
+    def chat(self, messages, **kw):  # noqa: ANN001, ANN201
+        self.prompts.append(messages[-1]["content"])
+        return ChatReply(content=self.answers.pop(0) if len(self.answers) > 1 else self.answers[0])
+
+
+def cfg(action: str) -> AgentConfig:
+    return AgentConfig(max_steps=1, support=SupportConfig(on_unsupported=action))
+
+
+def cite(answer: str, chunk: str) -> str:
+    return f"{answer} [{citation_id(chunk)}]"
+
+
+def test_check_figures_pure():
+    ps = [Passage("aaaaa", "doc_navy_003", "--- Document 1 [aaaaa] ---\nSource: doc_navy_003\n"
+                  "Domestic outgoing wire: $15.00"),
+          Passage("bbbbb", "doc_lime_004", "Domestic outgoing wire: $10.00 per transfer.")]
+    assert check_figures("q?", "It is $15.", ps, ["aaaaa"], ["doc_lime_004"]).wrong_product == ("15",)
+    assert check_figures("q?", "It is $10.00.", ps, ["bbbbb"], ["doc_lime_004"]).ok
+    c = check_figures("q?", "It is $12.", ps, ["bbbbb"], [])
+    assert c.unsupported == ("12",) and c.against == "cited"
+    assert check_figures("q?", "It is $15.", ps, [], []).against == "served"  # no citation
+    # the header's document number is no figure; a number of the question is no claim
+    assert check_figures("q?", "It is 3.", ps, ["aaaaa"], []).unsupported == ("3",)
+    assert check_figures("my 2 cards?", "2 cards cost $10", ps, ["bbbbb"], []).figures == ("10",)
+    assert check_figures("q?", "Per Document 3, $10.", ps, ["bbbbb"], []).figures == ("10",)
+
+
+def test_the_question_names_the_lime_green_documents(coverage):
+    named = coverage.named_documents(QUESTION)
+    assert named and all("_lime_green_" in d for d in named)
+    assert STATES_10.split("#")[0] in named and NAVY_15.split("#")[0] not in named
+
+
+def test_flag_keeps_the_answer_and_records_the_verdict(chunks, coverage):
+    res = run_agent(QUESTION, Replies(cite(WRONG, NO_AMOUNT)), GateTool(chunks, coverage),
+                    cfg("flag"))
+    assert res.answer == cite(WRONG, NO_AMOUNT) and res.gate_action == "flag"
+    assert res.figures == ["15"] and res.figures_unsupported == ["15"]
+    assert "15 in no cited passage" in res.gate_notes[0]
+
+
+def test_a_neighbours_figure_is_the_wrong_product(chunks, coverage):
+    """$15 is stated by the passage it cites — Navy Blue's, not Lime Green's."""
+    res = run_agent(QUESTION, Replies(cite(WRONG, NAVY_15)), GateTool(chunks, coverage),
+                    cfg("flag"))
+    assert res.figures_unsupported == [] and res.figures_wrong_product == ["15"]
+    assert res.gate_action == "flag"
+
+
+def test_retry_searches_the_named_documents_and_answers_again(chunks, coverage):
+    chat = Replies(cite(WRONG, NAVY_15), cite(RIGHT, STATES_10))
+    tool = GateTool(chunks, coverage)
+    res = run_agent(QUESTION, chat, tool, cfg("retry"))
+    assert res.answer == cite(RIGHT, STATES_10) and res.gate_action == "retry"
+    (query, docs), = tool.within
+    assert "Lime Green" in query and all("_lime_green_" in d for d in docs)
+    assert res.gate_notes[1] == f"searched again for {query!r}"
+    assert "every figure now in a cited passage" in res.gate_notes[-1]
+    assert "Your previous answer gave 15" in chat.prompts[-1]
+    assert [s.via for s in res.steps][-2:] == ["gate", "gate"]
+    assert not res.abstained and res.cited_chunks == [STATES_10]
+
+
+def test_retry_that_still_fails_answers_i_dont_know_naming_what_it_looked_for(chunks, coverage):
+    tool = GateTool(chunks, coverage, within=(NO_AMOUNT,))  # the retry finds no amount either
+    res = run_agent(QUESTION, Replies(cite(WRONG, NAVY_15)), tool, cfg("retry"))
+    assert res.abstained and res.gate_action == "retry"
+    query = tool.within[0][0]
+    assert f"'{query}'" in res.answer and "lime green" in res.answer
+    assert res.gate_notes[-1] == "not found: answered I don't know"
+
+
+def test_abstain_at_once(chunks, coverage):
+    tool = GateTool(chunks, coverage)
+    res = run_agent(QUESTION, Replies(cite(WRONG, NAVY_15)), tool, cfg("abstain"))
+    assert res.abstained and res.gate_action == "abstain" and tool.within == []
+
+
+@pytest.mark.parametrize("action", ["flag", "retry", "abstain"])
+def test_a_supported_answer_passes_untouched(chunks, coverage, action):
+    tool = GateTool(chunks, coverage, within=(STATES_10,))
+    tool.first = served_output(chunks, [(STATES_10, 0.9), (NAVY_15, 0.8)])
+    res = run_agent(QUESTION, Replies(cite(RIGHT, STATES_10)), tool, cfg(action))
+    assert res.answer == cite(RIGHT, STATES_10) and res.gate_action == "none"
+    assert res.figures == ["10"] and tool.within == []
+
+
+def test_config_rejects_an_unknown_action():
+    with pytest.raises(ValueError):
+        SupportConfig(on_unsupported="ignore")
+
+
+def test_ask_shows_what_the_gate_did(chunks, coverage, capsys):
+    from agentic_rag.cli.core import _echo_gate
+
+    tool = GateTool(chunks, coverage, within=(NO_AMOUNT,))
+    res = run_agent(QUESTION, Replies(cite(WRONG, NAVY_15)), tool, cfg("retry"))
+    _echo_gate(res)
+    out = capsys.readouterr().out
+    assert f"gate (retry): searched again for '{tool.within[0][0]}'" in out
+    assert "gate (retry): not found: answered I don't know" in out
+
+
+def test_an_answer_without_figures_is_not_looked_up(chunks, coverage):
+    class NoLookup(GateTool):
+        @property
+        def pipeline(self):  # noqa: ANN202
+            raise AssertionError("named_documents looked up for an answer without figures")
+
+        @pipeline.setter
+        def pipeline(self, value):  # noqa: ANN001, ANN202
+            pass
+
+    res = run_agent(QUESTION, Replies(cite("Wires are priced per transfer.", STATES_10)),
+                    NoLookup(chunks, coverage), cfg("retry"))
+    assert res.gate_action == "none" and res.figures == [] and not res.abstained
