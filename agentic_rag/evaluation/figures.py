@@ -12,7 +12,8 @@ documents whose name the question covers best, `store/coverage.py`), not from a 
   Account question answered with World Blue's $50.00).
 
 A figure the question itself contains ("my 2 cards", "24 months") is no claim of the answer
-and is not checked, nor is a passage number ("According to Document 4 [382c9]"). `check_figures` is pure: the passages come in as `Passage`s.
+and is not checked, nor is a passage number ("According to Document 4 [382c9]").
+`check_figures` is pure: the passages come in as `Passage`s.
 """
 
 from __future__ import annotations
