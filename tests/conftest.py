@@ -97,8 +97,11 @@ def smol_server(tmp_path_factory):
         # 0.3.36 build here segfaults on batched prompt decoding (n_ubatch > 1, any model);
         # SmolLM2 is fast enough either way, and the server is still the real one.
         mp.setenv("N_UBATCH", "1")
-        srv = LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048),
-                          home=home).start()
+        # binary=None: llama-cpp-python's server, whose wiring, JSON and fault behaviour the
+        # tests on this fixture pin; the default C++ llama-server has its own tests
+        # (test_llama_server_default.py, test_llama_server_binary.py)
+        srv = LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048,
+                                       binary=None), home=home).start()
     try:
         yield srv
     finally:

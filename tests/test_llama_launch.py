@@ -56,7 +56,7 @@ def test_the_server_runs_through_the_launcher_and_decodes_a_batched_prompt(tmp_p
     fixture decodes one token at a time): a prompt of ~150 tokens is decoded in one batch by
     the CPU backend the launcher loaded (batched decoding is where a -march=native build
     crashed on our Xeons)."""
-    srv = LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048),
+    srv = LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048, binary=None),
                       home=tmp_path)
     monkeypatch.delenv("N_UBATCH", raising=False)
     monkeypatch.delenv("N_BATCH", raising=False)

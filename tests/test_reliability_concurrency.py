@@ -275,7 +275,9 @@ def test_a_busy_server_on_the_port_is_reused_not_relaunched(tmp_path, monkeypatc
         log = tmp_path / "logs" / f"llama-server-{busy.port}.log"
         log.parent.mkdir(parents=True)
         log.write_text("the running server's log\n")
-        srv = LlamaServer(ServerConfig(port=busy.port, startup_timeout_s=20), home=tmp_path)
+        # the stand-in answers as llama-cpp-python's server: a config that runs that one
+        srv = LlamaServer(ServerConfig(port=busy.port, startup_timeout_s=20, binary=None),
+                          home=tmp_path)
         assert srv.start(warm_up=False) is srv and srv.proc is None  # reused, not owned
         srv.stop()  # not ours: nothing to stop
         assert log.read_text() == "the running server's log\n"
