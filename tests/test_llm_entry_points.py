@@ -88,15 +88,16 @@ def test_validate_judge(endpoints, tmp_path):
 
 
 def test_validate_detectors(endpoints, tmp_path, monkeypatch):
-    from agentic_rag.studies.detectors import run as detectors
     from agentic_rag.studies.detectors import stats as detectors_stats
 
     urls, live = endpoints
     cheap = detectors_stats.auroc_ci  # the table's CI: 20 draws, not 2,000 (its cost, not the LLM's)
     monkeypatch.setattr(detectors_stats, "auroc_ci",
                         lambda *a, **k: cheap(*a, **{**k, "n_boot": 20}))
-    detectors.main(["--n", "2", "--out", str(tmp_path / "out"), "--home", str(tmp_path),
-                    "--config", str(config_file(tmp_path, urls))])
+    res = CliRunner().invoke(app, ["validate-detectors", "--n", "2", "--out", str(tmp_path / "out"),
+                                   "--home", str(tmp_path), "--config",
+                                   str(config_file(tmp_path, urls))])
+    assert res.exit_code == 0, res.output
     rows = [json.loads(x) for x in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and not any(r.get("error") for r in rows)
     check_spread(urls, live, 4)

@@ -237,14 +237,49 @@ def agent_eval_cmd(
         _fail(str(exc))
 
 
-@app.command("validate-detectors", add_help_option=False,
-             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def validate_detectors_cmd(ctx: typer.Context) -> None:
+@app.command("validate-detectors")
+def validate_detectors_cmd(
+    n: Annotated[int, typer.Option(help="HaluEval questions (2 answers each)")] = 200,
+    seed: Annotated[int, typer.Option()] = 0,
+    split: Annotated[str, typer.Option()] = "dev",
+    out: Annotated[str, typer.Option()] = "experiments/detectors/halueval-dev",
+    home: Annotated[str, typer.Option(help="reply cache and server logs")] = "experiments/cache",
+    config: Annotated[str | None, typer.Option(
+        metavar="YAML", help="a config file whose llm section is used (llm.base_url / "
+        "llm.endpoints: the calls go there and no local server is started)")] = None,
+    no_llm: Annotated[bool, typer.Option("--no-llm", help="lexical baseline only")] = False,
+    max_llm_calls: MaxLLMCallsOpt = None,
+    max_concurrency: Annotated[int | None, typer.Option(
+        min=1, help="judge calls in flight (default: llm.max_concurrency per endpoint)")] = None,
+    own_answers: Annotated[int, typer.Option(
+        metavar="N", help="set (ii) instead: the local model's own answers to the first N "
+        "HaluEval test questions of the (b)/(c) protocols' hybrid arm, then every detector on "
+        "them, then the table against the labels (labels-pass1.jsonl, labels-pass2.jsonl in "
+        "--out) when present")] = 0,
+    ragas: Annotated[int, typer.Option(
+        metavar="N", help="with --own-answers: also ragas Faithfulness on a balanced, seeded "
+        "subsample of N labelled answers (slow: minutes per answer) → ragas.json")] = 0,
+    decisions: Annotated[bool, typer.Option(
+        "--decisions", help="no LLM: the detectors' decisions on the labelled answers in --out "
+        "(thresholds chosen by 5-fold cross-validation, scored held-out, with CIs and cost per "
+        "answer) → decisions.csv")] = False,
+    answers_only: Annotated[bool, typer.Option(
+        "--answers-only", help="with --own-answers: only generate the answers (for labelling)")
+    ] = False,
+) -> None:
     """Hallucination detectors (graded LLM judge, lexical baseline) on HaluEval right vs
-    hallucinated answers: AUROC with CIs (options: agentic-rag validate-detectors --help)."""
-    from agentic_rag.studies.detectors.run import main as detectors
+    hallucinated answers, or on the model's own LLM-labelled answers: AUROC with CIs."""
+    from agentic_rag.config_base import ConfigError
+    from agentic_rag.studies.detectors.run import DetectorOptions, validate_detectors
 
-    detectors(ctx.args, prog="agentic-rag validate-detectors")
+    opts = DetectorOptions(n=n, seed=seed, split=split, out=out, home=home, config=config,
+                           no_llm=no_llm, max_llm_calls=max_llm_calls,
+                           max_concurrency=max_concurrency, own_answers=own_answers, ragas=ragas,
+                           decisions=decisions, answers_only=answers_only)
+    try:
+        validate_detectors(opts)
+    except ConfigError as exc:
+        _fail(str(exc))
 
 
 @app.command("containment-agreement", cls=ManyValues)

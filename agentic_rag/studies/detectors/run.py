@@ -21,7 +21,7 @@ both share this module's scoring (`score_answer`) and its resumable JSONL rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,49 +66,36 @@ def validate_on_pairs(llm: LLMConfig, home: str | Path, n: int, seed: int = 0,
             "identity": chat.model_id, "seconds": round(time.perf_counter() - t0, 1)}
 
 
-def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
-    """`agentic-rag validate-detectors --n 200 --out DIR [--no-llm]`: HaluEval pairs."""
-    import argparse
+@dataclass(frozen=True)
+class DetectorOptions:
+    """The options of `agentic-rag validate-detectors` (declared once, as typer options, in
+    `cli/evaluate.py`; their help is there)."""
+    n: int = 200
+    seed: int = 0
+    split: str = "dev"
+    out: str = "experiments/detectors/halueval-dev"
+    home: str = "experiments/cache"
+    config: str | None = None
+    no_llm: bool = False
+    max_llm_calls: int | None = None
+    max_concurrency: int | None = None
+    own_answers: int = 0
+    ragas: int = 0
+    decisions: bool = False
+    answers_only: bool = False
 
+
+def validate_detectors(args: DetectorOptions) -> None:
+    """Set (i), HaluEval pairs (`--n`), or set (ii) (`--own-answers N`), or the held-out
+    decisions on labelled answers (`--decisions`, no LLM). A bad `--config` is a ConfigError
+    naming the file and field."""
     from agentic_rag.config import RAGConfig
     from agentic_rag.llm.chat import make_chat_model
     from agentic_rag.llm.server import serve_local
 
-    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=200, help="HaluEval questions (2 answers each)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--split", default="dev")
-    ap.add_argument("--out", default="experiments/detectors/halueval-dev")
-    ap.add_argument("--home", default="experiments/cache", help="reply cache and server logs")
-    ap.add_argument("--config", default=None, metavar="YAML",
-                    help="a config file whose llm section is used (llm.base_url / llm.endpoints: "
-                         "the calls go there and no local server is started)")
-    ap.add_argument("--no-llm", action="store_true", help="lexical baseline only")
-    ap.add_argument("--max-llm-calls", type=int, default=None)
-    ap.add_argument("--max-concurrency", type=int, default=None,
-                    help="judge calls in flight (default: llm.max_concurrency per endpoint)")
-    ap.add_argument("--own-answers", type=int, default=0, metavar="N",
-                    help="set (ii) instead: the local model's own answers to the first N "
-                         "HaluEval test questions of the (b)/(c) protocols' hybrid arm, then "
-                         "every detector on them, then the table against the labels "
-                         "(labels-pass1.jsonl, labels-pass2.jsonl in --out) when present")
-    ap.add_argument("--ragas", type=int, default=0, metavar="N",
-                    help="with --own-answers: also ragas Faithfulness on a balanced, seeded "
-                         "subsample of N labelled answers (slow: minutes per answer), its AUROC "
-                         "and cost beside the other detectors' on the same answers → ragas.json")
-    ap.add_argument("--decisions", action="store_true",
-                    help="no LLM: the detectors' decisions on the labelled answers in --out "
-                         "(thresholds chosen by 5-fold cross-validation, scored held-out, "
-                         "with CIs and cost per answer) → decisions.csv")
-    ap.add_argument("--answers-only", action="store_true",
-                    help="with --own-answers: only generate the answers (for labelling)")
-    args = ap.parse_args(argv)
     cfg = RAGConfig()
     if args.config:
-        try:
-            cfg = cfg.model_copy(update={"llm": RAGConfig.load(args.config).llm})
-        except ValueError as exc:  # a ConfigError, naming the file and field
-            ap.exit(2, f"{exc}\n")
+        cfg = cfg.model_copy(update={"llm": RAGConfig.load(args.config).llm})
     conc = args.max_concurrency or cfg.llm.slots
     if args.decisions:
         _decisions_main(Path(args.out), args.seed)
@@ -155,7 +142,7 @@ def _decisions_main(out: Path, seed: int) -> None:
           f"deployable detectors: {winner(table)}")
 
 
-def _own_main(args: Any, cfg: Any, conc: int) -> None:
+def _own_main(args: DetectorOptions, cfg: Any, conc: int) -> None:
     from agentic_rag.llm.chat import make_chat_model
     from agentic_rag.llm.server import serve_local
     from agentic_rag.studies.detectors.own import own_answers, own_rows, own_table, score_own
@@ -183,7 +170,3 @@ def _own_main(args: Any, cfg: Any, conc: int) -> None:
         summary = ragas_summary(args.out)
         (Path(args.out) / "ragas.json").write_text(json.dumps(summary, indent=2))
         print(json.dumps(summary, indent=2))
-
-
-if __name__ == "__main__":
-    main()
