@@ -212,7 +212,8 @@ def test_sweep_with_llm_metric_groups(qwen, tmp_path):
 
     spec = SweepSpec.model_validate({
         "name": "llm", "dataset": {"name": "halueval-qa", "n": 3, "seed": 1, "corpus_size": 60},
-        "base": {"llm": {"server": {"port": qwen.config.port}}, "context": {"max_tokens": 400}},
+        "base": {"llm": {"server": {"port": qwen.config.port, "binary": None}},  # as the fixture
+                 "context": {"max_tokens": 400}},
         "metrics": ["retrieval", "answers", "hallucination", "ragas", "ragas_nonllm", "agent"],
         "ragas_metrics": ["faithfulness"], "llm_sample": 1})
     res = run_sweep(spec, tmp_path / "runs", tmp_path / "cache", progress=False,
