@@ -431,8 +431,15 @@ def smol_one_thread(tmp_path_factory):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("N_UBATCH", "1")  # as conftest.smol_server: this build's batched decoding
+        # binary=None: llama-cpp-python's server with one-token micro-batches, whose replies do
+        # not depend on which prompt came before. The default C++ llama-server reuses the
+        # previous prompt's cached prefix and evaluates only the rest in one batch, so a
+        # logprob-derived score depends on request order (llama.cpp documents this for
+        # `cache_prompt`); seen in CI as support 0.5675 vs 0.5739 for one answer at 1 vs 4
+        # calls in flight. docs/experiments.md ("Same rows at any concurrency") says so.
         srv = LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=2048,
-                                       n_threads=1), home=tmp_path_factory.mktemp("smol1"))
+                                       n_threads=1, binary=None),
+                          home=tmp_path_factory.mktemp("smol1"))
         srv.start()
     try:
         yield srv
