@@ -73,18 +73,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from agentic_rag.config import RAGConfig
-from agentic_rag.config_llm import LLMConfig, ServerConfig  # noqa: E402
+from agentic_rag.config_llm import LLAMA_SERVER_BUILD, LLMConfig, ServerConfig  # noqa: E402
 from agentic_rag.evaluation.llm_judge import ANSWER_LAYOUTS  # noqa: E402
 from agentic_rag.experiments.runfolder import git_commit, git_dirty  # noqa: E402
 from agentic_rag.llm.launch import VARIANT_ENV  # noqa: E402
-from agentic_rag.llm.server import (
-    LAUNCHER,
-    LLAMA_SERVER_BUILD,
-    LlamaServer,
-    build_info,
-    llama_build_info,
-    server_settings,
-)
+from agentic_rag.llm.server import LAUNCHER, LlamaServer, build_info, llama_build_info, server_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sections import write_section  # noqa: E402

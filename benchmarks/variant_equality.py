@@ -32,7 +32,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from agentic_rag.config_llm import ServerConfig  # noqa: E402
-from agentic_rag.llm.server import VARIANT_RANK, LlamaServer, ServerError, build_info, cpu_variants
+from agentic_rag.llm.binary import VARIANT_RANK, ServerError, cpu_variants
+from agentic_rag.llm.server import LlamaServer, build_info
 
 HERE = Path(__file__).resolve().parent
 

@@ -11,17 +11,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agentic_rag.config_llm import LLMConfig, ServerConfig
+from agentic_rag.config_llm import LLAMA_SERVER_BUILD, LLMConfig, ServerConfig
+from agentic_rag.llm.binary import ServerError, listener_pid, mapped_cpu_variant, server_binary_info
 from agentic_rag.llm.cache import model_identity
-from agentic_rag.llm.server import (
-    LLAMA_SERVER_BUILD,
-    LlamaServer,
-    ServerError,
-    listener_pid,
-    mapped_cpu_variant,
-    server_binary_info,
-    server_settings,
-)
+from agentic_rag.llm.server import LlamaServer, server_settings
 
 from .conftest import free_port
 
@@ -33,7 +26,7 @@ def _quick_variant_probe(monkeypatch):
     """The stand-in binaries below sleep when asked to serve: ggml's pick counts as running
     after 2 s instead of the real probe's 120 s (tests/test_llama_server_default.py tests
     the probe)."""
-    monkeypatch.setattr("agentic_rag.llm.server.PROBE_TIMEOUT_S", 2.0)
+    monkeypatch.setattr("agentic_rag.llm.binary.PROBE_TIMEOUT_S", 2.0)
 
 
 def fake_binary(tmp_path: Path, variant: str | None = "zen4", rc: int = 0) -> str:
@@ -200,7 +193,8 @@ else [ "$best" = "{faults}" ] && kill -ILL $$; exec sleep 30; fi
 
 
 def test_a_pinned_cpu_variant_is_the_only_one_the_server_can_load(tmp_path):
-    from agentic_rag.llm.server import build_info, served_binary
+    from agentic_rag.llm.binary import served_binary
+    from agentic_rag.llm.server import build_info
 
     binary = variant_build(tmp_path)
     auto, pinned = ServerConfig(binary=binary), ServerConfig(binary=binary, cpu_variant="zen4")
@@ -220,7 +214,7 @@ def test_a_pinned_cpu_variant_is_the_only_one_the_server_can_load(tmp_path):
 
 
 def test_an_unknown_or_orphan_cpu_variant_is_an_error_naming_it(tmp_path):
-    from agentic_rag.llm.server import served_binary
+    from agentic_rag.llm.binary import served_binary
 
     binary = variant_build(tmp_path)
     with pytest.raises(ServerError, match=r"cpu_variant = 'skylakex'.*variants built: "
@@ -233,7 +227,7 @@ def test_an_unknown_or_orphan_cpu_variant_is_an_error_naming_it(tmp_path):
 
 
 def test_a_rebuilt_binary_remakes_its_variant_folder(tmp_path):
-    from agentic_rag.llm.server import variant_binary
+    from agentic_rag.llm.binary import variant_binary
 
     binary = variant_build(tmp_path)
     held = Path(variant_binary(binary, "haswell"))
@@ -279,7 +273,7 @@ def test_the_pin_holds_whatever_the_working_directory(tmp_path, monkeypatch):
 def test_threads_asking_for_the_variant_folder_at_once_get_one_complete_folder(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    from agentic_rag.llm.server import variant_binary
+    from agentic_rag.llm.binary import variant_binary
 
     binary = variant_build(tmp_path)
     with ThreadPoolExecutor(8) as pool:

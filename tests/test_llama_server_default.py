@@ -16,16 +16,12 @@ import pytest
 
 from agentic_rag import config_llm
 from agentic_rag.config_llm import LLAMA_SERVER_BUILD, LLMConfig, ServerConfig
+from agentic_rag.llm import binary as llm_binary
 from agentic_rag.llm import server
+from agentic_rag.llm.binary import ServerError, runnable_binary, served_binary, server_binary_info
 from agentic_rag.llm.cache import model_identity
 from agentic_rag.llm.models import ModelMissing
-from agentic_rag.llm.server import (
-    ServerError,
-    portable_fallback_reason,
-    runnable_binary,
-    served_binary,
-    server_binary_info,
-)
+from agentic_rag.llm.server import portable_fallback_reason
 
 BEST_FIRST = ("sapphirerapids", "zen4", "icelake", "skylakex", "haswell", "x64")
 
@@ -64,7 +60,7 @@ def _fresh(monkeypatch, tmp_path):
     runnable_binary.cache_clear()
     fake_model = tmp_path / "probe.gguf"
     fake_model.write_bytes(b"GGUF")
-    monkeypatch.setattr(server, "resolve_model", lambda name: fake_model)
+    monkeypatch.setattr(llm_binary, "resolve_model", lambda name: fake_model)
     yield
     runnable_binary.cache_clear()
 
@@ -85,7 +81,7 @@ def test_ggml_pick_is_served_when_its_test_completion_runs(tmp_path):
 def test_a_pick_that_dies_falls_back_to_the_next_built_variant_that_runs(tmp_path, caplog):
     # an Intel Xeon under a hypervisor: AMX (sapphirerapids) is ggml's pick and dies of SIGILL
     binary = build(tmp_path, dies=("sapphirerapids",))
-    with caplog.at_level(logging.WARNING, logger="agentic_rag.llm.server"):
+    with caplog.at_level(logging.WARNING, logger="agentic_rag.llm.binary"):
         held = served_binary(ServerConfig(binary=binary))
     assert Path(held).parent == Path(binary).parent / "variants" / "zen4"
     assert _serves(tmp_path) == ["sapphirerapids", "zen4"]
@@ -133,9 +129,9 @@ def test_the_test_completion_is_remembered_per_binary_and_processor(tmp_path):
 def test_without_the_probe_model_the_pick_is_served_untested(tmp_path, monkeypatch, caplog):
     def missing(name):
         raise ModelMissing("no smollm2-135m")
-    monkeypatch.setattr(server, "resolve_model", missing)
+    monkeypatch.setattr(llm_binary, "resolve_model", missing)
     binary = build(tmp_path, dies=("sapphirerapids",))
-    with caplog.at_level(logging.WARNING, logger="agentic_rag.llm.server"):
+    with caplog.at_level(logging.WARNING, logger="agentic_rag.llm.binary"):
         assert runnable_binary(binary) == binary
     assert "not tested (no smollm2-135m)" in caplog.text and _serves(tmp_path) == []
     assert not (Path(binary).parent / "variants" / "probed.json").exists()  # asked again
@@ -191,11 +187,11 @@ def test_the_portable_fallback_says_what_failed_and_what_it_costs(tmp_path, monk
 def test_the_real_build_serves_a_variant_that_answers(monkeypatch):
     from agentic_rag.llm.models import resolve_model
 
-    monkeypatch.setattr(server, "resolve_model", resolve_model)
+    monkeypatch.setattr(llm_binary, "resolve_model", resolve_model)
     exe = runnable_binary(str(LLAMA_SERVER_BUILD))
     info = server_binary_info(exe)
-    assert info["backend_dl"] and info["cpu_variant"] in server.VARIANT_RANK
-    assert "sapphirerapids" not in server.cpu_variants(str(LLAMA_SERVER_BUILD))  # not built
+    assert info["backend_dl"] and info["cpu_variant"] in llm_binary.VARIANT_RANK
+    assert "sapphirerapids" not in llm_binary.cpu_variants(str(LLAMA_SERVER_BUILD))  # not built
 
 
 def test_a_lost_log_line_is_asked_again_not_read_as_a_linked_build(tmp_path):

@@ -287,7 +287,8 @@ def test_a_busy_server_on_the_port_is_reused_not_relaunched(tmp_path, monkeypatc
 
 def test_a_port_held_by_something_else_is_a_clear_error(tmp_path, monkeypatch):
     from agentic_rag.config_llm import ServerConfig
-    from agentic_rag.llm.server import LlamaServer, ServerError
+    from agentic_rag.llm.binary import ServerError
+    from agentic_rag.llm.server import LlamaServer
 
     mute = _SlowModels(delay=None)
     try:

@@ -165,7 +165,8 @@ def llm_serve(config: ConfigOpt = None, home: HomeOpt = None,
               model: Annotated[str | None, typer.Option(help="model name or .gguf path")] = None,
               port: Annotated[int | None, typer.Option()] = None) -> None:
     """Start the local model server, wait until it answers, serve until Ctrl-C, stop cleanly."""
-    from agentic_rag.llm.server import LlamaServer, ServerError
+    from agentic_rag.llm.binary import ServerError
+    from agentic_rag.llm.server import LlamaServer
 
     cfg = _config(config, home)
     over = {k: v for k, v in (("llm.server.model", model), ("llm.server.port", port)) if v}

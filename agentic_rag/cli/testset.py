@@ -52,9 +52,10 @@ def testset(
     from agentic_rag.documents import DocumentError, iter_document_paths, read_document
     from agentic_rag.experiments.llm_cost import Progress, estimate_line, measured_rates, serves_in_parallel
     from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.llm.binary import ServerError
     from agentic_rag.llm.calls import CallMeter, LLMCallCap, MeteredChatModel
     from agentic_rag.llm.chat import make_chat_model
-    from agentic_rag.llm.server import ServerError, serve_local
+    from agentic_rag.llm.server import serve_local
 
     cfg = _config(config, home)
     try:
@@ -130,8 +131,8 @@ def abstention(
     """How often the agent says it does not know on the set's unanswerable questions, and
     answers on its answerable ones (studies/abstention.py): the agent (agent.* of the
     config) over the index at --home, through the configured LLM; every call is cached."""
+    from agentic_rag.llm.binary import ServerError
     from agentic_rag.llm.calls import CallMeter, LLMCallCap
-    from agentic_rag.llm.server import ServerError
     from agentic_rag.studies.abstention import report_lines, run_abstention
 
     cfg = _config(config, home)
@@ -166,8 +167,8 @@ def validate_testset_cmd(
 ) -> None:
     """Does a generated set rank settings as human questions do? Generate from the gold
     documents of a packaged set's human questions, sweep both, report Kendall τ-b."""
+    from agentic_rag.llm.binary import ServerError
     from agentic_rag.llm.calls import CallMeter, LLMCallCap
-    from agentic_rag.llm.server import ServerError
     from agentic_rag.studies.testset_validation import result_lines, run_validation
 
     cfg = _config(config, home)

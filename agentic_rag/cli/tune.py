@@ -44,8 +44,8 @@ def tune(
     the dev questions by a fixed rule, score once on the test questions, and write
     OUT/best-config.yaml, OUT/report.md and OUT/tune.png. Every step is cached: a rerun
     (after --max-llm-calls, a stopped LLM or an interrupt) continues."""
+    from agentic_rag.llm.binary import ServerError
     from agentic_rag.llm.calls import LLMCallCap
-    from agentic_rag.llm.server import ServerError
     from agentic_rag.llm.types import LLMError
     from agentic_rag.studies.tune import tune as run_tune
     from agentic_rag.studies.tune_space import TuneError

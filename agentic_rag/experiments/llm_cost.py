@@ -136,7 +136,8 @@ def local_server_meta(config: ServerConfig) -> dict[str, Any]:
     """What a run's meta records of the embedded llama.cpp server: its build and CPU variant
     (`server.build_info`) and the settings that change outputs (`server_settings`); a
     build that cannot be inspected is recorded as the error, not left out silently."""
-    from agentic_rag.llm.server import ServerError, build_info, server_settings
+    from agentic_rag.llm.binary import ServerError
+    from agentic_rag.llm.server import build_info, server_settings
 
     try:
         build: dict[str, Any] = build_info(config)

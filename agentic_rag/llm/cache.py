@@ -47,7 +47,7 @@ def model_identity(config: LLMConfig, base_url: str | None = None,
             p = Path(s.model)
             weights = f"gguf:{(digest or _file_sha256)(p)}" if p.is_file() else f"missing:{p}"
         if s.binary:  # llama-server: its build, and its slots (batched sequences can differ)
-            from agentic_rag.llm.server import served_binary
+            from agentic_rag.llm.binary import served_binary
 
             return (f"{weights}|build={(build or (lambda: llama_build(served_binary(s))))()}"
                     f"|n_ctx={s.n_ctx}|chat_format={s.chat_format}|n_threads={s.n_threads}"
@@ -67,7 +67,8 @@ def llama_build(binary: str | None = None) -> str:
     `unknown` when llama-cpp-python is not installed or cannot say. With `binary`, that
     llama-server's version and CPU variant (`server.server_binary_info`); a binary that cannot
     say is an error, not `unknown` (its replies would be keyed as any other's)."""
-    from agentic_rag.llm.server import ServerError, llama_build_info, server_binary_info
+    from agentic_rag.llm.binary import ServerError, server_binary_info
+    from agentic_rag.llm.server import llama_build_info
 
     if binary:
         b = server_binary_info(binary)
