@@ -22,7 +22,7 @@ the default before issue 39 and the portable fall-back now; when that build ship
 variants, the same build held to the AVX2 variant (`installed-avx2`); and `new-default`, the
 C++ llama-server `make install` builds (one slot), with the CPU variant the default config
 runs (ggml's pick for this processor when a test completion runs on it:
-`server.runnable_binary`). The first arm is the reference of the "vs first arm" column. The
+`binary.runnable_binary`). The first arm is the reference of the "vs first arm" column. The
 layout before prefix re-use: `--arm before PYTHON auto instructions-first`.
 All arms' servers run at once on ports 8801... (an idle server uses no CPU); the questions go
 question by question to each arm in turn, the order rotated per question, so background load
@@ -436,7 +436,7 @@ def main() -> None:
         if llama_build_info()["backend_dl"]:
             arms.append(["installed-avx2", sys.executable, "haswell", "context-first"])
         default = ServerConfig().binary  # the llama-server `make install` built, if it did
-        if default:  # ggml's pick that answers a test completion (`server.runnable_binary`)
+        if default:  # ggml's pick that answers a test completion (`binary.runnable_binary`)
             arms.append(["new-default", sys.executable, default, "context-first"])
         else:
             print(f"no llama-server build ({LLAMA_SERVER_BUILD}): the default is the old one",

@@ -1,5 +1,5 @@
 """Issue 39: do ggml's CPU variants give the same greedy answers? The default llama-server runs
-ggml's pick for the processor (`server.runnable_binary`); the reply cache keys on the variant
+ggml's pick for the processor (`binary.runnable_binary`); the reply cache keys on the variant
 that runs, since kernels of two variants round differently. This measures how often they do.
 
     .venv/bin/python benchmarks/variant_equality.py [--variants x64 haswell skylakex icelake zen4]

@@ -65,7 +65,7 @@ def llama_build(binary: str | None = None) -> str:
     ggml's versions and the CPU backend that runs (the runtime-chosen variant, e.g. `zen4`, or
     the features of a linked-in build). Asked once per process (`server.llama_build_info`);
     `unknown` when llama-cpp-python is not installed or cannot say. With `binary`, that
-    llama-server's version and CPU variant (`server.server_binary_info`); a binary that cannot
+    llama-server's version and CPU variant (`binary.server_binary_info`); a binary that cannot
     say is an error, not `unknown` (its replies would be keyed as any other's)."""
     from agentic_rag.llm.binary import ServerError, server_binary_info
     from agentic_rag.llm.server import llama_build_info
