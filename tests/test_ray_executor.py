@@ -30,7 +30,7 @@ from .fakes import HashingEmbedder, local_corpus
 from .test_chroma_server import CHROMA, SWEEP_DOCS, SWEEP_QS, ChromaServer, _free_port
 
 ray = pytest.importorskip("ray")
-from agentic_rag.experiments import executors  # noqa: E402
+from agentic_rag.experiments import ray_executor  # noqa: E402
 
 QS = SWEEP_QS + [("q5", "How much is an ATM fee?", "fees.md", "$2"),
                  ("q6", "When does a new card arrive?", "cards.md", "five days"),
@@ -114,7 +114,7 @@ def _run(spec: SweepSpec, where: Path, log=lambda *_: None):  # noqa: ANN001, AN
 
 def _workers() -> list[str]:
     return [a["name"] if isinstance(a, dict) else a for a in ray.util.list_named_actors()
-            if (a["name"] if isinstance(a, dict) else a).startswith(executors.WORKER_NAME)]
+            if (a["name"] if isinstance(a, dict) else a).startswith(ray_executor.WORKER_NAME)]
 
 
 def test_ray_rows_equal_local_and_a_rerun_reads_the_row_cache(cluster, corpus, local_rows,
@@ -171,14 +171,14 @@ def _with_start_timeout(spec: SweepSpec, seconds: float, **more) -> SweepSpec:  
 def _replacements_wait(monkeypatch, seconds: float) -> None:  # noqa: ANN001
     """`ray.start_timeout_s` is `seconds` once the sweep's workers are up: they get the
     default 300 s to start (a loaded machine took 50 s), a new worker only `seconds`."""
-    enter = executors.RayExecutor.__enter__
+    enter = ray_executor.RayExecutor.__enter__
 
     def enter_then_wait_less(self):  # noqa: ANN001, ANN202
         enter(self)
         self.spec = _with_start_timeout(self.spec, seconds)
         return self
 
-    monkeypatch.setattr(executors.RayExecutor, "__enter__", enter_then_wait_less)
+    monkeypatch.setattr(ray_executor.RayExecutor, "__enter__", enter_then_wait_less)
 
 
 def test_a_worker_that_cannot_be_replaced_leaves_the_others_to_finish(cluster, corpus,
@@ -245,10 +245,10 @@ def test_unreachable_ray_address_is_a_clear_error(corpus, tmp_path, monkeypatch)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as a fresh driver would be
     spec = _spec(corpus, "ray").with_executor("ray", f"127.0.0.1:{port}")
     spec = spec.model_copy(update={"ray": spec.ray.model_copy(update={"connect_timeout_s": 1})})
-    with pytest.raises(executors.RayUnavailable, match=rf"127\.0\.0\.1:{port} unreachable"):
+    with pytest.raises(ray_executor.RayUnavailable, match=rf"127\.0\.0\.1:{port} unreachable"):
         _run(spec, tmp_path)
     monkeypatch.setenv("RAY_ADDRESS", "not-an-address")
-    with pytest.raises(executors.RayUnavailable, match="not-an-address.*host:port"):
+    with pytest.raises(ray_executor.RayUnavailable, match="not-an-address.*host:port"):
         _run(_spec(corpus, "ray"), tmp_path)
 
 
@@ -263,7 +263,7 @@ def test_missing_ray_names_the_extra(corpus, tmp_path, monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_ray)
-    with pytest.raises(executors.RayUnavailable, match=r"agentic-rag\[ray\]"):
+    with pytest.raises(ray_executor.RayUnavailable, match=r"agentic-rag\[ray\]"):
         _run(_spec(corpus, "ray"), tmp_path)
 
 
@@ -319,7 +319,7 @@ class _Call:
 
 
 class _FakeActor:
-    """A worker placed on a node of `_FakeRay`; its calls run `executors._Worker` in this
+    """A worker placed on a node of `_FakeRay`; its calls run `ray_executor._Worker` in this
     process, or never answer / lose their result once its node is lost (`_FakeRay.lose`)."""
 
     def __init__(self, ray_: _FakeRay, node: str | None, args: tuple) -> None:
@@ -327,9 +327,9 @@ class _FakeActor:
         self.node = _Call(lambda: self._call(lambda: node))
         self.rows = _Call(lambda shard: self._call(lambda: self._worker().rows(shard)))
 
-    def _worker(self) -> executors._Worker:
+    def _worker(self) -> ray_executor._Worker:
         if self.worker is None:
-            self.worker = executors._Worker(*self.args)
+            self.worker = ray_executor._Worker(*self.args)
         return self.worker
 
     def _call(self, run) -> _Ref:  # noqa: ANN001
@@ -420,8 +420,8 @@ def test_a_lost_node_s_shard_reruns_on_the_workers_left(corpus, local_rows, tmp_
     the shard again on the worker left and gives the new one up: the local executor's rows,
     none lost or written twice, and no wait for ever."""
     fake = _FakeRay(lost_result)
-    monkeypatch.setattr(executors, "import_ray", lambda: fake)
-    monkeypatch.setattr(executors, "NODE_POLL_S", 0.01)
+    monkeypatch.setattr(ray_executor, "import_ray", lambda: fake)
+    monkeypatch.setattr(ray_executor, "NODE_POLL_S", 0.01)
     monkeypatch.setattr(execute, "make_embedder", lambda config, cache_dir=None: HashingEmbedder())
     lines: list[str] = []
 
@@ -600,7 +600,7 @@ def test_two_nodes_at_ray_address_give_local_rows_with_work_on_both(
     nodes = {n["NodeID"] for n in two_nodes.global_state.node_table() if n["Alive"]}
     assert len(nodes) == 2
     workers = [a for a in two_nodes.global_state.actor_table(None).values()
-               if a["Name"].startswith(executors.WORKER_NAME)]
+               if a["Name"].startswith(ray_executor.WORKER_NAME)]
     assert len(workers) == 2 and {a["Address"]["NodeID"] for a in workers} == nodes
     assert {p.name for p in noted.iterdir()} == nodes  # both nodes embedded queries
     assert not ray.is_initialized()  # the runner joined the cluster and left it

@@ -13,8 +13,9 @@ import pytest
 
 from agentic_rag.datasets.base import DatasetError
 from agentic_rag.datasets.qa import load_local
-from agentic_rag.datasets.testset import GeneratedQuestion, generate_testset, sample_chunks, stratum
+from agentic_rag.datasets.testset import GeneratedQuestion, generate_testset
 from agentic_rag.datasets.testset_filters import REASONS, check_reply, longest_common_run, pronoun_subject
+from agentic_rag.datasets.testset_sampling import sample_chunks, stratum
 from agentic_rag.documents import Chunk, Document
 from agentic_rag.ingest.chunking import AgenticChunker
 from agentic_rag.llm.types import ChatReply, LLMError
@@ -462,7 +463,7 @@ def test_a_made_up_name_missing_from_its_question_gets_a_question_written_for_it
     """The small model makes up a good name, then asks for a name ("What is the name of
     ...?"): a second call, given the name, writes the question; a reply that already names
     it costs no second call."""
-    from agentic_rag.datasets.testset import _ask_about
+    from agentic_rag.datasets.testset_prompts import ask_about
 
     class Second:
         calls: list = []
@@ -475,10 +476,10 @@ def test_a_made_up_name_missing_from_its_question_gets_a_question_written_for_it
     chat = Second()
     first = ChatReply(content=json.dumps({"answer": "Gold Kids account",
                                           "question": "What is the name of the kids' account?"}))
-    out = _ask_about(chat, first)
+    out = ask_about(chat, first)
     assert chat.calls == ["Name: Gold Kids account"]
     assert out.json() == {"answer": "Gold Kids account",
                           "question": "What is the age limit of the Gold Kids account?"}
     named = ChatReply(content=json.dumps({"answer": "Gold Kids account",
                                           "question": "Is there a Gold Kids account fee?"}))
-    assert _ask_about(chat, named) is named and len(chat.calls) == 1
+    assert ask_about(chat, named) is named and len(chat.calls) == 1

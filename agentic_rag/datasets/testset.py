@@ -45,8 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,64 +53,26 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agentic_rag.datasets.spans import Span, candidate_spans, pick_span
-from agentic_rag.datasets.testset_filters import CorpusText, check_reply, clean_name
+from agentic_rag.datasets.spans import Span
+from agentic_rag.datasets.testset_filters import CorpusText, check_reply
+from agentic_rag.datasets.testset_prompts import (
+    CORPUS_CHECK_K,
+    PROMPT_VERSION,
+    SPAN_PROMPT_VERSION,
+    answer_from_corpus,
+    ask,
+    closed_book,
+)
+from agentic_rag.datasets.testset_sampling import (
+    INTENT_OF,
+    chunk_span,
+    sample_chunks,
+    split_of,
+    stratum,
+)
 from agentic_rag.documents import Chunk, Document
-from agentic_rag.evaluation.answers import token_f1
 from agentic_rag.llm.calls import map_calls
-from agentic_rag.llm.types import ChatModel, LLMError
-
-PROMPT_VERSION = "testset-v4"  # the free mode's prompts; the filters are versioned by the code
-SPAN_PROMPT_VERSION = "testset-span-v1"  # the span-first prompt (issue 38)
-STRATA = ("prose", "code", "table", "list")
-INTENT_OF = {"prose": "fact", "code": "code", "table": "data", "list": "procedure"}
-
-_KIND_HINT = {
-    "fact": "a factual question (what, which, who, when, why) that the passage answers",
-    "code": "a question asking how to write or call something in code, answered by the passage",
-    "data": "a question asking for a specific value, number, limit or table entry in the passage",
-    "procedure": "a question asking how to do something, answered by the passage's steps",
-}
-_SYSTEM = (
-    "You write test questions for a documentation search engine. Given one passage: first copy "
-    "a short answer from it, exactly as written (a name, number, value, option, command or "
-    "phrase of 1 to 8 words); then write {kind}, whose answer is that text. Phrase the question "
-    "the way a user who has NOT read the passage would ask it: in your own words, not copying "
-    "phrases from the passage, and specific enough to have one answer (name the product, module "
-    "or function it is about). Reply with JSON {{\"answer\": ..., \"question\": ...}}.")
-_SYSTEM_UNANSWERABLE = (
-    "You write test questions for a documentation search engine; this one must have NO answer "
-    "in the documents. Read the passage, then make up a new name for something of the same "
-    "kind as what it describes (another product, plan, function, option, person or place) "
-    "that the passage does not mention, and ask one specific question about it. The question "
-    "must contain the made-up name exactly. Examples:\n"
-    "passage on the Blue Account's fees -> {\"answer\": \"Purple Saver Account\", "
-    "\"question\": \"What is the monthly fee of the Purple Saver Account?\"}\n"
-    "passage on json.loads -> {\"answer\": \"json.loads_strict\", \"question\": \"What does "
-    "json.loads_strict raise on a duplicate key?\"}\n"
-    "Reply with JSON {\"answer\": the made-up name, \"question\": ...}.")
-# span mode (issue 38): the answer is chosen by rule; the model only writes its question
-_SYSTEM_SPAN = (
-    "You write test questions for a documentation search engine. You are given a passage and "
-    "an ANSWER copied from it. Write one question whose answer is exactly the ANSWER, as a "
-    "user who has NOT read the passage would ask it: in your own words, not copying phrases "
-    "from the passage, never containing the ANSWER itself, and specific enough to have one "
-    "answer (name the product, module, function, person or place it is about). Ask only "
-    "about what the passage says. Reply with JSON {\"question\": ...}.")
-_SPAN_SCHEMA = {"type": "object", "required": ["question"],
-                "properties": {"question": {"type": "string", "maxLength": 300}}}
-# the unanswerable check: the model, given the passages BM25 finds for the question, answers
-# or says it cannot (the words `evaluation.answers.is_abstention` reads as an abstention)
-CORPUS_CHECK_K = 5
-_FROM_PASSAGES = ("Answer the question from the passages below only, in a few words. If they "
-                  "do not answer it, reply exactly: I don't know.")
-_CLOSED_BOOK = ("Answer the question in a few words, from what you know. If you do not know, "
-                "say \"I don't know\".")
-# the answer first (a grammar-constrained reply follows the properties' order): the model
-# picks a short quote, then asks for it, rather than asking and then summarising the passage
-_SCHEMA = {"type": "object", "required": ["answer", "question"],
-           "properties": {"answer": {"type": "string", "maxLength": 80},
-                          "question": {"type": "string", "maxLength": 300}}}
+from agentic_rag.llm.types import ChatModel
 
 
 class GeneratedQuestion(BaseModel):
@@ -156,64 +117,16 @@ class TestsetResult:
         return paths
 
 
-def stratum(chunk: Chunk) -> str | None:
-    """The sampling stratum of a chunk: its type, table rows as tables; headings: none."""
-    t = "table" if chunk.chunk_type == "table_row" else chunk.chunk_type
-    return t if t in STRATA else None
 
 
-def sample_chunks(chunks: Sequence[Chunk], seed: int = 0, min_tokens: int = 25) -> Iterator[Chunk]:
-    """Every usable chunk (a stratum, ≥ `min_tokens`), in a seeded order that is stratified:
-    the strata take turns, and within a stratum the documents take turns (documents and
-    their chunks shuffled with `seed`). Any prefix of it is a stratified sample."""
-    rng = random.Random(seed)
-    by_stratum: dict[str, dict[str, list[Chunk]]] = defaultdict(lambda: defaultdict(list))
-    for c in chunks:
-        s = stratum(c)
-        if s is not None and c.token_count >= min_tokens:
-            by_stratum[s][c.doc_id].append(c)
-    streams = []
-    for s in STRATA:
-        docs = by_stratum.get(s)
-        if not docs:
-            continue
-        queues = []
-        for doc_id in sorted(docs):
-            cs = sorted(docs[doc_id], key=lambda c: c.id)
-            rng.shuffle(cs)
-            queues.append(cs)
-        rng.shuffle(queues)
-        streams.append(_round_robin(queues))
-    yield from _round_robin_iters(streams)
 
 
-def _round_robin(queues: list[list[Chunk]]) -> Iterator[Chunk]:
-    i = 0
-    while any(queues):
-        if queues[i % len(queues)]:
-            yield queues[i % len(queues)].pop(0)
-        i += 1
 
 
-def _round_robin_iters(iters: list[Iterator[Chunk]]) -> Iterator[Chunk]:
-    live = list(iters)
-    while live:
-        for it in list(live):
-            try:
-                yield next(it)
-            except StopIteration:
-                live.remove(it)
 
 
-def _passage(chunk: Chunk, doc: Document) -> str:
-    head = " > ".join(x for x in (doc.title, chunk.heading_path) if x)
-    return (f"[{head}]\n" if head else "") + chunk.text
 
 
-def _split(qid: str, seed: int, dev_share: float = 0.2) -> Literal["dev", "test"]:
-    """`dev_share` of the questions dev (the packaged datasets' 20 % by default), seeded, by
-    the question's id."""
-    return "dev" if random.Random(f"{seed}:{qid}").random() < dev_share else "test"
 
 
 @dataclass
@@ -260,12 +173,6 @@ class _Run:
             yield chunk, answerable, span
 
 
-def chunk_span(chunk: Chunk, doc: Document) -> Span | None:
-    """The answer span the span-first generator asks about for `chunk` (`spans.pick_span`
-    over its `candidate_spans`, seeded by the chunk id), offsets into the passage."""
-    passage = doc.text[chunk.start_char:chunk.end_char]
-    heading = " ".join(x for x in (doc.title, chunk.heading_path) if x)
-    return pick_span(candidate_spans(passage, chunk.chunk_type, heading), chunk.id)
 
 
 def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, seed: int = 0,
@@ -311,11 +218,11 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     corpus = CorpusText(docs) if quota[False] else None  # where a made-up name must not occur
     drawn: list[tuple[Chunk, bool, Span | None]] = []
 
-    def ask(item: tuple[Chunk, bool, Span | None]) -> Any:
+    def one(item: tuple[Chunk, bool, Span | None]) -> Any:
         chunk, answerable, span = item
-        return _ask(counting, chunk, by_id[chunk.doc_id], answerable, span)
+        return ask(counting, chunk, by_id[chunk.doc_id], answerable, span)
 
-    for _, reply in map_calls(ask, _tee(run.plan(), drawn), max_concurrency):
+    for _, reply in map_calls(one, _tee(run.plan(), drawn), max_concurrency):
         chunk, answerable, span = drawn.pop(0)
         if run.done[answerable] >= run.quota[answerable]:
             continue  # drawn ahead by a concurrent run after its kind filled: not used
@@ -323,8 +230,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
             progress.advance()
     records = run.records
     if check_knowable:
-        checked = dict(map_calls(lambda r: _knowable(counting, r, knowable_f1) if r.answerable
-                                 else r, records, max_concurrency))
+        checked = dict(map_calls(lambda r: _knowable(counting, r, knowable_f1),
+                                 records, max_concurrency))
         records = [checked[i] for i in range(len(records))]
     records = _bound_knowable(records, run.rejected, max_knowable_share)
     summary = _summary(records, run.rejected, n, run.draws, seed, gen, unanswerable,
@@ -397,7 +304,7 @@ def _judge(run: _Run, reply: Any, chunk: Chunk, answerable: bool, span: Span | N
             # what the index's BM25 reads: the chunk under its heading path
             run.lexical = LexicalIndex().build(run.chunks, [c.index_text() for c in run.chunks])
         run.corpus_checks += 1
-        answered = _answer_from_corpus(run.chat, question, run.lexical, run.by_id)
+        answered = answer_from_corpus(run.chat, question, run.lexical, run.by_id)
         if answered is not None:
             run.rejected.append({**base, **answered, "question": question, "answer": ""})
             return False
@@ -408,10 +315,16 @@ def _judge(run: _Run, reply: Any, chunk: Chunk, answerable: bool, span: Span | N
         spans=[{"doc_id": chunk.doc_id, "start": at[0], "end": at[1]}] if at else [],
         chunk_id=chunk.id, chunk_type=s, intent=intent, answerable=answerable,
         span_kind=span.kind if span else None,
-        split=_split(qid, run.seed, st["dev_share"]), generator=st["gen"],
+        split=split_of(qid, run.seed, st["dev_share"]), generator=st["gen"],
         prompt_version=SPAN_PROMPT_VERSION if run.mode == "span" else PROMPT_VERSION))
     run.done[answerable] += 1
     return True
+
+
+def _knowable(chat: ChatModel, r: GeneratedQuestion, threshold: float) -> GeneratedQuestion:
+    """`r` with its knowable check (`closed_book`); an unanswerable question is not checked."""
+    found = closed_book(chat, r.question, r.answer, threshold) if r.answerable else None
+    return r.model_copy(update=found) if found else r
 
 
 def _bound_knowable(records: list[GeneratedQuestion], rejected: list[dict[str, Any]],
@@ -456,7 +369,7 @@ def estimate(n: int, chunks: Sequence[Chunk], check_knowable: bool = True,
     accepted question 1.5 in free mode, 1.3 in span mode (assumptions until a run measures
     its rejection rate; the summary reports it), each the prompt (~180 tokens) + a passage
     of the chunks' mean size, ~40 tokens out; a second call for each unanswerable draw
-    (`_ask_about`, a ceiling) ~80 in, ~25 out; the closed-book check ~60 in, ~15 out; with
+    (`ask_about`, a ceiling) ~80 in, ~25 out; the closed-book check ~60 in, ~15 out; with
     `check_unanswerable`, the corpus check of each unanswerable question ~60 +
     `CORPUS_CHECK_K` passages in, ~20 out."""
     mean = sum(c.token_count for c in chunks) / len(chunks) if chunks else 0
@@ -478,111 +391,16 @@ def _tee(items: Iterator[Any], seen: list[Any]) -> Iterator[Any]:
         yield item
 
 
-def _ask(chat: ChatModel, chunk: Chunk, doc: Document, answerable: bool,
-         span: Span | None = None) -> Any:
-    """The generation call's reply, or the LLMError it ended with (recorded, not raised).
-    With a `span` (span mode) the model is given the answer and writes the question; the
-    reply is rewritten as {"answer": span, "question": ...} for the filters. An
-    unanswerable draw whose question does not contain its made-up name gets a second call
-    that is given the name (`_ask_about`)."""
-    try:
-        if span is not None:
-            return _ask_for_span(chat, chunk, doc, span)
-        system = _SYSTEM.format(kind=_KIND_HINT[INTENT_OF[stratum(chunk)]]) if answerable \
-            else _SYSTEM_UNANSWERABLE
-        reply = chat.chat([{"role": "system", "content": system},
-                           {"role": "user", "content": _passage(chunk, doc)}],
-                          json_schema=_SCHEMA, max_tokens=120)
-        return reply if answerable else _ask_about(chat, reply)
-    except LLMError as exc:
-        return exc
 
 
-def _ask_for_span(chat: ChatModel, chunk: Chunk, doc: Document, span: Span) -> Any:
-    reply = chat.chat([{"role": "system", "content": _SYSTEM_SPAN},
-                       {"role": "user", "content": f"{_passage(chunk, doc)}\n\n"
-                                                   f"ANSWER: {span.text}"}],
-                      json_schema=_SPAN_SCHEMA, max_tokens=100)
-    try:
-        question = reply.json().get("question")
-    except (ValueError, TypeError, AttributeError):
-        return reply  # malformed: rejected as such
-    if not isinstance(question, str):
-        return reply
-    return reply.model_copy(update={"content": json.dumps({"answer": span.text,
-                                                           "question": question})})
 
 
-_SYSTEM_ABOUT = (
-    "Write one short, specific question that a customer or a developer might ask about the "
-    "thing named below: its fee, limit, rate, default, requirement, or how to use it. The "
-    "question must contain the name exactly as given, and must not ask for the name. Reply "
-    "with JSON {\"question\": ...}.")
-_ABOUT_SCHEMA = {"type": "object", "required": ["question"],
-                 "properties": {"question": {"type": "string", "maxLength": 300}}}
 
 
-def _ask_about(chat: ChatModel, reply: Any) -> Any:
-    """`reply` when its question contains its made-up name (or it has none, or is malformed:
-    the filters say so); else a reply with the name and a question written for it by a
-    second call. Qwen2.5-Coder 1.5B mostly makes up a good name, then leaves it out of its
-    question (13 of 18 draws on the banking sample; 7 of them ask for a name: "What is the
-    name of the account that ...?")."""
-    try:
-        data = reply.json()
-    except (ValueError, TypeError):
-        return reply
-    name = clean_name(str(data.get("answer") or "")) if isinstance(data, dict) else ""
-    if not name or name.lower() in str(data.get("question", "")).lower():
-        return reply
-    second = chat.chat([{"role": "system", "content": _SYSTEM_ABOUT},
-                        {"role": "user", "content": f"Name: {name}"}],
-                       json_schema=_ABOUT_SCHEMA, max_tokens=80)
-    try:
-        question = second.json().get("question", "")
-    except (ValueError, TypeError, AttributeError):
-        return second  # malformed: rejected as such
-    return second.model_copy(update={"content": json.dumps({"answer": name,
-                                                            "question": question})})
 
 
-def _answer_from_corpus(chat: ChatModel, question: str, lexical: Any,
-                        docs: dict[str, Document]) -> dict[str, Any] | None:
-    """None when the model, given the top `CORPUS_CHECK_K` BM25 chunks for `question`, says it
-    does not know (or BM25 finds no chunk); else the rejection: "answerable from the corpus" with the answer it gave
-    and the chunk ids (an LLM failure is an "llm error" rejection: the question is unchecked)."""
-    from agentic_rag.evaluation.answers import is_abstention
-
-    hits = lexical.search(question, CORPUS_CHECK_K)
-    if not hits:
-        return None  # no chunk shares a word with it: nothing to answer from, no call
-    passages = "\n\n".join(f"Passage {i}:\n{_passage(h.chunk, docs[h.chunk.doc_id])}"
-                            for i, h in enumerate(hits, 1))
-    ids = [h.chunk.id for h in hits]
-    try:
-        reply = chat.chat([{"role": "system", "content": _FROM_PASSAGES},
-                           {"role": "user", "content": f"{passages}\n\nQuestion: {question}"}],
-                          max_tokens=60)
-    except LLMError as exc:
-        return {"reason": "llm error", "detail": f"corpus check: {exc.kind}: {str(exc)[:200]}",
-                "corpus_chunks": ids}
-    said = " ".join(reply.content.split())
-    if not said or is_abstention(said):
-        return None
-    return {"reason": "answerable from the corpus", "detail": f"answered {said[:200]!r} from "
-            f"the top {len(ids)} BM25 chunks", "corpus_answer": said, "corpus_chunks": ids}
 
 
-def _knowable(chat: ChatModel, r: GeneratedQuestion, threshold: float) -> GeneratedQuestion:
-    """The model's closed-book answer scored against the reference; an LLM failure leaves
-    `knowable` None (not checked), never False."""
-    try:
-        reply = chat.chat([{"role": "system", "content": _CLOSED_BOOK},
-                           {"role": "user", "content": r.question}], max_tokens=40)
-    except LLMError:
-        return r
-    f1 = round(token_f1(reply.content, [r.answer]), 3)
-    return r.model_copy(update={"knowable": f1 >= threshold, "closed_book_f1": f1})
 
 
 def _summary(records: list[GeneratedQuestion], rejected: list[dict], n: int, draws: int, seed: int,

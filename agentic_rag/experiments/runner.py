@@ -1,7 +1,7 @@
 """Run a sweep: every config × query (× repeat) → one row of measured results.
 
 `run_sweep` is the driver. The work is planned by `plan.py` (one unit per distinct
-index) and run by an executor (`executors.py`: this process, or a Ray cluster with
+index) and run by an executor (`executors.py`: this process; `ray_executor.py`: a Ray cluster with
 `spec.executor: ray`), each row is measured by `measure.py`, and the rows become the
 results and summary tables in `summary.py`. The driver alone writes
 the run folder (through `runfolder.py`): `runs_dir/<timestamp>-<name>/` with
@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 
 from agentic_rag.datasets.base import Dataset
-from agentic_rag.experiments.executors import LocalExecutor, RayExecutor
+from agentic_rag.experiments.executors import LocalExecutor
 from agentic_rag.experiments.jsonl import read_lines
 from agentic_rag.experiments.llm_cost import (
     Progress,
@@ -53,6 +53,7 @@ from agentic_rag.experiments.plan import (
     load_spec_dataset,
     plan_units,
 )
+from agentic_rag.experiments.ray_executor import RayExecutor
 from agentic_rag.experiments.row_cache import RowCache, RowKeys, code_version, llm_identity
 from agentic_rag.experiments.runfolder import mark_complete, new_run_dir, versions, write_meta
 from agentic_rag.experiments.spec import SweepSpec

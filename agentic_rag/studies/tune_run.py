@@ -148,7 +148,7 @@ class TuneRun:
 
     def _capacity(self, chunks: list, docs: list) -> int:
         """Questions the documents can give: the drawable chunks with an answer span."""
-        from agentic_rag.datasets.testset import chunk_span, sample_chunks
+        from agentic_rag.datasets.testset_sampling import chunk_span, sample_chunks
 
         by_id = {d.id: d for d in docs}
         return sum(chunk_span(c, by_id[c.doc_id]) is not None
