@@ -326,30 +326,30 @@ def test_cli_only_names_unknown_claims(tmp_path):
     assert not (tmp_path / "REPORT.md").exists()
 
 
-def test_judge_validation_is_read_from_its_run_folder_or_reported_missing(tmp_path):
-    runs = tmp_path / "runs"
-    base = RAGConfig()
-    other = runs / "20260101-000000-judge-validation"  # another model: not reused
-    other.mkdir(parents=True)
-    (other / "validation.json").write_text(json.dumps(
-        {"model": "some-other-model", "n_questions": 30, "seed": 0, "n": 60, "failures": 0,
-         "accuracy": 0.9, "auroc": 0.9}))
-    mine = runs / "20260102-000000-judge-validation"
-    mine.mkdir()
-    (mine / "validation.json").write_text(json.dumps(
-        {"model": base.llm.server.model, "n_questions": 30, "seed": 0, "n": 60, "failures": 1,
-         "accuracy": 0.75, "auroc": 0.74}))
-    got = protocols.run_judge_validation(base, runs, tmp_path / "cache")  # no LLM needed
-    assert got["judge_auroc"] == 0.74 and got["judge_run"] == mine.name
-    assert "AUROC 0.74" in got["judge_validation"] and "30 questions" in got["judge_validation"]
+def test_a_run_judged_by_the_retired_yes_no_judge_is_reported_as_such_without_an_llm(tmp_path):
+    """A c-boundaries run without `support_detector` (judged by the yes/no JSON judge, which
+    is gone) gets no validation borrowed from another detector: its row says it must be
+    rebuilt, and no LLM is asked (`run_detector` reads the run folder)."""
+    run = tmp_path / "20260101-000000-c-boundaries"
+    run.mkdir()
+    pd.DataFrame({"hallucinated": [0.0, 1.0], "answer": ["a", "b"]}).to_parquet(
+        run / "results.parquet")
+    assert protocols.run_detector(run) is None
+    assert ledger.RETIRED_JUDGE["judge_run"] is None
+    assert "retired yes/no JSON judge" in ledger.RETIRED_JUDGE["judge_validation"]
+    assert not hasattr(protocols, "run_judge_validation")
+
+
+def test_a_c_boundaries_row_without_a_validation_says_not_validated(tmp_path):
     claim = next(c for c in CLAIMS if c.id == "c-boundaries")
     row = {**ledger.not_run_row(claim, "document analysis", "inconclusive", ""),
            "n_queries": 14, "baseline_value": 0.2, "treatment_value": 0.1,
            "relative_effect": -0.5, "ci_low": -1.0, "ci_high": 0.1, "run": "r"}
     report.write_report(pd.DataFrame([row]), tmp_path / "out")
     assert "judge: not validated" in (tmp_path / "out" / "REPORT.md").read_text()
-    report.write_report(pd.DataFrame([{**row, **got}]), tmp_path / "out")
-    assert "judge: AUROC 0.74" in (tmp_path / "out" / "REPORT.md").read_text()
+    report.write_report(pd.DataFrame([{**row, **ledger.RETIRED_JUDGE}]), tmp_path / "out")
+    assert "judge: judged by the retired yes/no JSON judge" in (
+        tmp_path / "out" / "REPORT.md").read_text()
 
 
 def _agent_rows(agent_dir: Path, gated: list[int], static: list[int], correct: list[float]) -> None:

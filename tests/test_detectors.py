@@ -198,3 +198,24 @@ def test_paired_auroc_difference_resamples_questions():
     t = paired_table(rows)
     assert list(t["detector"]) == ["graded_judge_q"] and t["n"].iloc[0] == 160
     assert t["auroc_diff"].iloc[0] == pytest.approx(d)
+
+
+def test_validate_judge_decides_at_the_threshold_and_counts_failures_apart():
+    """`validate-judge`'s one path: the configured detector's support per answer; accuracy of
+    its decisions (support < threshold), AUROC of 1 − support; an LLM failure is counted, not
+    scored. The scripted judge: P(yes) 0.9 when the answer's first word is in the context,
+    else 0.2; it fails on q3's right answer."""
+    from agentic_rag.evaluation.llm_judge import validate_judge
+
+    items = [(f"What is the fee of plan {i}?", it["context"], it["right"], it["hallucinated"])
+             for i, it in enumerate(ITEMS)]
+    res = validate_judge(_Judge(), items, "graded_judge_q", threshold=0.536)
+    assert (res["n"], res["failures"], res["undefined"]) == (11, 1, 0)
+    assert res["accuracy"] == 1.0 and res["auroc"] == 1.0
+    assert res["flags_right"] == 0.0 and res["flags_hallucinated"] == 1.0
+    # a threshold above every score flags all: right answers too, accuracy = share hallucinated
+    high = validate_judge(_Judge(), items, "graded_judge_q", threshold=0.95)
+    assert high["flags_right"] == 1.0 and high["accuracy"] == 6 / 11 and high["auroc"] == 1.0
+    # the question-blind lexical detector leaves no answer undefined here (checkable words)
+    lex = validate_judge(None, items, "lexical_numbers", threshold=0.5)
+    assert lex["n"] == 12 and lex["failures"] == 0 and lex["accuracy"] == 1.0

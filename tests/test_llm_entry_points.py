@@ -127,19 +127,12 @@ def test_agent_eval(endpoints, tmp_path, monkeypatch):
     assert meta["llm"]["identity"] == "remote:echo-1" and meta["llm"]["max_concurrency"] == 2
 
 
-def test_claims_judge_validation_and_agent_protocol(endpoints, tmp_path, monkeypatch):
+def test_claims_agent_protocol_gets_the_claims_llm(endpoints, tmp_path, monkeypatch):
     from agentic_rag.studies.agent_eval import run as agent_eval
     from agentic_rag.studies.claims import protocols, registry
 
     urls, live = endpoints
     base = RAGConfig.from_dict({"llm": llm_settings(urls)})
-    monkeypatch.setitem(protocols.JUDGE_VALIDATION, "n", 2)
-    protocols.run_judge_validation(base, tmp_path / "runs", tmp_path / "cache",
-                                    log=lambda *a: None, max_concurrency=base.llm.slots)
-    [run] = (tmp_path / "runs").glob("*-judge-validation")
-    res = json.loads((run / "validation.json").read_text())
-    assert res["n"] == 4 and res["failures"] == 0 and res["model"] == "echo-1"
-    check_spread(urls, live, 4)
     # the agent protocol hands the claims' LLM settings to the agent evaluation
     seen = []
     monkeypatch.setattr(agent_eval, "evaluate",

@@ -195,7 +195,7 @@ def test_support_judge_separates_halueval_answers(qwen):
     from agentic_rag.evaluation.llm_judge import validate_judge
 
     ds = load_dataset("halueval-qa").split("dev").sample(8, seed=5)
-    items = [(q.metadata["knowledge"], q.answers[0], q.metadata["hallucinated_answer"])
+    items = [(q.text, q.metadata["knowledge"], q.answers[0], q.metadata["hallucinated_answer"])
              for q in ds.queries]
     chat = OpenAIChatModel(LLMConfig(), base_url=qwen.base_url)
     res = validate_judge(chat, items)

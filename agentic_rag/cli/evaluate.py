@@ -325,19 +325,24 @@ def export(run_dir: Path,
 def validate_judge_cmd(
     n: Annotated[int, typer.Option(help="HaluEval questions (2 answers each)")] = 30,
     seed: Annotated[int, typer.Option()] = 0,
-    metric: Annotated[str, typer.Option(help="judge or ragas-faithfulness")] = "judge",
+    metric: Annotated[str, typer.Option(help="judge (the configured support detector, "
+                                        "agent.support.detector at its threshold) or "
+                                        "ragas-faithfulness")] = "judge",
     out: Annotated[Path, typer.Option()] = Path("experiments/hallucination-validation.json"),
     config: ConfigOpt = None, home: HomeOpt = None, max_concurrency: MaxConcurrencyOpt = None,
 ) -> None:
     """Check a hallucination metric on HaluEval: does it tell right from hallucinated answers?
-    The judge calls `llm.base_url` / `llm.endpoints` when set (no local server is started),
+    "judge" is the support detector the config uses (`agent.support.detector`, default
+    graded_judge_q): accuracy of its decisions at `agent.support.threshold`, AUROC of its
+    score. The judge calls `llm.base_url` / `llm.endpoints` when set (no local server is started),
     up to `llm.max_concurrency` calls in flight per endpoint."""
     from agentic_rag.studies.detectors.run import validate_on_pairs
 
     cfg = _config(config, home)
     if metric not in ("judge", "ragas-faithfulness"):
         _fail(f"--metric {metric!r}: use judge or ragas-faithfulness")
-    res = validate_on_pairs(cfg.llm, cfg.home, n, seed, metric, max_concurrency or cfg.llm.slots)
+    res = validate_on_pairs(cfg.llm, cfg.home, n, seed, metric, max_concurrency or cfg.llm.slots,
+                            support=cfg.agent.support)
     out.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads(out.read_text()) if out.exists() else {}
     results[metric] = res

@@ -1,30 +1,30 @@
-"""LLM-based answer generation and a fast hallucination (support) judge.
+"""LLM-based answer generation, the correctness judge, and the support detector's check on
+HaluEval pairs.
 
-Both go through a `ChatModel` (cached on disk, retried); a failure raises `LLMError`,
+Every call goes through a `ChatModel` (cached on disk, retried); a failure raises `LLMError`,
 which the runner records as a failure: it is counted and shown, never averaged in as a
-score. `validate_judge` measures how well the judge separates HaluEval's right from
-hallucinated answers (accuracy and AUROC), so the metric is trusted only as far as it
-was shown to work.
+score. Support (is the answer backed by the context?) has one home, `evaluation.support`
+(`support_score`: the graded judges and the no-LLM scores; the yes/no JSON judge this module
+held before is gone). `validate_judge` measures how well a support detector, at its
+threshold, separates HaluEval's right from hallucinated answers (accuracy of its decisions and
+AUROC of its score), so the metric is trusted only as far as it was shown to work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from agentic_rag.evaluation.detection import auroc
+from agentic_rag.evaluation.support import support_score
 from agentic_rag.llm.calls import map_calls
 from agentic_rag.llm.client import ask_json_field
 from agentic_rag.llm.types import ChatModel, ChatReply, LLMError
 
 ANSWER_PROMPT = ("Answer the question using only the context. Reply with the answer only, in "
                  "a few words. If the context does not contain the answer, reply \"I don't know\".")
-JUDGE_PROMPT = ("You check answers against a context. Is every claim in the answer stated in or "
-                "directly implied by the context? Reply with JSON {\"supported\": true} or "
-                "{\"supported\": false}.")
-_JUDGE_SCHEMA = {"type": "object", "properties": {"supported": {"type": "boolean"}},
-                 "required": ["supported"]}
 CORRECT_PROMPT = ("You grade an answer against a reference. Is the answer correct: does it give "
                   "the key information of the reference (it may be shorter or worded "
                   "differently) without contradicting it? An answer that says it does not know "
@@ -60,12 +60,6 @@ def generate_answer(chat: ChatModel, question: str, context: str, max_tokens: in
     return chat.chat(answer_messages(question, context, layout), max_tokens=max_tokens)
 
 
-def judge_support(chat: ChatModel, context: str, answer: str) -> tuple[bool, ChatReply]:
-    """True when the judge finds the answer supported by the context."""
-    return ask_json_field(chat, JUDGE_PROMPT, f"Context:\n{context}\n\nAnswer: {answer}",
-                          "supported", _JUDGE_SCHEMA, lambda v: isinstance(v, bool), max_tokens=16)
-
-
 def judge_correctness(chat: ChatModel, question: str, reference: str,
                       answer: str) -> tuple[bool, ChatReply]:
     """True when the judge finds `answer` correct against the gold `reference`."""
@@ -74,29 +68,40 @@ def judge_correctness(chat: ChatModel, question: str, reference: str,
                           lambda v: isinstance(v, bool), max_tokens=16)
 
 
-def validate_judge(chat: ChatModel, items: Sequence[tuple[str, str, str]],
-                   max_concurrency: int = 1) -> dict[str, float]:
-    """items: (context, right answer, hallucinated answer). Label 1 = hallucinated; the judge's
-    score is 1 − supported. Failures are counted, not scored. Up to `max_concurrency` judge
-    calls in flight (`llm.map_calls`: the same result at any concurrency)."""
-    def one(job: tuple[str, str, int]) -> tuple[int, bool | None]:
-        context, answer, label = job
+def validate_judge(chat: ChatModel, items: Sequence[tuple[str, str, str, str]],
+                   detector: str = "graded_judge_q", threshold: float = 0.536,
+                   max_concurrency: int = 1) -> dict[str, Any]:
+    """items: (question, context, right answer, hallucinated answer). Label 1 = hallucinated.
+    Each answer's support under `detector` (`support.support_score`); the decision is support
+    below `threshold` (what a sweep's `hallucinated` and the agent's gate count), scored by
+    accuracy; AUROC ranks by 1 − support. An LLM failure is counted, not scored; an answer the
+    detector leaves undefined (NaN: no checkable word for a question-blind part) is counted in
+    `undefined` and left out. Up to `max_concurrency` judge calls in flight (`llm.map_calls`:
+    the same result at any concurrency)."""
+    def one(job: tuple[str, str, str, int]) -> tuple[int, float | None]:
+        question, context, answer, label = job
         try:
-            return label, judge_support(chat, context, answer)[0]
+            return label, support_score(detector, chat, context, answer, question)
         except LLMError:
             return label, None
 
-    jobs = [(context, answer, label) for context, right, wrong in items
+    jobs = [(question, context, answer, label) for question, context, right, wrong in items
             for answer, label in ((right, 0), (wrong, 1))]
-    labels, scores, failures = [], [], 0
-    for _, (label, supported) in map_calls(one, jobs, max_concurrency):
-        if supported is None:
+    labels, scores, failures, undefined = [], [], 0, 0
+    for _, (label, support) in map_calls(one, jobs, max_concurrency):
+        if support is None:
             failures += 1
-            continue
-        labels.append(label)
-        scores.append(0.0 if supported else 1.0)
+        elif support != support:
+            undefined += 1
+        else:
+            labels.append(label)
+            scores.append(1.0 - support)
     y, s = np.asarray(labels), np.asarray(scores)
-    acc = float((s.round() == y).mean()) if len(y) else float("nan")
-    return {"n": len(labels), "failures": failures, "accuracy": acc, "auroc": auroc(labels, scores),
-            "flags_right": float(s[y == 0].mean()) if (y == 0).any() else float("nan"),
-            "flags_hallucinated": float(s[y == 1].mean()) if (y == 1).any() else float("nan")}
+    flags = s > 1.0 - threshold  # support < threshold
+    acc = float((flags == (y == 1)).mean()) if len(y) else float("nan")
+    return {"n": len(labels), "failures": failures, "undefined": undefined,
+            "detector": detector, "threshold": threshold, "accuracy": acc,
+            "auroc": auroc(labels, scores),
+            "flags_right": float(flags[y == 0].mean()) if (y == 0).any() else float("nan"),
+            "flags_hallucinated": float(flags[y == 1].mean()) if (y == 1).any()
+            else float("nan")}

@@ -30,8 +30,12 @@ Metrics per question:
   the tools the agent should use, personal data left out) — a weaker gold, said so;
   an abstention ("I don't know") is scored incorrect without a judge call;
 - `token_f1` (SQuAD) against the FAQ answer section (NaN for banking);
-- `hallucinated`: the support judge (`judge_support`) on the answer against the passages
-  the agent was served; NaN for closed_book (no evidence) and 0 for an abstention;
+- `hallucinated`: the default support detector (`agent.support.detector`, graded_judge_q,
+  the judge's P(yes) given the question) on the answer against the passages the agent was
+  served, below `agent.support.threshold` (0.536); its score is `support`, the detector and
+  threshold `support_detector`. NaN for closed_book (no evidence), 0 for an abstention.
+  Judgements written before 2026-12-03 came from the retired yes/no JSON judge (no
+  `support_detector` in their rows);
 - `citation_valid`, `cites_served`, `invalid_citations`, `abstained`, `failed` (an LLM
   error or an invalid JSON action: scored as incorrect, counted here).
 Judge failures (LLMError) leave the metric NaN and are counted in `judge_failures`.
@@ -52,7 +56,8 @@ from agentic_rag.agent.tool import AgenticRAGTool
 from agentic_rag.config import AgentConfig, RAGConfig
 from agentic_rag.config_llm import LLMConfig, ServerConfig
 from agentic_rag.evaluation.answers import token_f1
-from agentic_rag.evaluation.llm_judge import judge_correctness, judge_support
+from agentic_rag.evaluation.llm_judge import judge_correctness
+from agentic_rag.evaluation.support import support_score
 from agentic_rag.experiments.jsonl import append_rows, read_rows
 from agentic_rag.experiments.llm_cost import (
     Progress,
@@ -76,6 +81,8 @@ from agentic_rag.studies.agent_eval.summary import compare, markdown, summarize
 from agentic_rag.studies.agent_eval.tasks import customer_openings, load
 
 GATE_DEFAULT = RAGConfig().gate.mode
+# `hallucinated`: the default support detector at its threshold (what `ask` and sweeps use)
+SUPPORT = RAGConfig().agent.support
 
 
 def build_pipeline(ds, home: Path, overrides: dict, chat: ChatModel) -> Pipeline:  # noqa: ANN001
@@ -135,11 +142,14 @@ def judge(row: dict, item: dict, chat: ChatModel) -> dict:
         out["hallucinated"] = 0.0
     else:
         try:
-            supported, _ = judge_support(chat, row["evidence"], row["answer"])
-            out["hallucinated"] = 0.0 if supported else 1.0
+            score = support_score(SUPPORT.detector, chat, row["evidence"], row["answer"],
+                                  item["question"])
+            out["support"] = score
+            out["hallucinated"] = float(score < SUPPORT.threshold) if score == score else np.nan
         except LLMError:
             out["hallucinated"] = np.nan
             out["judge_failures"] += 1
+    out["support_detector"] = f"{SUPPORT.detector}<{SUPPORT.threshold}"
     return out
 
 

@@ -132,13 +132,12 @@ def not_run_row(claim: Claim, deployment: str, status: str, reason: str) -> dict
             "verdict": status, "reason": reason, "run": None}
 
 
-def judge_fields(res: dict[str, Any], run: str) -> dict[str, Any]:
-    """The ledger's judge_* fields from a judge validation's `validation.json`."""
-    return {"judge_validation": f"AUROC {res['auroc']:.2f}, accuracy {res['accuracy']:.2f} on "
-                                f"{res['n']} HaluEval dev answers ({res['n_questions']} "
-                                f"questions × right/hallucinated; {res['failures']} failures), "
-                                f"run `{run}`",
-            "judge_auroc": res["auroc"], "judge_accuracy": res["accuracy"], "judge_run": run}
+# a c-boundaries run whose `hallucinated` came from the yes/no JSON judge (before the graded
+# detectors; rows without `support_detector`): that judge is gone, so no validation applies
+RETIRED_JUDGE = {"judge_validation": "judged by the retired yes/no JSON judge: no validation "
+                                     "applies; rebuild the claim (`agentic-rag claims --rebuild "
+                                     "--only c-boundaries`)",
+                 "judge_auroc": float("nan"), "judge_accuracy": float("nan"), "judge_run": None}
 
 
 DETECTOR_SETS = {"set (i), HaluEval dev right vs hallucinated answers":

@@ -17,12 +17,12 @@ import pandas as pd
 from agentic_rag.config import RAGConfig
 from agentic_rag.config_llm import LLMConfig
 from agentic_rag.experiments.llm_cost import COMPLETION_TOKENS_PER_S, PROMPT_TOKENS_PER_S
-from agentic_rag.experiments.runfolder import git_commit, mark_complete, new_run_dir, write_meta
+from agentic_rag.experiments.runfolder import mark_complete, new_run_dir, write_meta
 from agentic_rag.experiments.spec import DatasetSpec
 from agentic_rag.llm.calls import CallMeter
 from agentic_rag.studies.claims.ledger import (
+    RETIRED_JUDGE,
     detector_fields,
-    judge_fields,
     ledger_row,
     not_run_row,
     ppi_fields,
@@ -38,8 +38,6 @@ from agentic_rag.studies.claims.registry import (
     CLAIMS,
     COLD_START_REPEATS,
     DATASETS,
-    JUDGE_VALIDATION,
-    JUDGE_VALIDATION_TOKENS_PER_CALL,
     LLM_SAMPLE,
     NOT_RUN,
     Claim,
@@ -155,7 +153,6 @@ class _Session:
         self.agent_runs, self.smoke, self.log = agent_runs, smoke, log
         self.max_concurrency, self.meter = max_concurrency, meter or CallMeter()
         self.done: dict[str, Path] = {}
-        self.judge: dict[str, Any] | None = None
 
     def measure(self, claim: Claim, deployment: str, ds: DatasetSpec) -> dict[str, Any]:
         try:
@@ -171,11 +168,8 @@ class _Session:
                 row.update(detector_fields(detector))
                 row["support_threshold"] = self.base.agent.support.threshold
                 row.update(ppi_fields(row, claim))
-            else:  # a run judged by the binary JSON judge (before the graded detectors)
-                self.judge = self.judge or run_judge_validation(
-                    self.base, self.runs_dir, self.cache_dir, self.log, self.meter,
-                    self.max_concurrency)
-                row.update(self.judge)
+            else:  # judged by the yes/no JSON judge, which is gone: nothing validates it
+                row.update(RETIRED_JUDGE)
         return row
 
     def run(self, claim: Claim, ds: DatasetSpec) -> Path:
@@ -332,33 +326,6 @@ def run_detector(run_dir: Path) -> str | None:
     return str(found[0]) if len(found) == 1 else None
 
 
-def run_judge_validation(base: RAGConfig, runs_dir: str | Path, cache_dir: str | Path,
-                         log=print, meter: CallMeter | None = None,  # noqa: ANN001
-                         max_concurrency: int = 1) -> dict[str, Any]:
-    """The support judge on HaluEval dev (right vs hallucinated answers, `validate_judge`,
-    up to `max_concurrency` calls in flight), in a run folder `<stamp>-judge-validation`; an
-    earlier run with the same model and sample is reused. Returns the ledger's judge_*
-    fields."""
-    from agentic_rag.studies.detectors.run import validate_on_pairs
-
-    model = base.llm.server.model if base.llm.uses_local_server else base.llm.model
-    want = {"model": model, "n_questions": JUDGE_VALIDATION["n"], "seed": JUDGE_VALIDATION["seed"]}
-    for d in sorted(Path(runs_dir).glob("*-judge-validation"), reverse=True):
-        res = json.loads((d / "validation.json").read_text()) if (d / "validation.json").exists() \
-            else {}
-        if all(res.get(k) == v for k, v in want.items()):
-            return judge_fields(res, d.name)
-    res = validate_on_pairs(base.llm, Path(cache_dir) / "judge-validation", JUDGE_VALIDATION["n"],
-                            JUDGE_VALIDATION["seed"], max_concurrency=max_concurrency,
-                            meter=meter, log=log)
-    res.update({**want, "split": "dev", "git_commit": git_commit()})
-    run_dir = new_run_dir(runs_dir, "judge-validation")
-    (run_dir / "validation.json").write_text(json.dumps(res, indent=2))
-    write_meta(run_dir, {"dataset": "halueval-qa:dev", **want,
-                         "llm": {"identity": res["identity"], "max_concurrency": max_concurrency}})
-    return judge_fields(res, run_dir.name)
-
-
 def _announce_llm(base: RAGConfig, chosen: set[str], cache_dir: str | Path, concurrency: int,
                   log: Callable[[str], Any], llm_sample: int | None = None) -> None:
     """The chosen LLM protocols' ceiling (`llm_budget`: calls, tokens), and its wall time at
@@ -368,14 +335,12 @@ def _announce_llm(base: RAGConfig, chosen: set[str], cache_dir: str | Path, conc
 
     budget = llm_budget(base, llm_sample)
     ids = {c.id for c in CLAIMS if c.id in chosen and c.needs_llm}
-    mine = budget[budget["protocol"].isin(ids | ({"judge validation"} if "c-boundaries" in ids
-                                                  else set()))]
+    mine = budget[budget["protocol"].isin(ids)]
     if mine.empty:
         return
     est = {k: int(mine[k].sum()) for k in ("llm_calls", "prompt_tokens_est",
                                            "completion_tokens_est")}
     caches = [*sorted(Path(cache_dir).glob("index-*/cache/llm.sqlite")), Path(HOME) / "llm.sqlite",
-              Path(cache_dir) / "judge-validation" / "cache" / "llm.sqlite",
               Path(cache_dir) / "cache" / "llm.sqlite"]  # validate-detectors' replies
     log(f"LLM protocols {sorted(ids)}: " + estimate_line(
         est, measured_rates(caches), concurrency, serves_in_parallel(base.llm)))
@@ -384,7 +349,7 @@ def _announce_llm(base: RAGConfig, chosen: set[str], cache_dir: str | Path, conc
 def llm_budget(base: RAGConfig | None = None, llm_sample: int | None = None) -> pd.DataFrame:
     """The LLM cost of a full run, from `runner.estimate_llm_cost` (its ceiling: every
     context at its token budget, no cache hits), converted to minutes at this machine's
-    rates; one row per LLM protocol run, plus the judge validation."""
+    rates; one row per LLM protocol run."""
     from agentic_rag.experiments.llm_cost import agent_cost
     from agentic_rag.experiments.plan import estimate_llm_cost
 
@@ -402,10 +367,6 @@ def llm_budget(base: RAGConfig | None = None, llm_sample: int | None = None) -> 
             spec = claim_spec(claim, ds, base)
             est = estimate_llm_cost(spec, len(spec.configs()), ds.n or 10**6)
             rows.append({"protocol": claim.id, "deployment": deployment, **est})
-    calls = 2 * JUDGE_VALIDATION["n"]
-    rows.append({"protocol": "judge validation", "deployment": "HaluEval dev", "llm_calls": calls,
-                 "prompt_tokens_est": calls * JUDGE_VALIDATION_TOKENS_PER_CALL,
-                 "completion_tokens_est": calls * 16})
     df = pd.DataFrame(rows)
     df["minutes_est"] = (df["prompt_tokens_est"] / PROMPT_TOKENS_PER_S
                          + df["completion_tokens_est"] / COMPLETION_TOKENS_PER_S) / 60

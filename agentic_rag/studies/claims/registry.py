@@ -35,10 +35,6 @@ NOT_RUN = ("not run", "not run (smoke)", "not applicable")
 # resumable (`--max-llm-calls`, the committed reply pack).
 NON_LLM_MINUTES = 45 + 50
 LLM_SAMPLE = 14  # queries per arm that get LLM metrics
-JUDGE_VALIDATION = {"n": 30, "seed": 0}  # HaluEval dev questions × (right, hallucinated)
-# judge prompt + HaluEval knowledge paragraph + answer: at most 246 tokens (tiktoken) over the
-# 60 prompts of the validation sample, mean 145
-JUDGE_VALIDATION_TOKENS_PER_CALL = 250
 COLD_START_REPEATS = 10
 # The agent protocol (a-agent-tool-calls): τ²-banking tasks per arm (the largest sample
 # whose ceiling fits what is left of the 2 h: 2 arms × 10 tasks × ~1.1 min), and the agent
@@ -245,7 +241,7 @@ CLAIMS: tuple[Claim, ...] = (
           beside=("token_f1", "exact_match", "context_tokens"),
           metrics=("hallucination",), llm_sample=LLM_SAMPLE, deployments=_HALUEVAL_ONLY,
           skipped={"code": _JUDGE_ONLY_HALUEVAL, "support automation": _JUDGE_ONLY_HALUEVAL},
-          protocol=f"same hits in both arms (hybrid, static, k = 10), attribution on in both "
+          protocol="same hits in both arms (hybrid, static, k = 10), attribution on in both "
                    "(a separate switch); only the numbered boundaries differ. The local LLM "
                    "answers the first n sampled questions (as b-answers) from each arm's context; "
                    "the support detector (`agent.support.detector`, same LLM; the committed "
@@ -255,9 +251,9 @@ CLAIMS: tuple[Claim, ...] = (
                    "canonical rendering of the served chunks whatever the arm; hallucinated "
                    "= support below `agent.support.threshold`. The "
                    "detector's committed AUROCs (HaluEval dev, and the model's own labelled "
-                   "answers) are reported beside the effect; a run judged by the older binary "
-                   f"JSON judge gets its HaluEval dev validation ({JUDGE_VALIDATION['n']} "
-                   "pairs) instead. The boundaries-on arm is b-answers' hybrid arm: run first, "
+                   "answers) are reported beside the effect (a run judged by the retired yes/no "
+                   "JSON judge says so and must be rebuilt). The boundaries-on arm is "
+                   "b-answers' hybrid arm: run first, "
                    "each of its answers precedes its judge call (a shared prompt prefix), and "
                    "b-answers reads them from the LLM cache"),
     Claim("d-cold-start", "A tiered index (recent documents warm, the archive cold and lazily "

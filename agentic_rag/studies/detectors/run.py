@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from agentic_rag.config import SupportConfig
 from agentic_rag.config_llm import LLMConfig
 from agentic_rag.datasets.qa import halueval_pairs
 from agentic_rag.llm.calls import CallMeter, MeteredChatModel
@@ -35,12 +36,15 @@ from agentic_rag.studies.detectors.scoring import run_validation, with_combined
 
 def validate_on_pairs(llm: LLMConfig, home: str | Path, n: int, seed: int = 0,
                       metric: str = "judge", max_concurrency: int = 1,
-                      meter: CallMeter | None = None, log=None) -> dict[str, Any]:  # noqa: ANN001
-    """The one judge validation (`agentic-rag validate-judge` and the claims ledger's judge
-    row): `metric` (the yes/no support judge, or ragas faithfulness) on `n` seeded HaluEval
-    dev questions, right answer vs hallucinated answer; failures counted, not scored. The
-    local server is started (or reused) for it when `llm` needs one; replies are cached under
-    `home`."""
+                      meter: CallMeter | None = None, log=None,  # noqa: ANN001
+                      support: SupportConfig | None = None) -> dict[str, Any]:
+    """The one judge validation (`agentic-rag validate-judge`): `metric` ("judge": the
+    configured support detector, `support.detector` at `support.threshold`, default
+    `SupportConfig()`'s; or ragas faithfulness) on `n` seeded HaluEval dev questions, right
+    answer vs hallucinated answer; failures counted, not scored. The local server is started
+    (or reused) for it when `llm` needs one; replies are cached under `home`.
+    (`agentic-rag validate-detectors` compares every detector on 200 questions and on the
+    model's own labelled answers.)"""
     import time
 
     from agentic_rag.evaluation.llm_judge import validate_judge
@@ -50,17 +54,19 @@ def validate_on_pairs(llm: LLMConfig, home: str | Path, n: int, seed: int = 0,
     if metric not in ("judge", "ragas-faithfulness"):
         raise ValueError(f"metric {metric!r}: use judge or ragas-faithfulness")
     pairs = halueval_pairs(n, seed)
-    items = [(p["context"], p["right"], p["hallucinated"]) for p in pairs]
+    items = [(p["question"], p["context"], p["right"], p["hallucinated"]) for p in pairs]
+    support = support or SupportConfig()
     t0 = time.perf_counter()
     with serve_local(llm, home, log=log):
         chat = make_chat_model(llm, home)
         if metric == "judge":
             res = validate_judge(MeteredChatModel(chat, meter or CallMeter()), items,
-                                 max_concurrency)
+                                 support.detector, support.threshold, max_concurrency)
         else:
             from agentic_rag.evaluation.ragas_metrics import validate_faithfulness
 
-            res = validate_faithfulness(llm, items, [p["question"] for p in pairs])
+            res = validate_faithfulness(llm, [i[1:] for i in items],
+                                        [p["question"] for p in pairs])
     return {**res, "metric": metric, "n_questions": n, "seed": seed,
             "model": llm.server.model if llm.uses_local_server else llm.model,
             "identity": chat.model_id, "seconds": round(time.perf_counter() - t0, 1)}
