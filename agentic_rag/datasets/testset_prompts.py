@@ -66,8 +66,9 @@ _SYSTEM_SPAN = (
     "about what the passage says. Reply with JSON {\"question\": ...}.")
 
 
-_SPAN_SCHEMA = {"type": "object", "required": ["question"],
-                "properties": {"question": {"type": "string", "maxLength": 300}}}
+# the reply of a call that writes only a question (span mode, `ask_about`)
+_QUESTION_SCHEMA = {"type": "object", "required": ["question"],
+                    "properties": {"question": {"type": "string", "maxLength": 300}}}
 
 
 # the unanswerable check: the model, given the passages BM25 finds for the question, answers
@@ -114,7 +115,7 @@ def _ask_for_span(chat: ChatModel, chunk: Chunk, doc: Document, span: Span) -> A
     reply = chat.chat([{"role": "system", "content": _SYSTEM_SPAN},
                        {"role": "user", "content": f"{passage(chunk, doc)}\n\n"
                                                    f"ANSWER: {span.text}"}],
-                      json_schema=_SPAN_SCHEMA, max_tokens=100)
+                      json_schema=_QUESTION_SCHEMA, max_tokens=100)
     try:
         question = reply.json().get("question")
     except (ValueError, TypeError, AttributeError):
@@ -132,9 +133,6 @@ _SYSTEM_ABOUT = (
     "with JSON {\"question\": ...}.")
 
 
-_ABOUT_SCHEMA = {"type": "object", "required": ["question"],
-                 "properties": {"question": {"type": "string", "maxLength": 300}}}
-
 
 def ask_about(chat: ChatModel, reply: Any) -> Any:
     """`reply` when its question contains its made-up name (or it has none, or is malformed:
@@ -151,7 +149,7 @@ def ask_about(chat: ChatModel, reply: Any) -> Any:
         return reply
     second = chat.chat([{"role": "system", "content": _SYSTEM_ABOUT},
                         {"role": "user", "content": f"Name: {name}"}],
-                       json_schema=_ABOUT_SCHEMA, max_tokens=80)
+                       json_schema=_QUESTION_SCHEMA, max_tokens=80)
     try:
         question = second.json().get("question", "")
     except (ValueError, TypeError, AttributeError):
