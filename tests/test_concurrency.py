@@ -333,6 +333,27 @@ def test_a_fresh_machine_resumes_from_the_committed_reply_pack(corpus, stub, tmp
     assert rows_without_latency(res.run_dir) == rows_without_latency(whole.run_dir)
 
 
+def test_a_replay_capped_at_zero_new_calls_reads_the_whole_pack_and_sends_nothing(
+        corpus, stub, tmp_path):
+    """`--max-llm-calls 0` is a replay: every reply in the pack is read (the cap counts only
+    new calls), nothing reaches the endpoint, the rows are the original run's; with part of
+    the pack gone it stops cleanly at the first reply it would have to ask for."""
+    spec = make_spec(corpus, stub.base_url)
+    pack = tmp_path / "repo" / "replies.jsonl"
+    packed = spec.model_copy(update={"reply_pack": str(pack)})
+    whole = sweep(packed, tmp_path / "machine-a", 4, CallMeter())
+    n0, calls = stub.requests, 2 * 2 * len(QUESTIONS)
+    replay = CallMeter(cap=0)
+    res = sweep(packed, tmp_path / "machine-b", 4, replay)
+    assert stub.requests == n0 and (replay.calls, replay.cached) == (0, calls)
+    assert rows_without_latency(res.run_dir) == rows_without_latency(whole.run_dir)
+    pack.write_text("".join(pack.read_text().splitlines(keepends=True)[:5]))
+    short = CallMeter(cap=0)
+    with pytest.raises(LLMCallCap, match="cap of 0 new LLM calls"):
+        sweep(packed, tmp_path / "machine-c", 1, short)
+    assert stub.requests == n0 and short.calls == 0 and 0 < short.cached <= 5
+
+
 def test_claims_llm_protocols_commit_their_replies():
     from agentic_rag.config import RAGConfig
     from agentic_rag.studies.claims.registry import DATASETS, REPLY_PACK, claim_spec, select

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from agentic_rag.llm.types import ChatModel, ChatReply, LLMError
+from agentic_rag.llm.types import CACHE_ONLY, CacheOnly, ChatModel, ChatReply, LLMError
 
 
 def map_calls(fn: Callable[[Any], Any], items: Iterable[Any], max_concurrency: int = 1
@@ -66,12 +66,24 @@ class CallMeter:
         self._in_flight = 0
         self._lock = threading.Lock()
 
-    def admit(self) -> None:
+    def admit(self) -> bool:
+        """True: the call may reach the endpoint (counted in flight until `settle`). False:
+        the meter is at its cap, and only a cached reply may come back (`count_cached`)."""
         with self._lock:
             if self.cap is not None and self.calls + self._in_flight >= self.cap:
-                raise LLMCallCap(f"stopped at the cap of {self.cap} new LLM calls "
-                                 f"({self.calls} made, {self.cached} read from the cache)")
+                return False
             self._in_flight += 1
+            return True
+
+    def count_cached(self) -> None:
+        """A cached reply read at the cap (not admitted, so not in flight)."""
+        with self._lock:
+            self.cached += 1
+
+    def at_cap(self) -> LLMCallCap:
+        with self._lock:
+            return LLMCallCap(f"stopped at the cap of {self.cap} new LLM calls "
+                              f"({self.calls} made, {self.cached} read from the cache)")
 
     def settle(self, reply: ChatReply | None, sent: bool = True) -> None:
         """A call admitted by `admit` ended: with `reply`, or failed (`sent`: it reached the
@@ -118,7 +130,8 @@ class MeteredChatModel:
         return getattr(self.model, name)
 
     def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> ChatReply:
-        self.meter.admit()
+        if not self.meter.admit():
+            return self._cached_only(messages, kwargs)
         try:
             reply = self.model.chat(messages, **kwargs)
         except LLMError:
@@ -128,4 +141,22 @@ class MeteredChatModel:
             self.meter.settle(None, sent=False)
             raise
         self.meter.settle(reply)
+        return reply
+
+    def _cached_only(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> ChatReply:
+        """At the cap: the reply when the model has it cached (a replay with
+        `--max-llm-calls 0` reads a whole reply pack), else `LLMCallCap`. A model that does
+        not honour `types.CACHE_ONLY` is never called here."""
+        if not getattr(self.model, "answers_cache_only", False):
+            raise self.meter.at_cap()
+        token = CACHE_ONLY.set(True)
+        try:
+            reply = self.model.chat(messages, **kwargs)
+        except CacheOnly:
+            raise self.meter.at_cap() from None
+        finally:
+            CACHE_ONLY.reset(token)
+        if not reply.cached:  # cannot happen with a model that honours CACHE_ONLY
+            raise self.meter.at_cap()
+        self.meter.count_cached()
         return reply

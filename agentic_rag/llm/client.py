@@ -23,10 +23,12 @@ from typing import Any
 
 from agentic_rag.config_llm import LLMConfig
 from agentic_rag.llm.cache import ChatCache, _cache_key, model_identity
-from agentic_rag.llm.types import ChatModel, ChatReply, LLMError, ToolCall
+from agentic_rag.llm.types import CACHE_ONLY, CacheOnly, ChatModel, ChatReply, LLMError, ToolCall
 
 
 class OpenAIChatModel:
+    answers_cache_only = True  # honours `types.CACHE_ONLY` (a metered run at its cap)
+
     def __init__(self, config: LLMConfig, base_url: str | None = None, client: Any = None,
                  cache: ChatCache | None = None, sleep=time.sleep) -> None:  # noqa: ANN001
         self.config = config
@@ -79,6 +81,8 @@ class OpenAIChatModel:
         key = _cache_key(self.model_id, messages, params)
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             return hit
+        if CACHE_ONLY.get():
+            raise CacheOnly(f"{self.model_id}: not in the reply cache")
         delay, last_error, kind = 1.0, "", "transport"
         for attempt in range(1, self.config.max_retries + 2):
             t0 = time.perf_counter()

@@ -92,6 +92,8 @@ def refuses_connections(url: str, timeout_s: float = 2.0) -> bool:
 class EndpointPool:
     """A `ChatModel` over `config.endpoints` (see the module docstring)."""
 
+    answers_cache_only = True  # its members honour `types.CACHE_ONLY` (they raise CacheOnly)
+
     def __init__(self, config: LLMConfig, cache: ChatCache | None = None,
                  sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic, dead_after: int = 3,

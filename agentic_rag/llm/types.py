@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +20,16 @@ class LLMError(RuntimeError):
         # False: the same request cannot succeed again (a reply cut at max_tokens at
         # temperature 0 is cut again), so no one should repeat it
         self.retryable = retryable
+
+
+# Set by `calls.MeteredChatModel` once its meter is at its cap: a chat model that reads a reply
+# cache may still answer from it, but sends nothing (`CacheOnly` for a reply it would have to
+# ask the endpoint for). Models that honour it say so with `answers_cache_only = True`.
+CACHE_ONLY: ContextVar[bool] = ContextVar("agentic_rag_llm_cache_only", default=False)
+
+
+class CacheOnly(Exception):  # noqa: N818 - a stop, not an error of the call
+    """A call that would have to reach the endpoint while only cached replies may be read."""
 
 
 class ToolCall(BaseModel):
