@@ -15,8 +15,9 @@
   there); questions match their own heading, which `contextual_headers` makes easy:
   compare configs on it, do not read its absolute level as a hard benchmark.
 - `python_library_qa`: 66 questions over the Python 3.11 *library reference* (not the FAQ),
-  written by hand as users ask them, each with its gold document and an exact answer found
-  in it (`datasets/python-library-qa/`: questions, RUBRIC.md, `verify.py`), and a committed
+  written as users ask them by an LLM engineering session (not a person, not the
+  generator), each with its gold document and an exact answer found in it
+  (`datasets/python-library-qa/`: questions, RUBRIC.md, `verify.py`), and a committed
   seeded dev/test split (half each). Same corpus as `python_faq`, so the two share an
   index. Gold span = the answer's place in the document.
 - `load_local`: the user's folder of documents + a JSONL/CSV of questions.
@@ -206,8 +207,8 @@ def python_library_qa(path: str | Path | None = None) -> Dataset:
         fixed[qid] = split
     return Dataset(name="python-library-qa", corpus=corpus, queries=queries, qrels=qrels,
                    spans=spans, fixed_split=fixed,
-                   description="hand-written Python 3.11 library-reference questions with exact "
-                   "answers over tutorial+howto+faq+library")
+                   description="Python 3.11 library-reference questions (written by an LLM "
+                   "session, not the generator) with exact answers over tutorial+howto+faq+library")
 
 
 def load_local(docs: str | Path, questions: str | Path, name: str = "local",
