@@ -99,6 +99,13 @@ class SweepSpec(_Strict):
         "local", description="local: this process; ray: a Ray cluster (`ray` section). The "
         "rows are the same; not part of the spec hash, so either resumes the other's run")
     ray: RaySpec = RaySpec()
+    hallucination_labels: list[str] = Field(
+        default_factory=list, description="folders of labelled answers (`answers.jsonl` + "
+        "`labels-pass1.jsonl`, as the notebook's labelling view writes them; e.g. "
+        "experiments/detectors/halueval-own): a config whose rows match labelled answers (the "
+        "same question id and answer text: the same model and settings) gets its hallucination "
+        "rate by prediction-powered inference, `hallucinated_ppi` with a CI that carries the "
+        "detector's error (experiments/labels.py)")
     ragas_metrics: list[Literal["faithfulness", "factual_correctness", "context_precision",
                                 "context_recall"]] = Field(
         default_factory=lambda: ["faithfulness", "factual_correctness", "context_precision",
@@ -153,8 +160,10 @@ class SweepSpec(_Strict):
         return self.model_copy(update=update)
 
     def spec_hash(self) -> str:
-        # how the rows are computed is not what is run: the executor stays out of the hash
-        blob = json.dumps(self.model_dump(mode="json", exclude={"executor", "ray"}),
+        # how the rows are computed is not what is run: the executor stays out of the hash,
+        # and so do the labels (they change the summary, not a row: `cached_summary`)
+        blob = json.dumps(self.model_dump(mode="json", exclude={"executor", "ray",
+                                                                 "hallucination_labels"}),
                           sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

@@ -145,10 +145,26 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
     summary["baseline"] = summary["config_id"] == base_id
     if "hallucinated" in summary:  # the detector's rate: its own error is not in the CI
         summary["hallucinated_ci_note"] = HALLUCINATION_NOTE
+        if spec.hallucination_labels:  # ... unless labels exist: then PPI (labels.py)
+            summary = _with_ppi(summary, results, spec)
     quality = next((m for m in QUALITY if m in summary.columns), None)
     if quality:
         summary["pareto"] = pareto_front(summary, quality, ["latency_p50_ms", "context_tokens_mean"])
     return summary
+
+
+def _with_ppi(summary: pd.DataFrame, results: pd.DataFrame, spec: SweepSpec) -> pd.DataFrame:
+    """Each config's `labels.ppi_columns` (a config without enough labelled rows keeps the
+    no-labels note, with its count of labelled rows)."""
+    from agentic_rag.experiments.labels import ppi_columns, read_labels
+
+    labels = read_labels(spec.hallucination_labels)
+    cols = {cid: ppi_columns(g, labels) for cid, g in results.groupby("config_id", sort=True)}
+    out = summary.copy()
+    for i, cid in out["config_id"].items():
+        for k, v in cols.get(cid, {}).items():
+            out.loc[i, k] = v
+    return out
 
 
 def _counts(cid: str, g: pd.DataFrame) -> dict[str, Any]:
@@ -213,7 +229,12 @@ def cached_summary(results: pd.DataFrame, spec: SweepSpec, configs: list, lines:
                    cache: RowCache, use_cache: bool) -> pd.DataFrame:
     """`summarize(results)`, read from the row cache when the same rows (the same JSON lines,
     in the same order) were summarized against the same baseline by the same code."""
-    h = hashlib.sha256(f"{code_version()}|{baseline_id(spec, configs)}|".encode())
+    labelled = ""
+    if spec.hallucination_labels:  # labels added since: not the same summary
+        from agentic_rag.experiments.labels import fingerprint
+
+        labelled = fingerprint(spec.hallucination_labels)
+    h = hashlib.sha256(f"{code_version()}|{baseline_id(spec, configs)}|{labelled}|".encode())
     h.update("\n".join(lines).encode())
     key = h.hexdigest()
     summary = cache.get_summary(key) if use_cache else None
