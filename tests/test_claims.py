@@ -566,19 +566,22 @@ def test_default_run_keeps_an_answer_claim_decided_on_more_questions(tmp_path, m
 
 def test_c_boundaries_row_carries_the_ppi_rate_where_labels_exist():
     """The labelled arm (boundaries on: the 150 LLM-labelled own answers) gets a PPI rate
-    from its 22/200 flags and the labels; the unlabelled arm and the difference say that
-    there are no labels, beside the figure."""
+    from its 81/200 flags (graded_judge_q < 0.536, the re-decided run) and the labels (65
+    unsupported; the detector flags 67 of the 150); the unlabelled arm and the difference say
+    that there are no labels, beside the figure."""
     data = json.loads((REPO / "experiments/claims/claims.json").read_text())
     row = next(r for r in data["ledger"] if r["claim"] == "c-boundaries"
                and r["deployment"] == "document analysis")
     claim = next(c for c in CLAIMS if c.id == "c-boundaries")
     got = ledger.ppi_fields(row, claim, REPO)
-    assert got["treatment_ppi_estimate"] == pytest.approx(0.11 + (65 - 13) / 150)
-    assert got["treatment_ppi_ci_low"] > 0.11  # the detector alone is outside the interval
+    assert row["treatment_value"] == 0.405 and row["support_threshold"] == 0.536
+    assert got["treatment_ppi_estimate"] == pytest.approx(0.405 + (65 - 67) / 150)
+    # the detector's flags agree with the labels in aggregate: its rate is inside the interval
+    assert got["treatment_ppi_ci_low"] < 0.405 < got["treatment_ppi_ci_high"]
     assert got["baseline_ppi"].startswith(ledger.NO_LABELS)
     assert "no PPI of the difference" in got["ppi_difference"]
     assert row["treatment_ppi"] == got["treatment_ppi"]  # the committed ledger carries it
-    assert "hallucination rate with the detector's error (PPI), treatment: 0.457" in \
+    assert "hallucination rate with the detector's error (PPI), treatment: 0.392" in \
         (REPO / "experiments/claims/REPORT.md").read_text()
     b = next(r for r in data["ledger"] if r["claim"] == "b-answers"
              and r["deployment"] == "document analysis")
