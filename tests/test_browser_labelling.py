@@ -15,24 +15,13 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from .conftest import free_port
-from .test_browser_tuner import (
-    ROOT,
-    _chromium,
-    _kernel_ready,
-    _lab_command,
-    _user_settings,
-    _wait_for_server,
-)
+from .test_browser_tuner import ROOT, _kernel_ready, lab_page
 
 ANSWERS = [
     {"qid": "q1", "question": "Which band recorded Master of Puppets?", "answer": "Metallica",
@@ -64,46 +53,13 @@ def _notebook(path: Path, folder: Path) -> None:
 
 @pytest.mark.slow
 def test_labels_clicked_in_jupyterlab_land_in_the_labels_file(tmp_path):
-    chromium = _chromium()
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[notebooks]'")
     folder = _folder(tmp_path / "answers")
     notebook = ROOT / "notebooks" / f"_browser-labelling-{os.urandom(4).hex()}.ipynb"
     _notebook(notebook, folder)
-    port, token = free_port(), "browser-test-" + os.urandom(8).hex()
-    settings = tmp_path / "lab-user-settings"
-    _user_settings(settings)
-    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(settings),
-           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "lab-workspaces"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "jupyter-runtime")}
-    env.pop("JPY_SESSION_NAME", None)
-    log = tmp_path / "lab.log"
-    with open(log, "w") as out:
-        lab = subprocess.Popen(["bash", "-c", _lab_command(port, token)], cwd=ROOT, env=env,
-                               stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
     try:
-        _wait_for_server(f"{base}/api/status?token={token}", lab, log)
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium, headless=True,
-                                         args=["--no-sandbox", "--disable-dev-shm-usage"])
-            try:
-                page = browser.new_page(viewport={"width": 1600, "height": 1000})
-                try:
-                    _label_three(page, f"{base}/lab/tree/{notebook.name}?token={token}&reset",
-                                 folder / "labels-pass1.jsonl")
-                except BaseException:
-                    page.screenshot(path=str(tmp_path / "jupyterlab.png"))
-                    raise
-            finally:
-                browser.close()
+        with lab_page(tmp_path, notebook.name) as (page, url):
+            _label_three(page, url, folder / "labels-pass1.jsonl")
     finally:
-        try:
-            req = urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST")
-            urllib.request.urlopen(req, timeout=10).close()
-            lab.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            os.killpg(lab.pid, signal.SIGTERM)
-            lab.wait(timeout=30)
         notebook.unlink(missing_ok=True)
         shutil.rmtree(notebook.parent / ".ipynb_checkpoints", ignore_errors=True)
 

@@ -11,6 +11,7 @@ Jupyter news (the machines have no network). The committed notebook is left as i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,7 +21,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,11 +114,13 @@ def _output_table(output) -> dict[str, str]:  # noqa: ANN001 - a Playwright loca
             for i in range(rows.count())}
 
 
-@pytest.mark.slow
-def test_tuner_sliders_in_jupyterlab_change_the_scores(tmp_path):
+@contextlib.contextmanager
+def lab_page(tmp_path: Path, notebook: str) -> Iterator[tuple[Any, str]]:
+    """JupyterLab started as `make lab` starts it (this test's own settings: no autosave, no
+    windowing), and a headless Chromium page: yields (page, the URL that opens `notebook`).
+    On an error the page's screenshot is left in `tmp_path`; the server is shut down after."""
     chromium = _chromium()
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[notebooks]'")
-    original = NOTEBOOK.read_bytes()
     port, token = free_port(), "browser-test-" + os.urandom(8).hex()
     settings = tmp_path / "lab-user-settings"
     _user_settings(settings)
@@ -136,7 +141,7 @@ def test_tuner_sliders_in_jupyterlab_change_the_scores(tmp_path):
             try:
                 page = browser.new_page(viewport={"width": 1600, "height": 1000})
                 try:
-                    _run_and_tune(page, f"{base}/lab/tree/{NOTEBOOK.name}?token={token}&reset")
+                    yield page, f"{base}/lab/tree/{notebook}?token={token}&reset"
                 except BaseException:
                     page.screenshot(path=str(tmp_path / "jupyterlab.png"))  # what the page showed
                     raise
@@ -150,6 +155,15 @@ def test_tuner_sliders_in_jupyterlab_change_the_scores(tmp_path):
         except (OSError, subprocess.TimeoutExpired):
             os.killpg(lab.pid, signal.SIGTERM)
             lab.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_tuner_sliders_in_jupyterlab_change_the_scores(tmp_path):
+    original = NOTEBOOK.read_bytes()
+    try:
+        with lab_page(tmp_path, NOTEBOOK.name) as (page, url):
+            _run_and_tune(page, url)
+    finally:
         changed = NOTEBOOK.read_bytes() != original
         if changed:
             NOTEBOOK.write_bytes(original)
