@@ -107,8 +107,8 @@ def _label_three(page, url: str, labels: Path) -> None:  # noqa: ANN001 - a Play
             assert time.monotonic() < deadline, f"the view did not move on: {header.inner_text()}"
             time.sleep(0.2)
 
-    # the first answer shown is the low-score one (stratified, seeded): whichever it is, the
-    # user labels it unsupported with a note
+    # whichever answer the stratified, seeded queue shows first, the user labels it
+    # unsupported with a note
     first = shown_qid()
     assert "Question" in header.inner_text() and "Context" in header.inner_text()
     view.locator("textarea").fill("the context says Copenhagen")

@@ -327,17 +327,23 @@ def test_cli_only_names_unknown_claims(tmp_path):
 
 
 def test_a_run_judged_by_the_retired_yes_no_judge_is_reported_as_such_without_an_llm(tmp_path):
-    """A c-boundaries run without `support_detector` (judged by the yes/no JSON judge, which
-    is gone) gets no validation borrowed from another detector: its row says it must be
-    rebuilt, and no LLM is asked (`run_detector` reads the run folder)."""
-    run = tmp_path / "20260101-000000-c-boundaries"
-    run.mkdir()
-    pd.DataFrame({"hallucinated": [0.0, 1.0], "answer": ["a", "b"]}).to_parquet(
-        run / "results.parquet")
-    assert protocols.run_detector(run) is None
-    assert ledger.RETIRED_JUDGE["judge_run"] is None
-    assert "retired yes/no JSON judge" in ledger.RETIRED_JUDGE["judge_validation"]
-    assert not hasattr(protocols, "run_judge_validation")
+    """What validates a c-boundaries row comes from its run folder: rows without
+    `support_detector` (the yes/no JSON judge, which is gone) get RETIRED_JUDGE, nothing
+    borrowed from another detector and no LLM call; rows of a graded detector get that
+    detector's committed validation and the threshold."""
+    claim = next(c for c in CLAIMS if c.id == "c-boundaries")
+    row = {**ledger.not_run_row(claim, "document analysis", "inconclusive", ""),
+           "n_queries": 2, "baseline_value": 0.5, "treatment_value": 0.5}
+    old, new = tmp_path / "old", tmp_path / "new"
+    for run, extra in ((old, {}), (new, {"support_detector": ["graded_judge_q"] * 2})):
+        run.mkdir()
+        pd.DataFrame({"hallucinated": [0.0, 1.0], "answer": ["a", "b"], **extra}).to_parquet(
+            run / "results.parquet")
+    got = protocols.judge_fields(row, claim, old, 0.536, root=REPO)
+    assert got == ledger.RETIRED_JUDGE and got is not ledger.RETIRED_JUDGE
+    graded = protocols.judge_fields(row, claim, new, 0.536, root=REPO)
+    assert graded["judge_validation"].startswith("detector graded_judge_q:")
+    assert graded["support_threshold"] == 0.536 and "retired" not in graded["judge_validation"]
 
 
 def test_a_c_boundaries_row_without_a_validation_says_not_validated(tmp_path):

@@ -88,9 +88,9 @@ def test_a_sweep_with_labels_reports_ppi_where_answers_match_and_says_so_elsewhe
     s = again.summary.set_index("config_id")
     assert s.loc["c00", "hallucinated_labelled"] == 4
     assert "Ada Lovelace" in s.loc["c00", "hallucinated_ci_note"]
-    # every labelled answer supported: the estimate is the flags' rate minus their mean error
-    flags = base["hallucinated"].astype(float)
-    assert s.loc["c00", "hallucinated_ppi"] == pytest.approx(flags.mean() - flags.mean())
+    # every answer of c00 labelled supported: the labels correct every flag away, so the PPI
+    # rate is 0 whatever the detector flagged (its flags' rate is the plain column)
+    assert s.loc["c00", "hallucinated_ppi"] == pytest.approx(0.0)
     other = rows[rows.config_id == "c01"]
     matched = sum((q, a) in set(zip(base.query_id, base.answer))
                   for q, a in zip(other.query_id, other.answer))

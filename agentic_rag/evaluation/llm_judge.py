@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from agentic_rag.evaluation.detection import auroc
-from agentic_rag.evaluation.support import support_score
+from agentic_rag.evaluation.support import support_score, unsupported
 from agentic_rag.llm.calls import map_calls
 from agentic_rag.llm.client import ask_json_field
 from agentic_rag.llm.types import ChatModel, ChatReply, LLMError
@@ -87,7 +87,7 @@ def validate_judge(chat: ChatModel, items: Sequence[tuple[str, str, str, str]],
 
     jobs = [(question, context, answer, label) for question, context, right, wrong in items
             for answer, label in ((right, 0), (wrong, 1))]
-    labels, scores, failures, undefined = [], [], 0, 0
+    labels, supports, failures, undefined = [], [], 0, 0
     for _, (label, support) in map_calls(one, jobs, max_concurrency):
         if support is None:
             failures += 1
@@ -95,13 +95,13 @@ def validate_judge(chat: ChatModel, items: Sequence[tuple[str, str, str, str]],
             undefined += 1
         else:
             labels.append(label)
-            scores.append(1.0 - support)
-    y, s = np.asarray(labels), np.asarray(scores)
-    flags = s > 1.0 - threshold  # support < threshold
+            supports.append(support)
+    y = np.asarray(labels)
+    flags = np.asarray([unsupported(v, threshold) for v in supports]) == 1.0
     acc = float((flags == (y == 1)).mean()) if len(y) else float("nan")
     return {"n": len(labels), "failures": failures, "undefined": undefined,
             "detector": detector, "threshold": threshold, "accuracy": acc,
-            "auroc": auroc(labels, scores),
+            "auroc": auroc(labels, [1.0 - v for v in supports]),
             "flags_right": float(flags[y == 0].mean()) if (y == 0).any() else float("nan"),
             "flags_hallucinated": float(flags[y == 1].mean()) if (y == 1).any()
             else float("nan")}

@@ -242,6 +242,12 @@ def blind_parts_undefined(scores: Any, answers: Any) -> Any:
     return out
 
 
+def unsupported(score: float, threshold: float) -> float:
+    """The decision a `hallucinated` column counts: 1.0 when `score` is below `threshold`,
+    0.0 when not, NaN when the detector left the answer undefined (NaN score)."""
+    return float(score < threshold) if score == score else math.nan
+
+
 def support_score(detector: str, chat: ChatModel | None, context: str, answer: str,
                   question: str | None = None) -> float:
     """The support in [0, 1] of `answer` (to `question`) by `context` under `detector` (one of

@@ -22,7 +22,7 @@ from agentic_rag.evaluation.answers import exact_match, token_f1
 from agentic_rag.evaluation.containment import answer_at_k, answer_in_context
 from agentic_rag.evaluation.llm_judge import generate_answer
 from agentic_rag.evaluation.retrieval import doc_run, ir_metrics, per_type_hits, span_metrics
-from agentic_rag.evaluation.support import support_score
+from agentic_rag.evaluation.support import support_score, unsupported
 from agentic_rag.experiments.spec import SweepSpec
 from agentic_rag.llm.types import LLMError
 from agentic_rag.retrieve.context import AgenticContextFormatter, FormattedContext
@@ -190,8 +190,7 @@ def _answer_metrics(pipe: Pipeline, q: Query, hits: list, ctx: FormattedContext,
                                   judge_view(hits, ctx.included), answer, q.text)
             # NaN support: the detector may not score this answer (no checkable words
             # and no question-aware part): undefined, not a 0 or a 1
-            out.update({"support": score, "hallucinated": float(score < sup.threshold)
-                        if score == score else float("nan"),
+            out.update({"support": score, "hallucinated": unsupported(score, sup.threshold),
                         "support_detector": sup.detector})
     except LLMError as exc:
         out["error"] = f"llm {exc.kind}: {str(exc)[:200]}"

@@ -32,8 +32,8 @@ Metrics per question:
 - `token_f1` (SQuAD) against the FAQ answer section (NaN for banking);
 - `hallucinated`: the default support detector (`agent.support.detector`, graded_judge_q,
   the judge's P(yes) given the question) on the answer against the passages the agent was
-  served, below `agent.support.threshold` (0.536); its score is `support`, the detector and
-  threshold `support_detector`. NaN for closed_book (no evidence), 0 for an abstention.
+  served, below `agent.support.threshold` (0.536); its score is `support`, the detector
+  `support_detector`, the threshold `support_threshold`. NaN for closed_book (no evidence), 0 for an abstention.
   Judgements written before 2026-12-03 came from the retired yes/no JSON judge (no
   `support_detector` in their rows);
 - `citation_valid`, `cites_served`, `invalid_citations`, `abstained`, `failed` (an LLM
@@ -57,7 +57,7 @@ from agentic_rag.config import AgentConfig, RAGConfig
 from agentic_rag.config_llm import LLMConfig, ServerConfig
 from agentic_rag.evaluation.answers import token_f1
 from agentic_rag.evaluation.llm_judge import judge_correctness
-from agentic_rag.evaluation.support import support_score
+from agentic_rag.evaluation.support import support_score, unsupported
 from agentic_rag.experiments.jsonl import append_rows, read_rows
 from agentic_rag.experiments.llm_cost import (
     Progress,
@@ -145,11 +145,11 @@ def judge(row: dict, item: dict, chat: ChatModel) -> dict:
             score = support_score(SUPPORT.detector, chat, row["evidence"], row["answer"],
                                   item["question"])
             out["support"] = score
-            out["hallucinated"] = float(score < SUPPORT.threshold) if score == score else np.nan
+            out["hallucinated"] = unsupported(score, SUPPORT.threshold)
         except LLMError:
             out["hallucinated"] = np.nan
             out["judge_failures"] += 1
-    out["support_detector"] = f"{SUPPORT.detector}<{SUPPORT.threshold}"
+    out["support_detector"], out["support_threshold"] = SUPPORT.detector, SUPPORT.threshold
     return out
 
 

@@ -163,13 +163,7 @@ class _Session:
             return not_run_row(claim, deployment, "not run", str(exc))
         row = ledger_row(claim, deployment, run_dir)
         if claim.id == "c-boundaries":
-            detector = run_detector(run_dir)
-            if detector is not None:  # hallucinated = support below threshold (graded)
-                row.update(detector_fields(detector))
-                row["support_threshold"] = self.base.agent.support.threshold
-                row.update(ppi_fields(row, claim))
-            else:  # judged by the yes/no JSON judge, which is gone: nothing validates it
-                row.update(RETIRED_JUDGE)
+            row.update(judge_fields(row, claim, run_dir, self.base.agent.support.threshold))
         return row
 
     def run(self, claim: Claim, ds: DatasetSpec) -> Path:
@@ -311,6 +305,19 @@ def _agent_summary(results: pd.DataFrame, arms: dict[str, str],
                                        per["c00"].loc[shared, m].tolist(), m))
         out.append(s)
     return out
+
+
+def judge_fields(row: dict[str, Any], claim: Claim, run_dir: Path, threshold: float,
+                 root: str | Path = ".") -> dict[str, Any]:
+    """What validates a hallucination row: the run's detector (`detector_fields`), its
+    threshold and the PPI rates (`ppi_fields`); for a run judged by the yes/no JSON judge
+    (no `support_detector` in its rows), which is gone, `RETIRED_JUDGE`: nothing validates
+    it, and nothing is borrowed from another detector."""
+    detector = run_detector(run_dir)
+    if detector is None:
+        return dict(RETIRED_JUDGE)
+    out = {**detector_fields(detector, root), "support_threshold": threshold}
+    return {**out, **ppi_fields({**row, **out}, claim, root)}
 
 
 def run_detector(run_dir: Path) -> str | None:
