@@ -570,25 +570,92 @@ def test_default_run_keeps_an_answer_claim_decided_on_more_questions(tmp_path, m
     assert got["run"] == "small-run"
 
 
-def test_c_boundaries_row_carries_the_ppi_rate_where_labels_exist():
-    """The labelled arm (boundaries on: the 150 LLM-labelled own answers) gets a PPI rate
-    from its 81/200 flags (graded_judge_q < 0.536, the re-decided run) and the labels (65
-    unsupported; the detector flags 67 of the 150); the unlabelled arm and the difference say
-    that there are no labels, beside the figure."""
+def _labelled_arm(folder: Path, answers: dict[str, str], labels: dict[str, str]) -> None:
+    from agentic_rag.studies.detectors.labelling import add_label
+
+    folder.mkdir(parents=True)
+    (folder / "answers.jsonl").write_text("".join(
+        json.dumps({"qid": q, "answer": a}) + "\n" for q, a in answers.items()))
+    for q, said in labels.items():
+        add_label(folder / "labels-pass1.jsonl", q, said, "llm:test")
+
+
+def test_ppi_uses_only_labels_of_the_arms_own_answers(tmp_path, monkeypatch):
+    """A label counts for a row only when it is about that row's answer (question id and
+    answer text): a label of another answer to the same question is no label. The rates and
+    the paired difference are `ppi_mean` / `ppi_paired_difference` of the matched rows."""
+    from agentic_rag.experiments.stats import ppi_mean, ppi_paired_difference
+    from agentic_rag.studies.claims import ppi
+    from agentic_rag.studies.claims.rows import rows_path, write_rows
+
+    claim = next(c for c in CLAIMS if c.id == "c-boundaries")
+    qids = [f"q{i:02d}" for i in range(30)]
+    flag_b = [float(i % 3 == 0) for i in range(30)]
+    flag_t = [float(i % 4 == 0) for i in range(30)]
+    rows = pd.DataFrame(
+        [{"arm": "baseline", "query_id": q, "hallucinated": f, "answer": f"b{q}"}
+         for q, f in zip(qids, flag_b)]
+        + [{"arm": "treatment", "query_id": q, "hallucinated": f, "answer": f"t{q}"}
+           for q, f in zip(qids, flag_t)])
+    out = tmp_path / "claims"
+    write_rows(rows, rows_path(claim.id, "document analysis", out))
+    # labels for the first 20 questions; q00's treatment label is about another answer
+    lab_b = {q: ("unsupported" if i % 2 == 0 else "supported") for i, q in enumerate(qids[:20])}
+    lab_t = {q: ("unsupported" if i % 5 == 0 else "supported") for i, q in enumerate(qids[:20])}
+    _labelled_arm(tmp_path / "off", {q: f"b{q}" for q in qids[:20]}, lab_b)
+    _labelled_arm(tmp_path / "on", {q: ("other" if q == "q00" else f"t{q}") for q in qids[:20]},
+                  lab_t)
+    monkeypatch.setattr(ppi, "LABELLED_ARMS", {(claim.id, "baseline"): "off",
+                                               (claim.id, "treatment"): "on"})
+    row = {"verdict": "inconclusive", "deployment": "document analysis",
+           "support_detector": "graded_judge_q", "support_threshold": 0.536}
+    got = ppi.ppi_fields(row, claim, root=tmp_path, out_dir=out)
+    y_b = [1.0 if lab_b[q] == "unsupported" else 0.0 for q in qids[:20]]
+    want_b = ppi_mean(flag_b, flag_b[:20], y_b)
+    assert got["baseline_ppi_estimate"] == pytest.approx(want_b["estimate"])
+    assert got["baseline_labelled"] == 20 and got["treatment_labelled"] == 19
+    y_t = [1.0 if lab_t[q] == "unsupported" else 0.0 for q in qids[1:20]]
+    want_t = ppi_mean(flag_t, flag_t[1:20], y_t)
+    assert got["treatment_ppi_estimate"] == pytest.approx(want_t["estimate"])
+    assert got["treatment_ppi_ci_high"] == pytest.approx(want_t["ci_high"])
+    assert "LLM-labelled (`llm:test`)" in got["treatment_ppi"]
+    diff = ppi_paired_difference(flag_t, flag_b, flag_t[1:20], flag_b[1:20], y_t, y_b[1:])
+    assert got["ppi_difference_estimate"] == pytest.approx(diff["estimate"])
+    assert got["ppi_difference_labelled"] == 19
+    assert "the stated '42 %" in got["ppi_difference"]
+    # one arm without labels: no PPI of the difference, said so
+    monkeypatch.setattr(ppi, "LABELLED_ARMS", {(claim.id, "treatment"): "on"})
+    got = ppi.ppi_fields(row, claim, root=tmp_path, out_dir=out)
+    assert got["baseline_ppi"].startswith(ppi.NO_LABELS)
+    assert "no PPI of the difference" in got["ppi_difference"]
+    # rows without answers cannot be matched: said, not guessed
+    write_rows(rows.drop(columns="answer"), rows_path(claim.id, "document analysis", out))
+    got = ppi.ppi_fields(row, claim, root=tmp_path, out_dir=out)
+    assert "no answers to match labels" in got["treatment_ppi"]
+
+
+def test_the_committed_c_boundaries_row_carries_its_ppi_from_the_committed_files():
+    """The ledger's c-boundaries row: its PPI fields are what `ppi_fields` recomputes from the
+    committed rows and label folders, and every labelled answer is one of the arm's answers
+    (the label folders hold the arms' own answers, not set (ii)'s instructions-first own
+    answers, 31 of whose 150 differ from the claim's boundaries-on arm)."""
+    from agentic_rag.studies.claims import ppi
+    from agentic_rag.studies.claims.rows import read_rows, rows_path
+
     data = json.loads((REPO / "experiments/claims/claims.json").read_text())
     row = next(r for r in data["ledger"] if r["claim"] == "c-boundaries"
                and r["deployment"] == "document analysis")
     claim = next(c for c in CLAIMS if c.id == "c-boundaries")
-    got = ledger.ppi_fields(row, claim, REPO)
-    assert row["treatment_value"] == 0.405 and row["support_threshold"] == 0.536
-    assert got["treatment_ppi_estimate"] == pytest.approx(0.405 + (65 - 67) / 150)
-    # the detector's flags agree with the labels in aggregate: its rate is inside the interval
-    assert got["treatment_ppi_ci_low"] < 0.405 < got["treatment_ppi_ci_high"]
-    assert got["baseline_ppi"].startswith(ledger.NO_LABELS)
-    assert "no PPI of the difference" in got["ppi_difference"]
-    assert row["treatment_ppi"] == got["treatment_ppi"]  # the committed ledger carries it
-    assert "hallucination rate with the detector's error (PPI), treatment: 0.392" in \
-        (REPO / "experiments/claims/REPORT.md").read_text()
+    got = ppi.ppi_fields(row, claim, REPO)
+    for k in ("baseline_ppi", "treatment_ppi", "ppi_difference"):
+        assert row[k] == got[k]
+    rows = read_rows(REPO / rows_path(claim.id, "document analysis"))
+    for arm, folder in (("baseline", "c-boundaries-off"), ("treatment", "c-boundaries-on")):
+        answers = {r["qid"]: r["answer"] for r in map(json.loads, (
+            REPO / "experiments/detectors" / folder / "answers.jsonl").open())}
+        mine = rows[rows["arm"] == arm].set_index("query_id")["answer"].str.strip()
+        assert all(mine[q] == a for q, a in answers.items())
+        assert got[f"{arm}_labelled"] == len(answers) == 200
     b = next(r for r in data["ledger"] if r["claim"] == "b-answers"
              and r["deployment"] == "document analysis")
-    assert ledger.ppi_fields(b, next(c for c in CLAIMS if c.id == "b-answers"), REPO) == {}
+    assert ppi.ppi_fields(b, next(c for c in CLAIMS if c.id == "b-answers"), REPO) == {}

@@ -72,3 +72,18 @@ def test_the_view_writes_a_label_per_click(tmp_path):
     assert [r["supported"] for r in rows] == [0, 1, None]
     assert rows[0]["note"] == "checked" and all(r["labeller"] == "Ada" for r in rows)
     assert "Done" in html.value and all(b.disabled for b in buttons)
+
+
+def test_an_adjudicated_label_replaces_the_first_for_the_sweep_and_ledger_reader(tmp_path):
+    """A re-decision is appended (nothing is rewritten) and marked; `experiments.labels
+    .read_labels`, which the sweeps and the ledger's PPI use, keeps a qid's last label."""
+    from agentic_rag.experiments.labels import read_labels as pairs
+
+    path = tmp_path / "labels-pass1.jsonl"
+    (tmp_path / "answers.jsonl").write_text(json.dumps({"qid": "q1", "answer": "Katharine "
+                                                        "Graham"}) + "\n")
+    lab.add_label(path, "q1", "supported", "llm:test", "names the author")
+    lab.add_label(path, "q1", "unsupported", "llm:test", "adjudicated, rule 2", adjudicated=True)
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [r.get("adjudicated") for r in rows] == [None, True]
+    assert pairs([tmp_path]) == {("q1", "Katharine Graham"): (1.0, "llm:test")}

@@ -28,7 +28,7 @@ MIN_LABELS = 10  # fewer labelled rows give a rectifier too noisy to report
 FILES = ("answers.jsonl", "labels-pass1.jsonl")
 
 
-def _norm(answer: Any) -> str:
+def normalised(answer: Any) -> str:
     return " ".join(str(answer).split())
 
 
@@ -52,7 +52,7 @@ def read_labels(folders: Sequence[str | Path]) -> dict[tuple[str, str], tuple[fl
             answer = answers.get(r["qid"])
             if r.get("supported") is None or answer is None:
                 continue
-            out[str(r["qid"]), _norm(answer)] = (1.0 - float(r["supported"]),
+            out[str(r["qid"]), normalised(answer)] = (1.0 - float(r["supported"]),
                                                  str(r.get("labeller") or "unnamed"))
     return out
 
@@ -71,7 +71,7 @@ def ppi_columns(rows: pd.DataFrame, labels: dict[tuple[str, str], tuple[float, s
     """One config's PPI columns from its rows (`query_id`, `answer`, `hallucinated`; failed
     calls already NaN) and `read_labels`' pairs."""
     judged = rows[rows["hallucinated"].notna() & rows["answer"].notna()]
-    keys = zip(judged["query_id"].astype(str), judged["answer"].map(_norm))
+    keys = zip(judged["query_id"].astype(str), judged["answer"].map(normalised))
     matched = [(float(f), labels[k]) for f, k in zip(judged["hallucinated"], keys) if k in labels]
     out: dict[str, Any] = {"hallucinated_labelled": len(matched)}
     if len(matched) < MIN_LABELS:

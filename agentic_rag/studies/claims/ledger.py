@@ -94,7 +94,6 @@ def redecided(row: dict[str, Any], claim: Claim, root: str | Path = ".") -> dict
     if row.get("judge_tables") and isinstance(judged, str) and judged.startswith("detector "):
         # the validation tables are committed files: re-read them (their wording included)
         row.update(detector_fields(judged.split()[1].rstrip(":"), root))
-    row.update(ppi_fields(row, claim, root))
     if row.get("verdict") in VERDICTS:
         num = {k: math.nan if row.get(k) is None else float(row[k])
                for k in ("ci_low", "ci_high", "abs_ci_low", "abs_ci_high")}
@@ -171,67 +170,6 @@ def detector_fields(detector: str, root: str | Path = ".") -> dict[str, Any]:
     return {"judge_validation": f"detector {detector}: " + "; ".join(parts),
             "judge_auroc": auroc, "judge_accuracy": float("nan"), "judge_run": None,
             "judge_tables": files}
-
-
-# Labelled answers per (claim, arm): the own answers of set (ii) are c-boundaries'
-# boundaries-on arm (b-answers' hybrid arm): the same 150 first questions, prompts and judge
-# calls (their replies are in the committed reply pack). The boundaries-off arm has none.
-LABELLED_ARMS = {("c-boundaries", "treatment"): "experiments/detectors/halueval-own"}
-# each detector's support from a scored row's stored fields, as the run computed it then
-_STORED_SUPPORT = {
-    "mean_numbers": lambda r: (r["graded_judge"] + r["lexical_numbers"]) / 2,
-    "mean_numbers_q": lambda r: (r["graded_judge_q"] + r["lexical_numbers"]) / 2,
-    "graded_judge": lambda r: r["graded_judge"], "graded_judge_q": lambda r: r["graded_judge_q"]}
-NO_LABELS = "no labels for this model/dataset arm"
-
-
-def ppi_fields(row: dict[str, Any], claim: Claim, root: str | Path = ".") -> dict[str, Any]:
-    """A hallucination row's rates by prediction-powered inference (`stats.ppi_mean`): per
-    arm, the detector's flags on all n questions plus the labelled answers of that arm (the
-    detector's flags there recomputed from the committed scores at the run's threshold,
-    `support_threshold`, 0.5 before issue 37); "no labels ..." for an arm without labels,
-    and for the difference unless both arms have them. The flags on all questions are the
-    row's rate × n (a 0/1 flag's variance depends on its count only)."""
-    from agentic_rag.experiments.jsonl import read_rows
-    from agentic_rag.experiments.stats import ppi_mean
-
-    if claim.metric != "hallucinated" or row.get("verdict") not in VERDICTS:
-        return {}
-    judged = str(row.get("judge_validation") or "")
-    detector = judged.split()[1].rstrip(":") if judged.startswith("detector ") else None
-    threshold = float(row.get("support_threshold") or 0.5)
-    n = int(row["n_queries"])
-    out: dict[str, Any] = {}
-    for arm in ("baseline", "treatment"):
-        folder = LABELLED_ARMS.get((claim.id, arm))
-        if folder is None or detector not in _STORED_SUPPORT \
-                or not (Path(root) / folder / "labels-pass1.jsonl").exists():
-            out[f"{arm}_ppi"] = NO_LABELS + (f" ({arm})" if folder is None else
-                                             f" (detector {detector})")
-            continue
-        scored = {r["qid"]: r for r in read_rows(Path(root) / folder / "scored.jsonl")}
-        labels = {r["qid"]: 1 - int(r["supported"])  # an unsure answer (null) is no label
-                  for r in read_rows(Path(root) / folder / "labels-pass1.jsonl")
-                  if r.get("supported") is not None}
-        qids = [q for q in labels if q in scored]
-        f_lab = [float(_STORED_SUPPORT[detector](scored[q]) < threshold) for q in qids]
-        flagged = round(float(row[f"{arm}_value"]) * n)
-        res = ppi_mean([1.0] * flagged + [0.0] * (n - flagged), f_lab,
-                       [labels[q] for q in qids])
-        who = labels_description(Path(root) / folder)
-        out[f"{arm}_ppi"] = (
-            f"{res['estimate']:.3f} [{res['ci_low']:.3f}, {res['ci_high']:.3f}] (PPI: "
-            f"{flagged}/{n} flags by {detector} < {threshold} + {res['n_labelled']} labelled "
-            f"answers of this arm, {who}; rectifier {res['rectifier']:+.3f}; the detector "
-            f"alone {res['naive']:.3f} [{res['naive_ci_low']:.3f}, {res['naive_ci_high']:.3f}])")
-        out.update({f"{arm}_ppi_estimate": res["estimate"], f"{arm}_ppi_ci_low": res["ci_low"],
-                    f"{arm}_ppi_ci_high": res["ci_high"]})
-    both = all(f"{a}_ppi_estimate" in out for a in ("baseline", "treatment"))
-    out["ppi_difference"] = ("needs the per-question flags of both arms (run folder)" if both
-                             else "no PPI of the difference: " + NO_LABELS + " (" + ", ".join(
-                                 a for a in ("baseline", "treatment")
-                                 if f"{a}_ppi_estimate" not in out) + ")")
-    return out
 
 
 def previous_rows(path: Path, smoke: bool) -> dict[tuple[str, str], dict[str, Any]]:

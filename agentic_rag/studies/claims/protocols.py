@@ -25,12 +25,12 @@ from agentic_rag.studies.claims.ledger import (
     detector_fields,
     ledger_row,
     not_run_row,
-    ppi_fields,
     previous_rows,
     redecided,
     same_protocol,
     with_provenance,
 )
+from agentic_rag.studies.claims.ppi import ppi_fields
 from agentic_rag.studies.claims.registry import (
     AGENT_CELLS,
     AGENT_EVAL,
@@ -101,6 +101,8 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
             if row.get("verdict") not in NOT_RUN:
                 path = rows_path(claim.id, deployment, out_dir)
                 row["rows_file"] = path.name if path.exists() else None
+                if not smoke:  # rates with the detector's error, from the committed rows
+                    row.update(ppi_fields(row, claim, out_dir=out_dir))
             rows[claim.id, deployment] = row
     ledger = pd.DataFrame([rows[c.id, d] for c in claims for d in DATASETS])
     sample = llm_sample or max([LLM_SAMPLE, *(int(r["n_queries"]) for r in kept.values())])
@@ -310,14 +312,14 @@ def _agent_summary(results: pd.DataFrame, arms: dict[str, str],
 def judge_fields(row: dict[str, Any], claim: Claim, run_dir: Path, threshold: float,
                  root: str | Path = ".") -> dict[str, Any]:
     """What validates a hallucination row: the run's detector (`detector_fields`), its
-    threshold and the PPI rates (`ppi_fields`); for a run judged by the yes/no JSON judge
-    (no `support_detector` in its rows), which is gone, `RETIRED_JUDGE`: nothing validates
-    it, and nothing is borrowed from another detector."""
+    threshold (the PPI rates come later, from the exported rows: `claims.ppi`); for a run
+    judged by the yes/no JSON judge (no `support_detector` in its rows), which is gone,
+    `RETIRED_JUDGE`: nothing validates it, and nothing is borrowed from another detector."""
     detector = run_detector(run_dir)
     if detector is None:
         return dict(RETIRED_JUDGE)
-    out = {**detector_fields(detector, root), "support_threshold": threshold}
-    return {**out, **ppi_fields({**row, **out}, claim, root)}
+    return {**detector_fields(detector, root), "support_threshold": threshold,
+            "support_detector": detector}
 
 
 def run_detector(run_dir: Path) -> str | None:

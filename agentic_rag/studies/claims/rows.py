@@ -1,7 +1,8 @@
 """The per-question rows behind a ledger row, committed so anyone can recompute its effect,
 CI and verdict from the repository alone: `experiments/claims/rows/<claim>--<deployment>
 .jsonl.gz`, one line per (question, arm) with `query_id`, `arm` (baseline / treatment),
-the claim's metric and the columns shown beside it (repeats averaged per question).
+the claim's metric and the columns shown beside it (repeats averaged per question); a
+hallucination claim's rows also keep the `answer` judged (its first repeat's).
 
 `export_rows` writes them from a run folder (`results.parquet` + `summary.csv`'s baseline
 flag); `recompute` turns them back into the row's figures with the ledger's own functions
@@ -46,6 +47,10 @@ def export_rows(claim: Claim, deployment: str, run_dir: Path,
     cols = [c for c in dict.fromkeys([claim.metric, *claim.beside]) if c in res.columns
             and pd.api.types.is_numeric_dtype(res[c])]
     per = res.groupby(["config_id", "query_id"])[cols].mean().reset_index()
+    if claim.metric == "hallucinated" and "answer" in res.columns:
+        # the answer judged: labels are matched to rows by question and answer (claims.ppi)
+        first = res.groupby(["config_id", "query_id"])["answer"].first().reset_index()
+        per = per.merge(first, on=["config_id", "query_id"], how="left")
     per.insert(1, "arm", ["baseline" if c == base_id else "treatment" for c in per.config_id])
     per = per.drop(columns="config_id").sort_values(["arm", "query_id"], kind="stable")
     return write_rows(per, rows_path(claim.id, deployment, out_dir))

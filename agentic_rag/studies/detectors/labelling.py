@@ -61,10 +61,11 @@ def to_label(answers: pd.DataFrame, score: str, path: Path, n: int, bands: int =
 
 
 def add_label(path: Path, qid: str, verdict: str, labeller: str, note: str = "",
-              labelling_pass: int = 1) -> dict[str, Any]:
+              labelling_pass: int = 1, adjudicated: bool = False) -> dict[str, Any]:
     """Append one label in the rubric's format. `verdict`: supported, unsupported or unsure
     (`supported: null`, `unsure` in the note). `labeller`: a person's name or
-    `llm:<model>`; an empty one is refused."""
+    `llm:<model>`; an empty one is refused. `adjudicated`: a re-decision of a qid labelled
+    earlier in the same file, which it replaces (readers keep a qid's last label)."""
     if verdict not in VERDICTS:
         raise ValueError(f"label for {qid}: verdict {verdict!r} is not one of {list(VERDICTS)}")
     if not labeller.strip():
@@ -75,6 +76,8 @@ def add_label(path: Path, qid: str, verdict: str, labeller: str, note: str = "",
         note = "unsure; " + note if note else "unsure"
     row = {"qid": qid, "supported": supported, "note": note, "labeller": labeller.strip(),
            "pass": labelling_pass}
+    if adjudicated:
+        row["adjudicated"] = True
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")

@@ -176,3 +176,87 @@ def own_table(out: str | Path, threshold: float = 0.5) -> tuple[pd.DataFrame, di
                     kappa=cohens_kappa(both["supported_1"], both["supported_2"]),
                     agreement=float((both["supported_1"] == both["supported_2"]).mean()))
     return table, info
+
+
+def arm_answers(run_dir: str | Path, config_id: str, out: str | Path,
+                cache_dir: str | Path = "experiments/cache",
+                labelled: tuple[str | Path, ...] = (), n: int | None = None,
+                carry: bool = False, log: Callable[..., Any] = print) -> pd.DataFrame:
+    """One arm of a sweep run (a claims run's baseline or treatment), as a labeller reads it:
+    the run's own answers (`rows.jsonl`), with the chunks that arm served rebuilt from the
+    run's spec and config (the run's cached index, retrieval at the spec's `k`, the arm's
+    context settings) and rendered as the judge reads them, into `out/answers.jsonl` (`arm`
+    = the config id, `run` = the folder's name). The rebuilt context must have the token
+    count the run recorded, or it is not what the model read: a `ValueError` names the
+    question. Answers a folder in `labelled` has labelled already are left out (same
+    question id, answer text and context: the arm without boundaries often serves more
+    chunks in the same 800 tokens, and a label is about the answer given what was served):
+    only what needs a label is written. With `carry`, those are written too, each with a copy
+    of its label in `out/labels-pass1.jsonl` (`carried_from` names the folder; the labeller
+    stays the original's): the folder then holds every answer of the arm and its labels.
+    Resumable: questions in `answers.jsonl` are kept."""
+    import yaml
+
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.experiments.labels import normalised, read_labels
+    from agentic_rag.experiments.measure import judge_view
+    from agentic_rag.experiments.plan import load_spec_dataset, open_index
+    from agentic_rag.experiments.spec import SweepSpec
+    from agentic_rag.retrieve.pipeline import Pipeline
+
+    run_dir, out = Path(run_dir), Path(out)
+    spec = SweepSpec.model_validate(yaml.safe_load((run_dir / "spec.yaml").read_text()))
+    cfg_path = run_dir / "configs" / f"{config_id}.yaml"
+    if not cfg_path.is_file():
+        raise FileNotFoundError(f"{cfg_path}: no such config in run {run_dir.name}")
+    cfg = RAGConfig.model_validate(yaml.safe_load(cfg_path.read_text()))
+    rows = {r["query_id"]: r for r in read_rows(run_dir / "rows.jsonl")
+            if r.get("config_id") == config_id and r.get("answer") is not None}
+    labels = read_labels(labelled) if labelled else {}
+    firsts = {str(folder): {r["qid"]: r for r in read_rows(Path(folder) / "labels-pass1.jsonl")}
+              for folder in labelled}
+    known = {(r["qid"], normalised(r.get("answer"))): (r.get("context"), firsts[str(folder)]
+                                                      .get(r["qid"]), str(folder))
+             for folder in labelled for r in read_rows(Path(folder) / "answers.jsonl")
+             if (r["qid"], normalised(r.get("answer"))) in labels}
+    ds = load_spec_dataset(spec)
+    queries = [q for q in ds.queries if q.id in rows][:n]
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "answers.jsonl"
+    done = {r["qid"]: r for r in read_rows(path)}
+    todo = [q for q in queries if q.id not in done]
+    log(f"{run_dir.name} {config_id}: {len(queries)} answers, {len(done)} written, "
+        f"{len(todo)} to look at → {path}")
+    if todo:
+        first, index = open_index(cfg, ds, cache_dir, log=log)
+        pipe = Pipeline(first, index=index)
+        with path.open("a", encoding="utf-8") as f:
+            for q in todo:
+                row = rows[q.id]
+                intent, result = pipe.retrieve(q.text, k=spec.k)
+                hits = result.hits[:spec.k]
+                ctx = pipe.format(hits, intent)
+                if ctx.tokens != row.get("context_tokens"):
+                    raise ValueError(
+                        f"{run_dir.name} {config_id} {q.id}: the rebuilt context has "
+                        f"{ctx.tokens} tokens, the run served {row.get('context_tokens')}: "
+                        "not the context the model read (index or config changed?)")
+                view = judge_view(hits, ctx.included)
+                context, label, source = known.get((q.id, normalised(row["answer"])),
+                                                   (None, None, None))
+                carried = context == view and label is not None
+                if carried and not carry:
+                    continue  # labelled already: same answer, same served chunks
+                rec = {"qid": q.id, "question": q.text, "reference": q.answers[0],
+                       "context": view, "served_tokens": ctx.tokens,
+                       "answer": row["answer"].strip(), "arm": config_id, "run": run_dir.name,
+                       "config": row.get("config")}
+                if carried:
+                    rec["label_from"] = source
+                    with (out / "labels-pass1.jsonl").open("a", encoding="utf-8") as lf:
+                        lf.write(json.dumps({**label, "carried_from": source}) + "\n")
+                f.write(json.dumps(rec) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+                done[q.id] = rec
+    return pd.DataFrame([done[q.id] for q in queries if q.id in done])
