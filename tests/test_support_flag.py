@@ -95,7 +95,10 @@ class ScriptedChat:
 
 
 def on(detector: str = "mean", threshold: float = 0.5) -> AgentConfig:
-    return AgentConfig(support=SupportConfig(enabled=True, detector=detector, threshold=threshold))
+    # the detector's verdict on the answer as given: the gate only flags here (its default,
+    # abstain, would replace the wrong-figure answer; tests/test_support_gate.py covers that)
+    return AgentConfig(support=SupportConfig(enabled=True, detector=detector, threshold=threshold,
+                                             on_unsupported="flag"))
 
 
 def test_the_served_passages_are_the_real_ones(chunks):
