@@ -34,9 +34,10 @@ from agentic_rag.studies.strategies import STRATEGIES
 
 HERE = Path(__file__).parent
 COVER = STRATEGIES["title coverage 1.0"]
+FLAG = {"agent.support.on_unsupported": "flag"}  # the default when these settings were run
 SETTINGS = {
-    "today": {},
-    "coverage+flag": {**COVER},
+    "today": {**FLAG},
+    "coverage+flag": {**COVER, **FLAG},
     "coverage+abstain": {**COVER, "agent.support.on_unsupported": "abstain"},
     "coverage+retry": {**COVER, "agent.support.on_unsupported": "retry"},
     "coverage+grouped+retry": {**COVER, "agent.support.on_unsupported": "retry",
