@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from agentic_rag.agent.tool import AgenticRAGTool
 from agentic_rag.cli.main import app
-from agentic_rag.config import RAGConfig
+from agentic_rag.config import AgentConfig, RAGConfig, SupportConfig
 from agentic_rag.datasets.qa import load_local
 from agentic_rag.experiments.stats import wilson_interval
 from agentic_rag.llm.types import ChatReply, LLMError
@@ -98,7 +98,10 @@ def test_the_report_counts_abstentions_answers_and_failures_apart(tmp_path):
     idx = AgenticIndex(RAGConfig(home=str(tmp_path / "home")), embedder=HashingEmbedder())
     idx.add_documents(load_local(folder, qs).corpus)
     tool = AgenticRAGTool(Pipeline(idx.config, index=idx))
-    rows = ask_questions(select_questions(load_local(folder, qs).queries), ScriptedAgent(), tool)
+    # the model's own abstentions: the support gate only flags (its default, abstain, is below)
+    flag = AgentConfig(support=SupportConfig(on_unsupported="flag"))
+    queries = select_questions(load_local(folder, qs).queries)
+    rows = ask_questions(queries, ScriptedAgent(), tool, flag)
     by = {r["id"]: r for r in rows}
     assert by["u1"]["abstained"] and not by["u2"]["abstained"]
     assert by["u3"]["failed"] and not by["u3"]["abstained"]
@@ -115,6 +118,10 @@ def test_the_report_counts_abstentions_answers_and_failures_apart(tmp_path):
     lines = report_lines(rep)
     assert lines[0].startswith("unanswerable questions, the agent abstained on 1 of 2: 50% [")
     assert "too few for a claim" in lines[0]
+    # the default gate: "10 dollars" and "30 dollars" are in no served passage -> I don't know
+    gated = {r["id"]: r for r in ask_questions(queries, ScriptedAgent(), tool)}
+    assert gated["u2"]["abstained"] and gated["a3"]["abstained"]
+    assert not gated["a1"]["abstained"] and gated["a1"]["contains_reference"] is True
 
 
 def test_the_abstention_command_end_to_end(tmp_path, monkeypatch):
@@ -136,7 +143,9 @@ def test_the_abstention_command_end_to_end(tmp_path, monkeypatch):
                               "--answerable", "2"])
     assert res.exit_code == 0, res.output
     assert "3 unanswerable + 2 answerable questions" in res.output and "LLM estimate" in res.output
-    assert "abstained on 1 of 2: 50%" in res.output and "1 unanswerable, 0 answerable" in res.output
+    # the support gate (default abstain) turns the cheque answer's "10 dollars", stated by no
+    # passage, into "I don't know": 2 of the 2 unanswerable questions that did not fail
+    assert "abstained on 2 of 2: 100%" in res.output and "1 unanswerable, 0 answerable" in res.output
     rows = [json.loads(x) for x in (tmp_path / "qs.abstention.jsonl").read_text().splitlines()]
     assert len(rows) == 5 and chat.calls == 5  # one answer turn per question (retrieve_first)
     report = json.loads((tmp_path / "qs.abstention.json").read_text())

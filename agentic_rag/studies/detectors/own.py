@@ -195,23 +195,13 @@ def arm_answers(run_dir: str | Path, config_id: str, out: str | Path,
     of its label in `out/labels-pass1.jsonl` (`carried_from` names the folder; the labeller
     stays the original's): the folder then holds every answer of the arm and its labels.
     Resumable: questions in `answers.jsonl` are kept."""
-    import yaml
-
-    from agentic_rag.config import RAGConfig
     from agentic_rag.experiments.labels import normalised, read_labels
     from agentic_rag.experiments.measure import judge_view
     from agentic_rag.experiments.plan import load_spec_dataset, open_index
-    from agentic_rag.experiments.spec import SweepSpec
     from agentic_rag.retrieve.pipeline import Pipeline
 
     run_dir, out = Path(run_dir), Path(out)
-    spec = SweepSpec.model_validate(yaml.safe_load((run_dir / "spec.yaml").read_text()))
-    cfg_path = run_dir / "configs" / f"{config_id}.yaml"
-    if not cfg_path.is_file():
-        raise FileNotFoundError(f"{cfg_path}: no such config in run {run_dir.name}")
-    cfg = RAGConfig.model_validate(yaml.safe_load(cfg_path.read_text()))
-    rows = {r["query_id"]: r for r in read_rows(run_dir / "rows.jsonl")
-            if r.get("config_id") == config_id and r.get("answer") is not None}
+    spec, cfg, rows = _run_arm(run_dir, config_id)
     labels = read_labels(labelled) if labelled else {}
     firsts = {str(folder): {r["qid"]: r for r in read_rows(Path(folder) / "labels-pass1.jsonl")}
               for folder in labelled}
@@ -260,3 +250,20 @@ def arm_answers(run_dir: str | Path, config_id: str, out: str | Path,
                 os.fsync(f.fileno())
                 done[q.id] = rec
     return pd.DataFrame([done[q.id] for q in queries if q.id in done])
+
+
+def _run_arm(run_dir: Path, config_id: str) -> tuple[Any, Any, dict[str, dict[str, Any]]]:
+    """A sweep run's spec, one config of it, and that config's answered rows by question id."""
+    import yaml
+
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.experiments.spec import SweepSpec
+
+    spec = SweepSpec.model_validate(yaml.safe_load((run_dir / "spec.yaml").read_text()))
+    cfg_path = run_dir / "configs" / f"{config_id}.yaml"
+    if not cfg_path.is_file():
+        raise FileNotFoundError(f"{cfg_path}: no such config in run {run_dir.name}")
+    cfg = RAGConfig.model_validate(yaml.safe_load(cfg_path.read_text()))
+    rows = {r["query_id"]: r for r in read_rows(run_dir / "rows.jsonl")
+            if r.get("config_id") == config_id and r.get("answer") is not None}
+    return spec, cfg, rows
