@@ -10,7 +10,7 @@ import pytest
 
 from agentic_rag.agent.loop import run_agent
 from agentic_rag.agent.tool import AgenticRAGTool
-from agentic_rag.config import AgentConfig, QueryConfig, RAGConfig
+from agentic_rag.config import AgentConfig, QueryConfig, RAGConfig, SupportConfig
 from agentic_rag.config_llm import LLMConfig, ServerConfig
 from agentic_rag.datasets.corpora import banking_documents
 from agentic_rag.llm.cache import ChatCache
@@ -141,15 +141,21 @@ def test_agent_answers_from_default_corpus(blue_pipeline, mode):
 def test_json_mode_answer_states_what_its_citation_says(blue_pipeline):
     """Right or wrong (see JSON_MODE_MISREADS), the JSON-mode answer comes from the passages:
     the Blue line was served, every citation names a served chunk, and each dollar amount
-    the answer states is in a passage it cites. (Replies come from the test above's cache.)"""
+    the answer states is in a passage it cites. (Replies come from the test above's cache.)
+    Read with the support gate flagging only; the default gate (abstain) is checked below."""
+    flag = AgentConfig(max_steps=3, mode="json", support=SupportConfig(on_unsupported="flag"))
     res = run_agent(BLUE_FEE_QUESTION, blue_pipeline.chat_model, AgenticRAGTool(blue_pipeline),
-                    max_steps=3, mode="json")
+                    flag)
     assert res.tool_calls >= 1 and BLUE_FEE_CHUNK in res.served
     assert res.cites_served and res.citation_valid, (res.answer, res.invalid_citations)
     texts = {c.id: c.text for c in blue_pipeline.index.store.get()}
     cited = " ".join(texts[cid] for cid in res.cited_chunks)
     amounts = re.findall(r"\$\d[\d,]*(?:\.\d+)?", res.answer)
     assert amounts and all(a in cited for a in amounts), (res.answer, cited)
+    if "$20" not in res.answer:  # the misread (JSON_MODE_MISREADS): another product's fee
+        gated = run_agent(BLUE_FEE_QUESTION, blue_pipeline.chat_model,
+                          AgenticRAGTool(blue_pipeline), max_steps=3, mode="json")
+        assert gated.abstained and gated.gate_action == "abstain", gated.answer
 
 
 @pytest.fixture(scope="module")
