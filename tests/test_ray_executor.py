@@ -9,6 +9,7 @@ stand-in for Ray's API."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -547,6 +548,19 @@ def _raylet_told_its_agent_port(start):  # noqa: ANN001, ANN202
     return launch
 
 
+def _kill_workers_on(cluster, node_id: str) -> None:  # noqa: ANN001
+    """SIGKILL the sweep's worker processes on node `node_id`. A worker outlives its killed
+    raylet until it notices (about a second): with the test's fast embedder it could finish
+    every shard sent to it first, and no worker was ever lost (CI, 2026-12-03)."""
+    import signal
+
+    for actor in cluster.global_state.actor_table(None).values():
+        if (actor["Name"].startswith(ray_executor.WORKER_NAME) and actor["Pid"]
+                and actor["Address"]["NodeID"] == node_id):
+            with contextlib.suppress(OSError):  # gone already
+                os.kill(actor["Pid"], signal.SIGKILL)
+
+
 def _kill_processes_under(tmp: str) -> None:
     """SIGKILL the processes holding a file under `tmp` (this test's own Ray temp dir: only
     processes of the cluster it started)."""
@@ -608,8 +622,8 @@ def test_two_nodes_at_ray_address_give_local_rows_with_work_on_both(
 
 def test_a_node_lost_mid_sweep_leaves_the_other_node_to_finish(
         two_nodes, corpus, local_rows, tmp_path, monkeypatch):
-    """The second node's raylet is killed (SIGKILL) once the first shard is back: its worker
-    goes with it, and no new worker can be placed (the head's one CPU is its own worker's).
+    """The second node's raylet and its worker are killed (SIGKILL) once the first shard is
+    back, and no new worker can be placed (the head's one CPU is its own worker's).
     The sweep runs the lost shard again on the head's worker, gives the new worker up after
     `ray.start_timeout_s`, and finishes on the node left with the local executor's rows, none
     lost or written twice. The workers get the default 300 s to start (a loaded machine took
@@ -624,6 +638,7 @@ def test_a_node_lost_mid_sweep_leaves_the_other_node_to_finish(
     def log(line: str) -> None:
         lines.append(line)
         if "done" in line and "raylet" in second.all_processes:  # the first shard is back
+            _kill_workers_on(two_nodes, second.node_id)
             second.kill_raylet()  # SIGKILL; the node's entry goes from all_processes
 
     spec = _spec(corpus, "ray").with_executor("ray", two_nodes.address)
