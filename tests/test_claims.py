@@ -331,17 +331,14 @@ def test_a_run_judged_by_the_retired_yes_no_judge_is_reported_as_such_without_an
     `support_detector` (the yes/no JSON judge, which is gone) get RETIRED_JUDGE, nothing
     borrowed from another detector and no LLM call; rows of a graded detector get that
     detector's committed validation and the threshold."""
-    claim = next(c for c in CLAIMS if c.id == "c-boundaries")
-    row = {**ledger.not_run_row(claim, "document analysis", "inconclusive", ""),
-           "n_queries": 2, "baseline_value": 0.5, "treatment_value": 0.5}
     old, new = tmp_path / "old", tmp_path / "new"
     for run, extra in ((old, {}), (new, {"support_detector": ["graded_judge_q"] * 2})):
         run.mkdir()
         pd.DataFrame({"hallucinated": [0.0, 1.0], "answer": ["a", "b"], **extra}).to_parquet(
             run / "results.parquet")
-    got = protocols.judge_fields(row, claim, old, 0.536, root=REPO)
+    got = protocols.judge_fields(old, 0.536, root=REPO)
     assert got == ledger.RETIRED_JUDGE and got is not ledger.RETIRED_JUDGE
-    graded = protocols.judge_fields(row, claim, new, 0.536, root=REPO)
+    graded = protocols.judge_fields(new, 0.536, root=REPO)
     assert graded["judge_validation"].startswith("detector graded_judge_q:")
     assert graded["support_threshold"] == 0.536 and "retired" not in graded["judge_validation"]
 

@@ -28,6 +28,9 @@ LABELLED_ARMS = {("c-boundaries", "baseline"): "experiments/detectors/c-boundari
                  ("c-boundaries", "treatment"): "experiments/detectors/c-boundaries-on"}
 NO_LABELS = "no labels for this model/dataset arm"
 ARMS = ("baseline", "treatment")
+# the columns `ppi_fields` adds (by prefix): a row without them leaves them out of claims.json
+PPI_COLUMNS = ("baseline_ppi", "treatment_ppi", "ppi_difference", "baseline_labelled",
+               "treatment_labelled", "baseline_labels_only", "treatment_labels_only")
 
 
 def ppi_fields(row: dict[str, Any], claim: Claim, root: str | Path = ".",
@@ -52,6 +55,7 @@ def ppi_fields(row: dict[str, Any], claim: Claim, root: str | Path = ".",
     out: dict[str, Any] = {}
     flags: dict[str, dict[str, float]] = {}
     labels: dict[str, dict[str, float]] = {}
+    rates: dict[str, float] = {}  # each arm's PPI rate
     for arm in ARMS:
         folder = LABELLED_ARMS.get((claim.id, arm))
         part = rows[(rows["arm"] == arm) & rows["hallucinated"].notna()]
@@ -78,15 +82,18 @@ def ppi_fields(row: dict[str, Any], claim: Claim, root: str | Path = ".",
             f"{res['rectifier']:+.3f}; the detector alone {res['naive']:.3f} "
             f"[{res['naive_ci_low']:.3f}, {res['naive_ci_high']:.3f}]; the labels alone "
             f"{res['labels_only']:.3f})")
+        rates[arm] = res["estimate"]
         out.update({f"{arm}_ppi_estimate": res["estimate"], f"{arm}_ppi_ci_low": res["ci_low"],
                     f"{arm}_ppi_ci_high": res["ci_high"], f"{arm}_labelled": res["n_labelled"],
                     f"{arm}_labels_only": res["labels_only"]})
-    out.update(_difference(flags, labels, claim))
+    out.update(_difference(flags, labels, rates, claim))
     return out
 
 
 def _difference(flags: dict[str, dict[str, float]], labels: dict[str, dict[str, float]],
-                claim: Claim) -> dict[str, Any]:
+                rates: dict[str, float], claim: Claim) -> dict[str, Any]:
+    """The paired-difference PPI; relative to the baseline arm's PPI rate (`rates`, the
+    rate its row reports), and where the stated figure would put it."""
     missing = [a for a in ARMS if a not in labels]
     if missing:
         return {"ppi_difference": f"no PPI of the difference: {NO_LABELS} ({', '.join(missing)})"}
@@ -100,11 +107,11 @@ def _difference(flags: dict[str, dict[str, float]], labels: dict[str, dict[str, 
                                 [t[q] for q in both], [b[q] for q in both],
                                 [labels["treatment"][q] for q in both],
                                 [labels["baseline"][q] for q in both])
-    base = ppi_mean(list(b.values()), [b[q] for q in both], [labels["baseline"][q] for q in both])
-    rel = res["estimate"] / base["estimate"] if base["estimate"] > 0 else float("nan")
+    base = rates["baseline"]
+    rel = res["estimate"] / base if base > 0 else float("nan")
     stated = ""
     if claim.design_figure is not None:  # the stated relative change, in absolute terms
-        lo, hi = sorted(claim.direction * f * base["estimate"]
+        lo, hi = sorted(claim.direction * f * base
                         for f in (claim.design_figure.low, claim.design_figure.high))
         where = ("inside" if res["ci_low"] <= hi and lo <= res["ci_high"] else "outside")
         stated = (f"; the stated {claim.design_figure.stated!r} would be "

@@ -165,7 +165,7 @@ class _Session:
             return not_run_row(claim, deployment, "not run", str(exc))
         row = ledger_row(claim, deployment, run_dir)
         if claim.id == "c-boundaries":
-            row.update(judge_fields(row, claim, run_dir, self.base.agent.support.threshold))
+            row.update(judge_fields(run_dir, self.base.agent.support.threshold))
         return row
 
     def run(self, claim: Claim, ds: DatasetSpec) -> Path:
@@ -309,8 +309,7 @@ def _agent_summary(results: pd.DataFrame, arms: dict[str, str],
     return out
 
 
-def judge_fields(row: dict[str, Any], claim: Claim, run_dir: Path, threshold: float,
-                 root: str | Path = ".") -> dict[str, Any]:
+def judge_fields(run_dir: Path, threshold: float, root: str | Path = ".") -> dict[str, Any]:
     """What validates a hallucination row: the run's detector (`detector_fields`), its
     threshold (the PPI rates come later, from the exported rows: `claims.ppi`); for a run
     judged by the yes/no JSON judge (no `support_detector` in its rows), which is gone,

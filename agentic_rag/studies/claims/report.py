@@ -15,6 +15,7 @@ import pandas as pd
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.experiments.llm_cost import COMPLETION_TOKENS_PER_S, PROMPT_TOKENS_PER_S
+from agentic_rag.studies.claims.ppi import PPI_COLUMNS
 from agentic_rag.studies.claims.registry import CLAIMS, DESIGN_SOURCE, NON_LLM_MINUTES, NOT_RUN
 
 _VERDICT_RULE = (
@@ -33,12 +34,17 @@ _VERDICT_RULE = (
     "verdict; the reason is listed below the table.")
 
 
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
 def write_report(ledger: pd.DataFrame, out_dir: str | Path, smoke: bool = False,
                  budget: pd.DataFrame | None = None) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    records = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()}
+    records = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()
+                if not (k.startswith(PPI_COLUMNS) and _missing(v))}  # only rows that have PPI
                for r in ledger.to_dict(orient="records")]  # strict JSON: NaN → null
     (out_dir / "claims.json").write_text(json.dumps(
         {"date": stamp, "machine": platform.platform(), "smoke": smoke,
