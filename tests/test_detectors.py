@@ -91,7 +91,7 @@ def test_concurrency_does_not_change_rows(tmp_path):
     assert strip[0] == strip[1]
 
 
-def test_own_answers_scored_against_hand_labels(tmp_path):
+def test_own_answers_scored_against_their_labels(tmp_path):
     """Set (ii): detectors on the model's own answers, against pass-1 labels; κ between
     passes over the answers both labelled; bad labels are refused with the file named."""
     from agentic_rag.studies.detectors.own import own_table, read_labels, score_own
