@@ -193,6 +193,24 @@ def test_the_profile_reads_sections_titles_and_code(tmp_path):
     assert p["documents"] == 2 and p["sectioned_share"] > 0.5 and p["titled_share"] == 1.0
 
 
+def test_the_first_characters_of_a_hashed_paragraph_are_no_title():
+    """HaluEval's paragraphs (hash ids) carry `title = text[:60]`: no title field is tried
+    for them; a document with a name (its id) and a title still counts, even when its text
+    starts with its title."""
+    from agentic_rag.documents import Document
+    from agentic_rag.ingest.chunking import AgenticChunker
+
+    text = "Arthur's Magazine (1844-1846) was an American literary periodical published in Philadelphia."
+    cut = [Document(id=f"{i}3f9a0c1d2e4b5a6", text=text, title=text[:60]) for i in range(3)]
+    named = [Document(id=f"wiki/arthurs_magazine_{i}.md", text=text, title="Arthur's Magazine")
+             for i in range(3)]
+    for docs, share in ((cut, 0.0), (named, 1.0)):
+        chunks = [c for d in docs for c in AgenticChunker().chunk(d)]
+        p = profile(docs, chunks)
+        assert p["titled_share"] == share
+        assert ("title 0.5" in search_space(p)) is (share == 1.0)
+
+
 def test_the_cli_runs_tune_and_prints_the_serve_line(tmp_path, fake_embedder, monkeypatch):
     from typer.testing import CliRunner
 

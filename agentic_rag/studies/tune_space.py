@@ -45,20 +45,30 @@ def profile(docs: list, chunks: list) -> dict[str, Any]:
     """What the search space is chosen from: documents, chunks, the share of chunks under a
     heading (sections: small-to-big has parents to grow into), of documents with a title or
     headings (the title field has something to match), of code chunks, and the mean tokens
-    per section (long sections: smaller chunks may find a passage better)."""
+    per section (long sections: smaller chunks may find a passage better). The title of a
+    document whose id is a hash is no title (`_named`)."""
     n = max(1, len(chunks))
     sections: dict[tuple[str, str], int] = {}
     for c in chunks:
         if c.heading_path:
             key = (c.doc_id, c.heading_path)
             sections[key] = sections.get(key, 0) + c.token_count
-    titled = {c.doc_id for c in chunks if c.heading_path} | {d.id for d in docs if d.title}
+    titled = {c.doc_id for c in chunks if c.heading_path} | {d.id for d in docs if _named(d)}
     return {"documents": len(docs), "chunks": len(chunks),
             "sectioned_share": round(sum(bool(c.heading_path) for c in chunks) / n, 3),
             "titled_share": round(len(titled) / max(1, len(docs)), 3),
             "code_share": round(sum(c.chunk_type == "code" for c in chunks) / n, 3),
             "mean_section_tokens": round(sum(sections.values()) / len(sections))
             if sections else 0}
+
+
+def _named(doc: Any) -> bool:
+    """A title that names something: a document whose id is a content hash (HaluEval's
+    paragraphs) has for title its text's first 60 characters, and `store.coverage` ranks
+    none of them for the same reason (`lexical.doc_name`)."""
+    from agentic_rag.store.lexical import doc_name
+
+    return bool(doc.title) and bool(doc_name(doc.id))
 
 
 def search_space(prof: dict[str, Any], budget: str = "quick",

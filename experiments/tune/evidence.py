@@ -1,18 +1,25 @@
 """Does tuning on generated questions help on human ones? (issue 38, item 2)
 
-    PYTHONPATH=. python experiments/tune/evidence.py SET LABEL
+    PYTHONPATH=. python experiments/tune/evidence.py SET LABEL [--corpus python|halueval|tau2]
+        [--same-index]
 
-SET: a set generated from python-library-qa's documents only (the 52 pages its human questions
-are about; `testset_validation.source_documents("python")`), e.g.
-experiments/tune/python/span.jsonl. Its questions are split half dev, half test by id
-(seeded) when the set has another dev share. Then `tune` runs on it as on a folder (the
-quick search space chosen from those 52 pages, the rule on the generated dev half, the
-generated test half scored once), over those 52 pages, and the same search space is swept
-on the 66 human-written questions, which tuning never saw (their 33-question test split is
-reported on its own too). Written to experiments/tune/python/LABEL/: the tune outputs, human.json (the tuned
-config vs the default on the human questions, paired Δ with 95 % CIs, and Kendall τ-b
-between the configs' ranking on generated dev and on human test). No LLM call: retrieval
-metrics only (the set is generated already)."""
+SET: a set generated from the corpus's documents only, e.g. experiments/tune/python/span.jsonl:
+- python (default): python-library-qa, the 52 pages its 66 human questions are about
+  (`testset_validation.source_documents("python")`); human test split: its 33 test questions;
+- halueval: HaluEval-QA's 2,000-paragraph sample with its 100 dev questions
+  (`testset_validation.CORPORA["halueval"]`, the documents `source_documents("halueval")`);
+  all 100 are the human questions (no test split of its own);
+- tau2: τ²-banking's 698 policy documents; the human "questions" are its 97 tasks, scored by
+  nDCG against the documents each task requires (no answers: answer@5 is not defined there);
+  human test split: its 82 test tasks.
+Its questions are split half dev, half test by id (seeded) when the set has another dev share.
+Then `tune` runs on it as on a folder (the quick search space chosen from those documents, the
+rule on the generated dev half, the generated test half scored once), over that corpus, and the
+same search space is swept on the human questions, which tuning never saw. Written to
+experiments/tune/<corpus>/LABEL/: the tune outputs, human.json (the tuned config vs the default
+on the human questions, paired Δ with 95 % CIs, and Kendall τ-b between the configs' ranking on
+generated dev and on the human questions). No LLM call: retrieval metrics only (the set is
+generated already)."""
 
 from __future__ import annotations
 
@@ -29,10 +36,18 @@ from agentic_rag.studies.testset_validation import rank_agreement, source_docume
 from agentic_rag.studies.tune_run import TuneRun
 from agentic_rag.studies.tune_space import DEV_SHARE, profile, rule_table, search_space, spec_for
 
-# the corpus both sweeps index: the 52 pages the 66 human questions are about (the set was
-# generated from them too); the whole 363-page corpus did not index in the time there was
-CORPUS = DatasetSpec(name="python-library-qa", split="all", n=None, corpus_size=52)
-HUMAN = CORPUS  # all 66 human questions: tuning saw none of them; the test half is reported too
+# per corpus: the dataset both sweeps index (its questions are the human ones; the tune sweeps
+# replace them with the generated set) and the dataset whose test split is reported on its own.
+# python: the 52 pages the 66 human questions are about (the set was generated from them too);
+# the whole 363-page corpus did not index in the time there was
+CORPORA = {
+    "python": (DatasetSpec(name="python-library-qa", split="all", n=None, corpus_size=52),
+               "python-library-qa"),
+    "halueval": (DatasetSpec(name="halueval-qa", split="dev", n=100, seed=0, corpus_size=2000),
+                 None),
+    "tau2": (DatasetSpec(name="tau2-banking", split="all", n=None), "tau2-banking"),
+}
+SOURCE = {"python": "python", "halueval": "halueval"}  # `source_documents`; tau2: every document
 
 
 def resplit(src: Path, dst: Path) -> Path:
@@ -47,19 +62,21 @@ def resplit(src: Path, dst: Path) -> Path:
     return dst
 
 
-def human_test_split(human, names: list[str], chosen: str) -> dict:  # noqa: ANN001
+def human_test_split(human, names: list[str], chosen: str, dataset: str) -> dict:  # noqa: ANN001
     """The chosen config vs the default on the human *test* questions alone: means and the
     paired difference with a 95 % bootstrap CI (queries resampled, 2,000 times, seed 0)."""
     import numpy as np
 
     from agentic_rag.datasets.qa import load_dataset
 
-    test = {q.id for q in load_dataset("python-library-qa").split("test").queries}
+    test = {q.id for q in load_dataset(dataset).split("test").queries}
     r = human.results[human.results.query_id.isin(test)]
     labels = dict(zip(names, human.summary["config"]))
     out = {"n_queries": int(r.query_id.nunique())}
     rng = np.random.default_rng(0)
     for m in ("ndcg@10", "answer@5"):
+        if m not in r.columns or r[m].isna().all():
+            continue  # no answers (tau2's tasks)
         t = r.pivot_table(index="query_id", columns="config", values=m)
         a, b = t[labels["default"]].to_numpy(), t[labels[chosen]].to_numpy()
         d = b - a
@@ -78,16 +95,25 @@ def same_index(overrides: dict) -> bool:
     return not any(k.startswith("chunking.") for k in overrides)
 
 
-def main(set_path: str, label: str, cut: bool = False) -> None:
-    out = Path("experiments/tune/python") / label
+def documents(corpus: str) -> list:
+    if corpus in SOURCE:
+        return source_documents(SOURCE[corpus])
+    from agentic_rag.datasets.qa import load_dataset
+
+    return list(load_dataset(CORPORA[corpus][0].name).corpus)
+
+
+def main(set_path: str, label: str, cut: bool = False, corpus: str = "python") -> None:
+    spec, test_dataset = CORPORA[corpus]
+    out = Path("experiments/tune") / corpus / label
     src = Path(set_path)
     rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
     qpath = src if json.loads(src.with_name(f"{src.stem}.summary.json").read_text()).get(
         "settings", {}).get("dev_share") == DEV_SHARE else resplit(src, out / "questions.jsonl")
-    docs = source_documents("python")
+    docs = documents(corpus)
     cfg = RAGConfig()
     run = TuneRun(folder=None, n=len(rows), budget="quick", llm_strategies=False, out=out,
-                  max_llm_calls=0, config=cfg, docs=docs, corpus=CORPUS, questions=qpath,
+                  max_llm_calls=0, config=cfg, docs=docs, corpus=spec, questions=qpath,
                   runs_dir="experiments/runs", cache_dir="experiments/cache",
                   keep=same_index if cut else None)
     res = run.run()
@@ -96,14 +122,15 @@ def main(set_path: str, label: str, cut: bool = False) -> None:
     if cut:
         space = {k: v for k, v in space.items() if k == "default" or same_index(v)}
     names = list(space)
-    human = run_sweep(spec_for("tune-python-human", HUMAN, cfg, space, names),
+    human = run_sweep(spec_for(f"tune-{corpus}-human", spec, cfg, space, names),
                       "experiments/runs", "experiments/cache", progress=False)
     human_table = rule_table(human.summary, names)
     import pandas as pd
 
     dev_rows = pd.read_parquet(Path(res.paths["dev_run"]) / "results.parquet")
     agreement = {m: rank_agreement(human.results, dev_rows, metric=m)
-                 for m in ("ndcg@10", "answer@5")}
+                 for m in ("ndcg@10", "answer@5")
+                 if m in human.results.columns and human.results[m].notna().any()}
     h = human_table.set_index("config")
     result = {
         "set": str(src), "questions": len(rows), "chosen": res.chosen,
@@ -117,7 +144,8 @@ def main(set_path: str, label: str, cut: bool = False) -> None:
         "tau_b": {m: {k: a[k] for k in ("tau_b", "tau_b_ci", "configs", "best_human",
                                           "best_generated", "human_split_half_tau_b")}
                   for m, a in agreement.items()}}
-    result["human_test_split"] = human_test_split(human, names, res.chosen)
+    result["human_test_split"] = (human_test_split(human, names, res.chosen, test_dataset)
+                                  if test_dataset else None)
     (out / "human.json").write_text(json.dumps(result, indent=2))
     print(json.dumps({k: result[k] for k in ("chosen", "tuned_on_human", "default_on_human",
                                               "human_best_by_rule", "tau_b",
@@ -125,4 +153,6 @@ def main(set_path: str, label: str, cut: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], cut="--same-index" in sys.argv)
+    args = sys.argv[1:]
+    which = args[args.index("--corpus") + 1] if "--corpus" in args else "python"
+    main(args[0], args[1], cut="--same-index" in args, corpus=which)
