@@ -130,7 +130,8 @@ def main(set_path: str, label: str, cut: bool = False, corpus: str = "python") -
     dev_rows = pd.read_parquet(Path(res.paths["dev_run"]) / "results.parquet")
     agreement = {m: rank_agreement(human.results, dev_rows, metric=m)
                  for m in ("ndcg@10", "answer@5")
-                 if m in human.results.columns and human.results[m].notna().any()}
+                 if len(names) >= 3 and m in human.results.columns
+                 and human.results[m].notna().any()}
     h = human_table.set_index("config")
     result = {
         "set": str(src), "questions": len(rows), "chosen": res.chosen,
@@ -143,7 +144,8 @@ def main(set_path: str, label: str, cut: bool = False, corpus: str = "python") -
                                          fromlist=["x"]).choose_by_rule(human_table),
         "tau_b": {m: {k: a[k] for k in ("tau_b", "tau_b_ci", "configs", "best_human",
                                           "best_generated", "human_split_half_tau_b")}
-                  for m, a in agreement.items()}}
+                  for m, a in agreement.items()}
+        or f"not measurable: {len(names)} configs in the search space (τ-b needs >= 3)"}
     result["human_test_split"] = (human_test_split(human, names, res.chosen, test_dataset)
                                   if test_dataset else None)
     (out / "human.json").write_text(json.dumps(result, indent=2))

@@ -1,17 +1,20 @@
 """Generate the test sets the tune evidence runs on (issue 38), from the documents only.
 
     PYTHONPATH=. python experiments/tune/generate_sets.py python 20 span [max_draws] [--no-knowable]
+        [--name STEM]
 
-Writes experiments/tune/<corpus>/<mode>.jsonl (+ .rejected.jsonl, .summary.json) and the LLM
+Writes experiments/tune/<corpus>/<STEM or mode>.jsonl (+ .rejected.jsonl, .summary.json) and the LLM
 replies to experiments/tune/<corpus>/llm-replies.jsonl (the pack: a rerun reads them back).
-Documents: `testset_validation.source_documents(corpus)` (python: the 52 pages the human
-questions are about; halueval: the 2,000-paragraph sample)."""
+Documents: `evidence.documents(corpus)` (python: the 52 pages the human questions are about;
+halueval: the 2,000-paragraph sample; tau2: τ²-banking's 698 documents)."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+
+from evidence import documents  # this folder's evidence.py: the corpus's documents
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.datasets.testset import generate_testset
@@ -20,15 +23,14 @@ from agentic_rag.ingest.chunking import AgenticChunker
 from agentic_rag.llm.calls import CallMeter, MeteredChatModel
 from agentic_rag.llm.chat import make_chat_model
 from agentic_rag.llm.server import serve_local
-from agentic_rag.studies.testset_validation import source_documents
 
 
 def main(corpus: str, n: int, mode: str, max_draws: int | None = None,
-         knowable: bool = True) -> None:
+         knowable: bool = True, name: str | None = None) -> None:
     cfg = RAGConfig()
     out = Path("experiments/tune") / corpus
     out.mkdir(parents=True, exist_ok=True)
-    docs = source_documents(corpus)
+    docs = documents(corpus)
     chunker = AgenticChunker(cfg.chunking)
     chunks = [c for d in docs for c in chunker.chunk(d)]
     print(f"{corpus}: {len(docs)} documents, {len(chunks)} chunks -> {n} questions ({mode})",
@@ -42,12 +44,14 @@ def main(corpus: str, n: int, mode: str, max_draws: int | None = None,
                                check_knowable=knowable,
                                progress=Progress(n, lambda s: print(s, flush=True),
                                                  "testset", meter))
-    res.write(out / f"{mode}.jsonl")
+    res.write(out / f"{name or mode}.jsonl")
     print(json.dumps(res.summary, indent=1), flush=True)
     print(f"{meter.calls} new LLM calls, {meter.cached} cached", flush=True)
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    argv = sys.argv[1:]
+    stem = argv.pop(argv.index("--name") + 1) if "--name" in argv else None
+    args = [a for a in argv if not a.startswith("--")]
     main(args[0], int(args[1]), args[2], int(args[3]) if len(args) > 3 else None,
-         knowable="--no-knowable" not in sys.argv)
+         knowable="--no-knowable" not in argv, name=stem)
