@@ -66,10 +66,21 @@ class ScriptedGenerator:
     def __init__(self, fail_on: str | None = None) -> None:
         self.calls = 0
         self.fail_on = fail_on
+        self.spans: dict[str, str] = {}  # span mode: question → the span it was written for
 
     def chat(self, messages, *, json_schema=None, max_tokens=None, **kw) -> ChatReply:  # noqa: ANN001
         self.calls += 1
         system, user = messages[0]["content"], messages[-1]["content"]
+        if system.startswith("Answer the question from the passage below"):  # the round trip
+            return ChatReply(content=self.spans.get(user.rsplit("Question: ", 1)[-1], "?"))
+        reply = self._reply(system, user, json_schema)
+        if "ANSWER: " in user and json_schema is not None:  # span mode: the span it was given
+            question = json.loads(reply.content).get("question", "") \
+                if reply.content.startswith("{") else ""
+            self.spans[question] = user.rsplit("ANSWER: ", 1)[1]
+        return reply
+
+    def _reply(self, system: str, user: str, json_schema) -> ChatReply:  # noqa: ANN001
         if system.startswith("Answer the question from the passages"):  # the corpus check
             if self.fail_on and self.fail_on in user:
                 raise LLMError("timed out after 3 attempts", "timeout", 3)

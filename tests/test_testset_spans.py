@@ -109,12 +109,18 @@ class SpanAsker:
     model_id = "scripted-span"
 
     def __init__(self) -> None:
-        self.calls = 0
+        self.calls = self.round_trips = 0
         self.answers: dict[str, str] = {}  # question → the answer it was written for
 
     def chat(self, messages, *, json_schema=None, max_tokens=None, **kw):  # noqa: ANN001, ANN003, ANN201
         self.calls += 1
         user = messages[-1]["content"]
+        if messages[0]["content"].startswith("Answer the question from the passage below"):
+            # the round-trip check: the answer it wrote the question for, but for pebble's
+            q = user.rsplit("Question: ", 1)[1]
+            self.round_trips += 1
+            return ChatReply(content="I don't know." if "pebble" in q else
+                             f"It is {self.answers[q]}.")
         if json_schema is None:  # the closed-book check: the reference answer, for two docs
             known = {"harbor", "meadow", "copper"}
             return ChatReply(content=self.answers[user] if any(k in user.lower() for k in known)
@@ -156,10 +162,30 @@ def test_knowable_questions_are_kept_at_a_bounded_share():
     assert sum(bool(r.knowable) for r in free.records) == 3  # harbor, meadow, copper
     bounded = _gen(SpanAsker(), max_knowable_share=0.25)
     k = sum(bool(r.knowable) for r in bounded.records)
-    assert len(bounded.records) == 6 and k == 1 and k <= 0.25 * len(bounded.records)
+    assert len(bounded.records) == 5 and k == 1 and k <= 0.25 * len(bounded.records)
     dropped = [r for r in bounded.rejected if r["reason"] == "knowable beyond its share"]
     assert len(dropped) == 2 and all("F1" in r["detail"] for r in dropped)
     assert len(bounded.records) == len(free.records) - 2
+
+
+def test_a_question_whose_passage_answers_something_else_does_not_round_trip():
+    """Span mode answers each question that passed the filters from its own passage: "It is
+    <span>." is the span (contained); pebble's "I don't know." is not, and that question is
+    rejected with what the model said. Off, pebble's question is kept; the check costs one
+    call per question it reads."""
+    on, off = SpanAsker(), SpanAsker()
+    checked, unchecked = _gen(on, max_knowable_share=None), _gen(off, max_knowable_share=None,
+                                                                  round_trip=False)
+    (rej,) = [r for r in checked.rejected if r["reason"] == "answer does not round-trip"]
+    assert rej["doc_id"] == "docs/pebble.md" and rej["answer"] == "pebble_limit"
+    assert "I don't know" in rej["detail"] and rej["round_trip_answer"] == "I don't know."
+    assert "docs/pebble.md" in {r.doc_ids[0] for r in unchecked.records}
+    assert {r.doc_ids[0] for r in checked.records} == \
+        {r.doc_ids[0] for r in unchecked.records} - {"docs/pebble.md"}
+    # one call per question that passed the filters: the kept ones and pebble's
+    assert on.round_trips == len(checked.records) + 1 and off.round_trips == 0
+    assert checked.summary["settings"]["round_trip"] is True
+    assert unchecked.summary["settings"]["round_trip"] is False
 
 
 def test_a_chunk_without_an_answer_span_costs_no_call():
@@ -169,3 +195,17 @@ def test_a_chunk_without_an_answer_span_costs_no_call():
     res = generate_testset(docs, chat, n=2, unanswerable=0.0, min_tokens=5,
                            chunker=AgenticChunker().chunk)
     assert chat.calls == 0 and res.records == [] and res.summary["no_answer_span"] == 1
+
+
+@pytest.mark.parametrize(("question", "deictic"), [
+    ("What is the output of the code snippet provided?", True),
+    ("What does the given code snippet print?", True),
+    ("Which function does the example above call?", True),
+    ("What is the default text encoding of `open`?", False),
+    ("What does the status code 404 of `http.HTTPStatus` mean?", False),
+    ("Which exception does `asyncio.wait_for` raise on timeout?", False),
+])
+def test_questions_that_point_at_their_snippet_refer_to_the_passage(question, deictic):
+    from agentic_rag.datasets.testset_filters import _DEICTIC
+
+    assert bool(_DEICTIC.search(question)) is deictic

@@ -40,10 +40,12 @@ def _folder(tmp_path, n_docs: int = 8):  # noqa: ANN001, ANN202
 
 class _Completions:
     """The OpenAI client's `chat.completions`: a question for the span it is given (with
-    words of the passage's topic, so no two are alike), "I don't know" closed-book."""
+    words of the passage's topic, so no two are alike), that span again from the passage
+    (the round trip), "I don't know" closed-book."""
 
     def __init__(self) -> None:
         self.calls = 0
+        self.spans: dict[str, str] = {}  # question → the span it was written for
 
     def create(self, **kw):  # noqa: ANN003, ANN202
         self.calls += 1
@@ -52,8 +54,11 @@ class _Completions:
         if m:
             topic = re.search(r"\[(\w+)", user).group(1)
             section = "limits" if "Limits" in user.split("\n")[0] else "timeouts"
-            content = json.dumps({"question": f"For the {topic} client {section}, which "
-                                  f"{topic} value applies?"})
+            question = f"For the {topic} client {section}, which {topic} value applies?"
+            self.spans[question] = m.group(1)
+            content = json.dumps({"question": question})
+        elif kw["messages"][0]["content"].startswith("Answer the question from the passage "):
+            content = self.spans.get(user.rsplit("Question: ", 1)[-1], "I don't know")
         else:
             content = "I don't know"
         return NS(choices=[NS(message=NS(content=content, tool_calls=[]), finish_reason="stop")],

@@ -62,6 +62,7 @@ from agentic_rag.datasets.testset_prompts import (
     answer_from_corpus,
     ask,
     closed_book,
+    round_trip,
 )
 from agentic_rag.datasets.testset_sampling import (
     INTENT_OF,
@@ -185,7 +186,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                      max_concurrency: int = 1, min_tokens: int = 25,
                      progress: Any = None, mode: Literal["span", "free"] = "span",
                      max_knowable_share: float | None = 0.25,
-                     dev_share: float = 0.2) -> TestsetResult:
+                     dev_share: float = 0.2, round_trip: bool | None = None) -> TestsetResult:
     """`n` accepted questions (about `unanswerable` of them without an answer in the corpus)
     from `docs`, drawing chunks in `sample_chunks` order until `n` pass the filters or the
     first `max_draws` chunks of that order (default 3 × n) are used up. `mode`: "span"
@@ -201,7 +202,10 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     already, and a small model "answers" such questions from similar passages).
     `max_knowable_share`: questions the model answers without context (`knowable`) are kept
     up to this share of the set, the later ones beyond it rejected ("knowable beyond its
-    share"); None keeps them all. `dev_share`: the questions' share in the dev split."""
+    share"); None keeps them all. `dev_share`: the questions' share in the dev split.
+    `round_trip` (default: on in span mode): each answerable question that passed the filters
+    is answered by the model from its own passage and rejected when that answer is not its
+    reference (`testset_prompts.round_trip`: one call per such question)."""
     _check_args(n, unanswerable, docs, mode, max_knowable_share, dev_share)
     by_id = {d.id: d for d in docs}
     chunks = _chunks_of(docs, by_id, chunker, chunks)
@@ -214,7 +218,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     gen = getattr(chat, "model_id", type(chat).__name__)
     settings = {"max_copied_words": max_copied_words, "max_answer_words": max_answer_words,
                 "duplicate_jaccard": duplicate_jaccard, "check_unanswerable": check_unanswerable,
-                "dev_share": dev_share, "gen": gen}
+                "dev_share": dev_share, "gen": gen,
+                "round_trip": mode == "span" if round_trip is None else round_trip}
     corpus = CorpusText(docs) if quota[False] else None  # where a made-up name must not occur
     drawn: list[tuple[Chunk, bool, Span | None]] = []
 
@@ -243,7 +248,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                     if run.draws else None, "unanswerable_checked": run.corpus_checks})
     summary["settings"].update({"corpus_check_k": CORPUS_CHECK_K if check_unanswerable else None,
                                 "max_knowable_share": max_knowable_share,
-                                "dev_share": dev_share})
+                                "dev_share": dev_share, "round_trip": settings["round_trip"]})
     return TestsetResult(records, run.rejected, summary)
 
 
@@ -297,6 +302,10 @@ def _judge(run: _Run, reply: Any, chunk: Chunk, answerable: bool, span: Span | N
     question, answer, at = outcome
     if span is not None:  # the chosen span itself, not an earlier copy of its words
         at = (chunk.start_char + span.start, chunk.start_char + span.end)
+    if answerable and st["round_trip"]:
+        if (wrong := round_trip(run.chat, question, answer, chunk, doc)) is not None:
+            run.rejected.append({**base, **wrong, "question": question, "answer": answer})
+            return False
     if not answerable and st["check_unanswerable"]:
         if run.lexical is None:
             from agentic_rag.store.lexical import LexicalIndex

@@ -24,13 +24,18 @@ REASONS = ("llm error", "malformed reply", "answer too long", "answer not in sou
            "invented name in the corpus", "answerable from the corpus",
            # issue 38
            "answer made of the question's words", "fragment answer",
-           "premise not in the passage", "knowable beyond its share", "no answer span")
+           "premise not in the passage", "knowable beyond its share", "no answer span",
+           "answer does not round-trip")
 _GENERIC = {"yes", "no", "true", "false", "none", "n/a", "not", "it", "this", "that"}
 # a question that points at the text it was written from ("the person described in the
 # passage") has no meaning for someone searching the whole corpus
-_DEICTIC = re.compile(r"\b(?:the|this|that|given|above|following) (?:passage|text|paragraph|"
-                      r"section|excerpt|snippet|article|document|context)\b|\b(?:mentioned|"
-                      r"described|stated|shown) (?:above|here|in the (?:passage|text))\b", re.I)
+# ("the code snippet provided", "the given code snippet": 2 of 30 span-first questions an LLM
+# read, issue 38)
+_DEICTIC = re.compile(r"\b(?:the|this|that|given|above|following) (?:(?:code|example|sample|"
+                      r"given) )?(?:passage|text|paragraph|section|excerpt|snippet|article|"
+                      r"document|context|code block|example)\b|\b(?:snippet|code|example) "
+                      r"(?:provided|given|shown|above|below)\b|\b(?:mentioned|described|stated|"
+                      r"shown) (?:above|here|in the (?:passage|text))\b", re.I)
 
 # "What is the name of the town?": asks for the name of a subject it does not name (Qwen
 # 1.5B's commonest question from an encyclopaedic passage, with prompts that forbid it);

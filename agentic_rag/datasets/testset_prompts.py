@@ -185,6 +185,38 @@ def answer_from_corpus(chat: ChatModel, question: str, lexical: Any,
             f"the top {len(ids)} BM25 chunks", "corpus_answer": said, "corpus_chunks": ids}
 
 
+_FROM_PASSAGE = ("Answer the question from the passage below only, with the shortest exact "
+                 "words of the passage that answer it. If the passage does not answer it, "
+                 "reply exactly: I don't know.")
+
+
+def round_trip(chat: ChatModel, question: str, answer: str, chunk: Chunk, doc: Document,
+               threshold: float = 0.5) -> dict[str, Any] | None:
+    """The round-trip check (Alberti et al., ACL 2019): the model answers `question` from its
+    own passage; None when that answer is the reference `answer` (token F1 >= `threshold`, or
+    the reference contained in it, on normalised text), else the rejection "answer does not
+    round-trip" with what it answered. It catches a question whose answer is not the span it
+    was written for (the span-first generator's commonest defect: 6 of 30 questions an LLM
+    read). An LLM failure is an "llm error" rejection: the question is unchecked."""
+    from agentic_rag.evaluation.answers import normalize_answer
+
+    try:
+        reply = chat.chat([{"role": "system", "content": _FROM_PASSAGE},
+                           {"role": "user", "content": f"{passage(chunk, doc)}\n\n"
+                                                       f"Question: {question}"}],
+                          max_tokens=40)
+    except LLMError as exc:
+        return {"reason": "llm error", "detail": f"round-trip check: {exc.kind}: {str(exc)[:200]}"}
+    said = " ".join(reply.content.split())
+    f1 = token_f1(said, [answer])
+    ref = normalize_answer(answer)
+    if f1 >= threshold or (ref and f" {ref} " in f" {normalize_answer(said)} "):
+        return None
+    return {"reason": "answer does not round-trip", "detail": f"from its passage the model "
+            f"answered {said[:120]!r} (token F1 {f1:.2f} against {answer!r})",
+            "round_trip_answer": said[:200]}
+
+
 def closed_book(chat: ChatModel, question: str, answer: str, threshold: float
                 ) -> dict[str, Any] | None:
     """The knowable check: the model's closed-book answer to `question` scored against the
