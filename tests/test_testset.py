@@ -440,6 +440,19 @@ def test_the_estimate_counts_one_corpus_check_per_unanswerable_question():
     assert checked["prompt_tokens_est"] > unchecked["prompt_tokens_est"] > base["prompt_tokens_est"]
 
 
+def test_the_estimate_counts_the_round_trips_and_the_draws_they_cost():
+    from agentic_rag.datasets.testset import DRAWS_PER_KEPT, ROUND_TRIP_PASS, estimate
+
+    chunks = [c for d in _docs() for c in _chunker(d)]
+    plain, checked = estimate(100, chunks), estimate(100, chunks, round_trip=True)
+    passed = round(100 / ROUND_TRIP_PASS)  # every question that passed the filters: one check
+    assert plain["round_trips"] == 0 and checked["round_trips"] == passed
+    assert plain["llm_calls"] == round(DRAWS_PER_KEPT["span"] * 100) + 100  # + closed-book
+    assert checked["llm_calls"] == round(DRAWS_PER_KEPT["span"] * 100 / ROUND_TRIP_PASS) \
+        + passed + 100
+    assert checked["prompt_tokens_est"] > plain["prompt_tokens_est"]
+
+
 def test_an_unanswerable_reply_must_name_an_invented_thing_absent_from_the_corpus():
     """The unanswerable prompt asks for an invented name of the passage's kind (a sibling
     product, function): it must be in the question, and in no document of the corpus."""

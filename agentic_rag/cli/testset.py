@@ -43,6 +43,9 @@ def testset(
     corpus_check: Annotated[bool, typer.Option(
         help="also ask the model each unanswerable question over BM25's top 5 chunks, and "
              "reject it when it answers (a small model answers made-up things too)")] = False,
+    round_trip: Annotated[bool, typer.Option(
+        help="span mode: the model answers each question from its own passage, and a question "
+             "whose answer is not its span is rejected (--no-round-trip: skip those calls)")] = True,
     config: ConfigOpt = None, home: HomeOpt = None,
     max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
 ) -> None:
@@ -70,7 +73,8 @@ def testset(
     typer.echo(f"{len(documents)} documents, {len(chunks)} chunks → {n} questions")
     if mode not in ("span", "free"):
         _fail(f"--mode {mode!r}: use span or free")
-    est = estimate(n, chunks, knowable, unanswerable, corpus_check, mode=mode)
+    est = estimate(n, chunks, knowable, unanswerable, corpus_check, mode=mode,
+                   round_trip=round_trip and mode == "span")
     typer.echo(estimate_line(est, measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]),
                              conc, serves_in_parallel(cfg.llm))
                + (f"; of the calls, {est['corpus_checks']} check the unanswerable questions "
@@ -86,6 +90,7 @@ def testset(
                                    check_unanswerable=corpus_check,
                                    max_concurrency=conc, mode=mode,
                                    max_knowable_share=max_knowable_share,
+                                   round_trip=round_trip and mode == "span",
                                    progress=Progress(n, typer.echo, "testset", meter))
     except LLMCallCap as stop:
         _stopped_at_cap(stop, f"{out} is not written yet")

@@ -169,7 +169,7 @@ class TuneRun:
                     f"an answer span: they can give at most {can} questions (about {can // 2} "
                     f"at a typical acceptance), fewer than --n {self.n}; lower --n to "
                     f"{max(2, can // 2)} or add documents")
-            est = estimate(self.n, chunks, True, 0.0, False, mode="span")
+            est = estimate(self.n, chunks, True, 0.0, False, mode="span", round_trip=True)
         per_q = sum(llm_calls_per_query(o) for o in space.values())
         if per_q:  # each LLM config on the dev questions, the chosen one on test
             q = self.n
