@@ -13,7 +13,7 @@ from agentic_rag.studies.detectors.own import labelled_as, labels_description
 
 REPO = Path(__file__).resolve().parents[1]
 OWN = REPO / "experiments/detectors/halueval-own"
-BANNED = ("hand-labelled", "hand labels", "hand-labeled", "hand labelled")
+BANNED = ("hand-labelled", "hand labels", "hand-labeled", "hand labelled", "read by hand")
 
 
 def _texts():
