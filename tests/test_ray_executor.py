@@ -549,14 +549,15 @@ def _raylet_told_its_agent_port(start):  # noqa: ANN001, ANN202
 
 
 def _kill_workers_on(cluster, node_id: str) -> None:  # noqa: ANN001
-    """SIGKILL the sweep's worker processes on node `node_id`. A worker outlives its killed
+    """SIGKILL the sweep's live worker processes on node `node_id` (a dead actor's pid may
+    be another process's now). A worker outlives its killed
     raylet until it notices (about a second): with the test's fast embedder it could finish
     every shard sent to it first, and no worker was ever lost (CI, 2026-12-03)."""
     import signal
 
     for actor in cluster.global_state.actor_table(None).values():
         if (actor["Name"].startswith(ray_executor.WORKER_NAME) and actor["Pid"]
-                and actor["Address"]["NodeID"] == node_id):
+                and actor["State"] == "ALIVE" and actor["Address"]["NodeID"] == node_id):
             with contextlib.suppress(OSError):  # gone already
                 os.kill(actor["Pid"], signal.SIGKILL)
 

@@ -209,3 +209,22 @@ def test_questions_that_point_at_their_snippet_refer_to_the_passage(question, de
     from agentic_rag.datasets.testset_filters import _DEICTIC
 
     assert bool(_DEICTIC.search(question)) is deictic
+
+
+@pytest.mark.parametrize(("said", "span", "passes"), [
+    ("It is os.path.", "os.path", True),  # code: the span's own characters
+    ("list", "list", True),
+    ("The function returns a list of every name the module defines, sorted.", "list", False),
+    ("I don't know.", "pebble_limit", False),
+    ("3.10 and later", "3.10", True),
+])
+def test_the_round_trip_counts_a_span_contained_only_in_a_short_reply(said, span, passes):
+    from agentic_rag.datasets.testset_prompts import round_trip
+
+    class Says:
+        def chat(self, messages, **kw):  # noqa: ANN001, ANN003, ANN202
+            return ChatReply(content=said)
+
+    doc = DOCS[0]
+    chunk = AgenticChunker().chunk(doc)[0]
+    assert (round_trip(Says(), "Which one?", span, chunk, doc) is None) is passes

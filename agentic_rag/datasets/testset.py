@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -189,7 +190,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                      dev_share: float = 0.2, round_trip: bool | None = None) -> TestsetResult:
     """`n` accepted questions (about `unanswerable` of them without an answer in the corpus)
     from `docs`, drawing chunks in `sample_chunks` order until `n` pass the filters or the
-    first `max_draws` chunks of that order (default 3 × n) are used up. `mode`: "span"
+    first `max_draws` chunks of that order (default 3 × n; with the round trip
+    3 × n / `ROUND_TRIP_PASS`, since it passes about half) are used up. `mode`: "span"
     (default, issue 38) picks the answer by rule (`spans.candidate_spans`) and asks the
     model only for its question; "free" (the v4 generator) lets the model pick a quote.
     `chunks`: the documents' chunks, when the caller has them already; else `chunker` makes
@@ -207,6 +209,9 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     is answered by the model from its own passage and rejected when that answer is not its
     reference (`testset_prompts.round_trip`: one call per such question)."""
     _check_args(n, unanswerable, docs, mode, max_knowable_share, dev_share)
+    checks_round_trip = mode == "span" if round_trip is None else round_trip
+    if max_draws is None:  # the round trip passes about half: as many more draws
+        max_draws = math.ceil(3 * n / (ROUND_TRIP_PASS if checks_round_trip else 1.0))
     by_id = {d.id: d for d in docs}
     chunks = _chunks_of(docs, by_id, chunker, chunks)
     quota = {False: round(n * unanswerable)}
@@ -214,12 +219,12 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     counting = _CountingChat(chat)
     run = _Run(counting, chunks, by_id, mode, quota,
                max(2, round(1 / unanswerable)) if quota[False] else 0, seed,
-               max_draws if max_draws is not None else 3 * n, min_tokens)
+               max_draws, min_tokens)
     gen = getattr(chat, "model_id", type(chat).__name__)
     settings = {"max_copied_words": max_copied_words, "max_answer_words": max_answer_words,
                 "duplicate_jaccard": duplicate_jaccard, "check_unanswerable": check_unanswerable,
                 "dev_share": dev_share, "gen": gen,
-                "round_trip": mode == "span" if round_trip is None else round_trip}
+                "round_trip": checks_round_trip}
     corpus = CorpusText(docs) if quota[False] else None  # where a made-up name must not occur
     drawn: list[tuple[Chunk, bool, Span | None]] = []
 

@@ -194,7 +194,8 @@ def round_trip(chat: ChatModel, question: str, answer: str, chunk: Chunk, doc: D
                threshold: float = 0.5) -> dict[str, Any] | None:
     """The round-trip check (Alberti et al., ACL 2019): the model answers `question` from its
     own passage; None when that answer is the reference `answer` (token F1 >= `threshold`, or
-    the reference contained in it, on normalised text), else the rejection "answer does not
+    the reference contained in a reply of at most 2 × its words + 3, as normalised words or
+    as its own characters), else the rejection "answer does not
     round-trip" with what it answered. It catches a question whose answer is not the span it
     was written for (the span-first generator's commonest defect: 6 of 30 questions an LLM
     read). An LLM failure is an "llm error" rejection: the question is unchecked."""
@@ -210,7 +211,12 @@ def round_trip(chat: ChatModel, question: str, answer: str, chunk: Chunk, doc: D
     said = " ".join(reply.content.split())
     f1 = token_f1(said, [answer])
     ref = normalize_answer(answer)
-    if f1 >= threshold or (ref and f" {ref} " in f" {normalize_answer(said)} "):
+    # contained: only in a short reply (a long one contains any short or common span), as
+    # words, or as the span's own characters (code: normalising strips `os.path`'s dot)
+    short = len(said.split()) <= 2 * len(answer.split()) + 3
+    contained = short and ((ref and f" {ref} " in f" {normalize_answer(said)} ")
+                           or answer.strip().lower() in said.lower())
+    if f1 >= threshold or contained:
         return None
     return {"reason": "answer does not round-trip", "detail": f"from its passage the model "
             f"answered {said[:120]!r} (token F1 {f1:.2f} against {answer!r})",
