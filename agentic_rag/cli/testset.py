@@ -73,8 +73,9 @@ def testset(
     typer.echo(f"{len(documents)} documents, {len(chunks)} chunks → {n} questions")
     if mode not in ("span", "free"):
         _fail(f"--mode {mode!r}: use span or free")
+    round_trip = round_trip and mode == "span"  # the check reads a span: span mode only
     est = estimate(n, chunks, knowable, unanswerable, corpus_check, mode=mode,
-                   round_trip=round_trip and mode == "span")
+                   round_trip=round_trip)
     typer.echo(estimate_line(est, measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]),
                              conc, serves_in_parallel(cfg.llm))
                + (f"; of the calls, {est['corpus_checks']} check the unanswerable questions "
@@ -90,7 +91,7 @@ def testset(
                                    check_unanswerable=corpus_check,
                                    max_concurrency=conc, mode=mode,
                                    max_knowable_share=max_knowable_share,
-                                   round_trip=round_trip and mode == "span",
+                                   round_trip=round_trip,
                                    progress=Progress(n, typer.echo, "testset", meter))
     except LLMCallCap as stop:
         _stopped_at_cap(stop, f"{out} is not written yet")

@@ -253,7 +253,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                     if run.draws else None, "unanswerable_checked": run.corpus_checks})
     summary["settings"].update({"corpus_check_k": CORPUS_CHECK_K if check_unanswerable else None,
                                 "max_knowable_share": max_knowable_share,
-                                "dev_share": dev_share, "round_trip": settings["round_trip"]})
+                                "dev_share": dev_share, "round_trip": checks_round_trip})
     return TestsetResult(records, run.rejected, summary)
 
 

@@ -199,7 +199,7 @@ def round_trip(chat: ChatModel, question: str, answer: str, chunk: Chunk, doc: D
     round-trip" with what it answered. It catches a question whose answer is not the span it
     was written for (the span-first generator's commonest defect: 6 of 30 questions an LLM
     read). An LLM failure is an "llm error" rejection: the question is unchecked."""
-    from agentic_rag.evaluation.answers import normalize_answer
+    from agentic_rag.evaluation.containment import contains_answer
 
     try:
         reply = chat.chat([{"role": "system", "content": _FROM_PASSAGE},
@@ -210,11 +210,11 @@ def round_trip(chat: ChatModel, question: str, answer: str, chunk: Chunk, doc: D
         return {"reason": "llm error", "detail": f"round-trip check: {exc.kind}: {str(exc)[:200]}"}
     said = " ".join(reply.content.split())
     f1 = token_f1(said, [answer])
-    ref = normalize_answer(answer)
     # contained: only in a short reply (a long one contains any short or common span), as
-    # words, or as the span's own characters (code: normalising strips `os.path`'s dot)
+    # words (`contains_answer`), or as the span's own characters (normalising strips the dot
+    # of `os.path`)
     short = len(said.split()) <= 2 * len(answer.split()) + 3
-    contained = short and ((ref and f" {ref} " in f" {normalize_answer(said)} ")
+    contained = short and (contains_answer(said, [answer]) == 1.0
                            or answer.strip().lower() in said.lower())
     if f1 >= threshold or contained:
         return None
