@@ -53,3 +53,21 @@ def test_agent_rows_rebuilt_from_the_committed_agent_evaluation(tmp_path):
     path = rows.export_rows(claim, "support automation", run, tmp_path / "claims")
     committed = rows.rows_path(claim.id, "support automation", OUT)
     assert path.read_bytes() == committed.read_bytes()  # the same rows, the same bytes
+
+
+def test_tiers_rows_are_the_committed_benchmark_repetitions(tmp_path):
+    """The d-claims' rows come from the committed tiers run folder, paired by repetition as
+    `coldstart.paired_summary` pairs them: the same bytes as the committed rows files."""
+    run = REPO / "experiments/runs/20261203-223709-claim-d-tiers"
+    for claim in (c for c in CLAIMS if c.kind == "cold_start"):
+        path = rows.export_rows(claim, "support automation", run, tmp_path)
+        assert path is not None
+        assert path.read_bytes() == rows.rows_path(claim.id, "support automation",
+                                                   OUT).read_bytes()
+        assert sorted(rows.read_rows(path)["query_id"].unique()) == list(range(10))
+
+
+def test_every_measured_ledger_row_has_its_rows_committed():
+    measured = [r for r in _ledger() if r["verdict"] in VERDICTS]
+    assert measured and all(r.get("rows_file") for r in measured), \
+        [f"{r['claim']} / {r['deployment']}" for r in measured if not r.get("rows_file")]

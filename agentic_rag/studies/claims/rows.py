@@ -1,7 +1,8 @@
 """The per-question rows behind a ledger row, committed so anyone can recompute its effect,
 CI and verdict from the repository alone: `experiments/claims/rows/<claim>--<deployment>
 .jsonl.gz`, one line per (question, arm) with `query_id`, `arm` (baseline / treatment),
-the claim's metric and the columns shown beside it (repeats averaged per question); a
+the claim's metric and the columns shown beside it (repeats averaged per question; the tiers
+benchmark's rows are its paired repetitions, `query_id` = the repetition); a
 hallucination claim's rows also keep the `answer` judged (its first repeat's).
 
 `export_rows` writes them from a run folder (`results.parquet` + `summary.csv`'s baseline
@@ -41,6 +42,8 @@ def export_rows(claim: Claim, deployment: str, run_dir: Path,
         return None
     res = pd.read_parquet(path)
     summary = pd.read_csv(run_dir / "summary.csv")
+    if "config_id" not in res.columns and {"arm", "query_kind", "repeat"} <= set(res.columns):
+        res = repetitions(res, summary)
     if not {"config_id", "query_id", claim.metric} <= set(res.columns):
         return None
     base_id = summary.loc[summary["baseline"], "config_id"].iloc[0]
@@ -54,6 +57,22 @@ def export_rows(claim: Claim, deployment: str, run_dir: Path,
     per.insert(1, "arm", ["baseline" if c == base_id else "treatment" for c in per.config_id])
     per = per.drop(columns="config_id").sort_values(["arm", "query_id"], kind="stable")
     return write_rows(per, rows_path(claim.id, deployment, out_dir))
+
+
+def repetitions(res: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """The tiers benchmark's results (`coldstart.measure_cold_start`: one line per arm,
+    query kind and repetition) in the sweeps' shape: the repetition is the pairing key
+    (`query_id`, as `coldstart.paired_summary` pairs them), one `<kind>.<metric>` column per
+    query kind and metric, `config_id` from the summary's `arm=<arm>` configs."""
+    metrics = [c for c in res.columns if c not in ("arm", "query_kind", "query", "repeat", "order")
+               and pd.api.types.is_numeric_dtype(res[c])]
+    wide = res.pivot_table(index=["arm", "repeat"], columns="query_kind", values=metrics,
+                           aggfunc="mean")
+    wide.columns = [f"{kind}.{m}" for m, kind in wide.columns]
+    wide = wide.reset_index()
+    arm_of = dict(zip(summary["config"].str.removeprefix("arm="), summary["config_id"]))
+    wide.insert(0, "config_id", wide.pop("arm").map(arm_of))
+    return wide.rename(columns={"repeat": "query_id"})
 
 
 def write_rows(per: pd.DataFrame, out: Path) -> Path:
