@@ -191,9 +191,19 @@ class FusionConfig(_Section):
         "heading path, API names) found in the query, summed (store/coverage.py): a question "
         "naming the 'Blue checking account' covers the Blue Account's name whole and World "
         "Blue's by half")
+    named_scope: Literal["off", "boost", "within"] = Field(
+        "off", description="entity scope, when the query names documents' subject (a product, "
+        "plan, function or command: AgenticIndex.named_documents, the name coverage of "
+        "store/coverage.py): within, every retriever searches only those documents (a query "
+        "naming nothing searches everything); boost, a dense list restricted to them is fused "
+        "in as one more ranking ('named' in weights; the soft filter's way): a long query "
+        "that mentions a product in passing still finds the general documents")
+    max_per_doc: int = Field(0, ge=0, le=100, description="at most this many fused hits per "
+                             "document before the next document's (0 = no cap): the top k "
+                             "then spans more of a product's documents")
     method: Literal["rrf", "score"] = "rrf"
     rrf_k: float = Field(20.0, ge=0.0, le=1000.0)
-    weights: dict[Literal["dense", "bm25", "title", "filtered"], float] | None = Field(
+    weights: dict[Literal["dense", "bm25", "title", "filtered", "named"], float] | None = Field(
         default_factory=lambda: {"dense": 1.0, "bm25": 0.3},
         description="weight per retriever name (missing = 1.0); a list is read in the order "
         "of `retrievers`; None = equal")

@@ -112,16 +112,28 @@ class FusionRetriever:
                  filter_mode: str = "hard") -> Evidence:
         names = tuple(retrievers or self.config.retrievers)
         hard = where if (where and filter_mode == "hard") else None
+        scope = self.named(query)
+        if scope and self.config.named_scope == "within" and "doc_id" not in (hard or {}):
+            hard = {**(hard or {}), "doc_id": scope}
         runs = {name: self.run(name, query, hard) for name in names}
         if self.config.title_score == "coverage" and len(runs) > 1 and not runs.get("title", 1):
             del runs["title"]  # names nothing here: no part in fusion (store/coverage.py)
         if where and filter_mode == "soft":
             runs["filtered"] = self.run("dense", query, where)
+        if scope and self.config.named_scope == "boost":
+            runs["named"] = self.run("dense", query, {**(hard or {}), "doc_id": scope})
         weights = [self.config.weight(name) for name in runs]
-        hits = self.fuse(runs, weights)
+        hits = per_doc_cap(self.fuse(runs, weights), self.config.max_per_doc)
         if self.config.small_to_big == "section":
             hits = expand_hits(hits, self.index.sections(), self.config.parent_tokens)
         return Evidence(hits=hits, runs=runs, filtered=bool(where) and filter_mode != "off", k=k)
+
+    def named(self, query: str) -> list[str]:
+        """The documents `query` names (`fusion.named_scope`), or [] when scoping is off or
+        it names none."""
+        if self.config.named_scope == "off":
+            return []
+        return self.index.named_documents(query)
 
     def fuse(self, runs: dict[str, list[Hit]], weights: list[float]) -> list[Hit]:
         cfg = self.config
@@ -146,3 +158,18 @@ class FusionRetriever:
 
     def search(self, query: str, k: int, where: dict[str, Any] | None = None) -> list[Hit]:
         return self.evidence(query, k, where, None, "hard").hits[:k]
+
+
+def per_doc_cap(hits: list[Hit], cap: int) -> list[Hit]:
+    """`hits` with at most `cap` per document ahead of the rest (0 = unchanged): the hits
+    past a document's cap keep their order after every capped-in hit, so nothing is lost."""
+    if cap <= 0:
+        return hits
+    seen: dict[str, int] = {}
+    first, rest = [], []
+    for h in hits:
+        n = seen[h.chunk.doc_id] = seen.get(h.chunk.doc_id, 0) + 1
+        (first if n <= cap else rest).append(h)
+    if not rest:
+        return hits
+    return [h.model_copy(update={"rank": r}) for r, h in enumerate(first + rest, 1)]

@@ -87,29 +87,48 @@ class TitleCoverage:
         n = max(1, len(seen))
         self._idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
         ids = sorted(seen)
+        self._n_docs = len(ids)
+        self._shares: dict[str, float] = {}
         names = lexical._tokenize([doc_name(d) for d in ids]) if ids else []  # noqa: SLF001
         self._names = {d: frozenset(t) for d, t in zip(ids, names) if t}
 
     def named_documents(self, question: str, min_coverage: float = 0.6,
                         max_share: float = 0.1) -> list[str]:
         """The documents about what `question` names: those whose name (`lexical.doc_name`)
-        it covers best, when that coverage is at least `min_coverage` and they are at most
-        `max_share` of the documents (a name every document shares names nothing). Empty
-        when the question names no document's subject."""
+        it covers best, when that coverage is at least `min_coverage`, they are at most
+        `max_share` of the documents (a name every document shares names nothing), and one of
+        the name's words the question contains is in the text of at most `max_share` of the
+        documents (a name made of words every document uses names nothing). Empty when the
+        question names no document's subject."""
         q = set(self._lex._tokenize([question])[0])  # noqa: SLF001
         if not q or not self._names:
             return []
         idf = self._idf
+        # a name is named only by a word it shares with the question that few documents'
+        # texts use: "python" covers the name of library/python.rst whole, but 72 % of the
+        # Python docs say "python"; "lime" (0.6 % of the bank's documents) names Lime Green
+        rare = {t for t in q if self.text_share(t) <= max_share}
         # coverage first; among names covered alike, the one matching more of the question
         # ("Lime Green business checking" covers "checking accounts green account" whole
         # too, but "lime" is the Lime Green name's alone)
         key = {d: (round(coverage(f, q, idf), 9), round(sum(idf.get(t, 0.0) for t in f & q), 9))
-               for d, f in self._names.items()}
+               for d, f in self._names.items() if f & rare}
+        if not key:
+            return []
         best = max(key.values())
         if best[0] < min_coverage:
             return []
         named = sorted(d for d, k in key.items() if k == best)
-        return named if len(named) <= max(1, max_share * len(key)) else []
+        return named if len(named) <= max(1, max_share * len(self._names)) else []
+
+    def text_share(self, token: str) -> float:
+        """The share of documents whose text (chunk text, heading path prefixed) contains
+        `token`; cached per token."""
+        share = self._shares.get(token)
+        if share is None:
+            docs = {self._chunks[i].doc_id for i in np.flatnonzero(self._lex.chunks_with(token))}
+            share = self._shares[token] = len(docs) / max(1, self._n_docs)
+        return share
 
     def __len__(self) -> int:
         return len(self._chunks)

@@ -112,6 +112,12 @@ class LexicalIndex:
             return np.zeros(len(self._chunks), dtype=np.float32)
         return np.asarray(self._bm25.get_scores(q), dtype=np.float32)
 
+    def chunks_with(self, token: str) -> np.ndarray:
+        """Which chunks' indexed text contains `token` (already tokenised: stemmed, lower)."""
+        if self._bm25 is None or token not in self._bm25.vocab_dict:
+            return np.zeros(len(self._chunks), dtype=bool)
+        return np.asarray(self._bm25.get_scores([token])) > 0
+
     def _mask(self, where: dict[str, Any]) -> np.ndarray:
         """Which chunks match `where`; metadata flattened once per index, not per query."""
         metas = getattr(self, "_metas", None)

@@ -50,6 +50,28 @@ STRATEGIES: dict[str, dict[str, Any]] = {
                            "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 1.0}},
     "title coverage 2.0": {"fusion.retrievers": TITLE, "fusion.title_score": "coverage",
                            "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 2.0}},
+    # issue 40: search only the documents the question names, or boost them; at most 2
+    # hits per document so the top 5 spans a product's pages
+    "named within": {"fusion.named_scope": "within"},
+    "named boost": {"fusion.named_scope": "boost"},
+    "named within, 2 per doc": {"fusion.named_scope": "within", "fusion.max_per_doc": 2},
+    "2 per doc": {"fusion.max_per_doc": 2},
+    "named boost, 2 per doc": {"fusion.named_scope": "boost", "fusion.max_per_doc": 2},
+    "named boost 1.5, 2 per doc": {"fusion.named_scope": "boost", "fusion.max_per_doc": 2,
+                                   "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named": 1.5}},
+    "named boost 2.0, 2 per doc": {"fusion.named_scope": "boost", "fusion.max_per_doc": 2,
+                                   "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named": 2.0}},
+    "coverage 1.0 + named boost, 2 per doc": {
+        "fusion.retrievers": TITLE, "fusion.title_score": "coverage",
+        "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 1.0},
+        "fusion.named_scope": "boost", "fusion.max_per_doc": 2},
+    "coverage 1.0 + named within": {"fusion.retrievers": TITLE, "fusion.title_score": "coverage",
+                                    "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 1.0},
+                                    "fusion.named_scope": "within"},
+    "coverage 1.0 + named within, 2 per doc": {
+        "fusion.retrievers": TITLE, "fusion.title_score": "coverage",
+        "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 1.0},
+        "fusion.named_scope": "within", "fusion.max_per_doc": 2},
     "chunks 128": {"chunking.max_tokens": 128},  # small chunks served as they are
     "small-to-big 128→256": dict(S2B),
     "small-to-big + title 0.5": {**S2B, "fusion.retrievers": TITLE,
@@ -66,6 +88,12 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 COVERAGE_NAMES = ("default", "title 0.5", "title coverage 0.5", "title coverage 1.0",
                   "title coverage 2.0",
                   "dense", "bm25", "title alone", "title coverage alone")
+# issue 40's second sweep: scoping to the named documents, capping hits per document
+NAMED_NAMES = ("default", "title coverage 1.0", "named within", "named boost",
+               "named within, 2 per doc", "2 per doc", "coverage 1.0 + named within",
+               "coverage 1.0 + named within, 2 per doc", "named boost, 2 per doc",
+               "named boost 1.5, 2 per doc", "named boost 2.0, 2 per doc",
+               "coverage 1.0 + named boost, 2 per doc")
 COMPONENTS = ("dense", "bm25", "title alone")
 
 # LLM strategies (expansion.py, rerank.py): rerank depth 10 = the sweep's k, equal budget

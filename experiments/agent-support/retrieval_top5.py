@@ -6,6 +6,8 @@ documents, and `answer@5` when the answer's figure is verbatim in one of them. P
 bootstrap CIs vs the default (experiments/stats.py).
 
     PYTHONPATH=. python experiments/agent-support/retrieval_top5.py dev <index home>
+    PYTHONPATH=. python experiments/agent-support/retrieval_top5.py dev <index home> named
+      # the second sweep (strategies.NAMED_NAMES) -> retrieval-top5-named-dev.json
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ SETTINGS = ("default", "title 0.5", "title coverage 0.5", "title coverage 1.0",
 HERE = Path(__file__).parent
 
 
-def run(split: str, home: str, settings=SETTINGS) -> dict:
+def run(split: str, home: str, settings=SETTINGS, tag: str = "") -> dict:
     rows = [json.loads(x) for x in Path(f"datasets/banking-products/{split}.jsonl").open()]
     base = RAGConfig().with_overrides({"home": home})
     index = AgenticIndex(base)
@@ -51,12 +53,16 @@ def run(split: str, home: str, settings=SETTINGS) -> dict:
             for m in ("doc@5", "answer@5"):
                 s[f"{m} diff vs default"] = paired_bootstrap(per[name][m], per["default"][m])
         out["settings"][name] = s
-    (HERE / f"retrieval-top5-{split}.json").write_text(json.dumps(out, indent=1) + "\n")
-    with (HERE / f"retrieval-top5-{split}-per-question.jsonl").open("w") as f:
+    (HERE / f"retrieval-top5{tag}-{split}.json").write_text(json.dumps(out, indent=1) + "\n")
+    with (HERE / f"retrieval-top5{tag}-{split}-per-question.jsonl").open("w") as f:
         for d in detail:
             f.write(json.dumps(d) + "\n")
     return out
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(sys.argv[1], sys.argv[2]), indent=1))
+    if len(sys.argv) > 3 and sys.argv[3] == "named":  # the second sweep: named_scope, per doc
+        from agentic_rag.studies.strategies import NAMED_NAMES
+        print(json.dumps(run(sys.argv[1], sys.argv[2], NAMED_NAMES, "-named"), indent=1))
+    else:
+        print(json.dumps(run(sys.argv[1], sys.argv[2]), indent=1))

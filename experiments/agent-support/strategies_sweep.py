@@ -3,6 +3,9 @@ coverage-scored title retriever beside today's and the components (`COVERAGE_NAM
 table is written as `strategies-<dataset>-dev.csv` beside this file.
 
     PYTHONPATH=. python experiments/agent-support/strategies_sweep.py tau2-banking
+    PYTHONPATH=. python experiments/agent-support/strategies_sweep.py tau2-banking named
+      # the second sweep: scoping to the named documents (`NAMED_NAMES`)
+      # -> strategies-named-<dataset>-dev.csv
 """
 
 from __future__ import annotations
@@ -13,15 +16,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from agentic_rag.studies.strategies import COVERAGE_NAMES, run_strategies, strategy_table
+from agentic_rag.studies.strategies import (COVERAGE_NAMES, NAMED_NAMES, run_strategies,
+                                            strategy_table)
 
 if __name__ == "__main__":
     ds = sys.argv[1]
+    named = sys.argv[2:] == ["named"]
     t = time.time()
-    res = run_strategies(ds, "dev", COVERAGE_NAMES, progress=False)
+    res = run_strategies(ds, "dev", NAMED_NAMES if named else COVERAGE_NAMES, progress=False)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
     tab = strategy_table(res.summary, res.results)
     print(tab.to_string())
-    tab.to_csv(Path(__file__).parent / f"strategies-{ds}-dev.csv", index=False)
+    tab.to_csv(Path(__file__).parent / f"strategies{'-named' if named else ''}-{ds}-dev.csv", index=False)
     print("seconds", round(time.time() - t, 1))

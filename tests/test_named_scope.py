@@ -1,0 +1,156 @@
+"""Entity scope (issue 40, `fusion.named_scope`, `fusion.max_per_doc`): a question that names
+a product searches that product's documents (within) or fuses them in as one more ranking
+(boost); a query naming nothing is searched as before; the per-document cap spreads the top
+k over more documents and loses no hit."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_rag.config import FusionConfig
+from agentic_rag.documents import Chunk, Hit
+from agentic_rag.retrieve.retrievers import FusionRetriever, per_doc_cap
+
+DOCS = ["blue_001", "blue_002", "world_blue_001", "navy_blue_001"]
+
+
+def _chunk(doc: str, i: int) -> Chunk:
+    return Chunk(id=f"{doc}#prose@{i}-{i + 3}", doc_id=doc, text=f"{doc} {i}",
+                 chunk_type="prose", start_char=i, end_char=i + 3, token_count=2)
+
+
+CHUNKS = [_chunk(d, i) for d in DOCS for i in (0, 10)]
+
+
+class Index:
+    """Every retriever returns the chunks matching `where`'s doc_id list, in corpus order
+    (dense) or reversed (bm25); it records the filters it was asked for."""
+
+    def __init__(self, named: dict[str, list[str]]) -> None:
+        self.named, self.calls = named, []
+
+    def named_documents(self, q):  # noqa: ANN001, ANN202
+        return self.named.get(q, [])
+
+    def _hits(self, name, where, reverse=False):  # noqa: ANN001, ANN202
+        self.calls.append((name, where))
+        docs = (where or {}).get("doc_id")
+        keep = [c for c in CHUNKS if docs is None or c.doc_id in docs]
+        keep = keep[::-1] if reverse else keep
+        return [Hit(chunk=c, score=1.0 - i / 100, rank=i + 1, retriever=name)
+                for i, c in enumerate(keep)]
+
+    def embed_query(self, q):  # noqa: ANN001, ANN202
+        return None
+
+    def search(self, q, k, where, vector=None):  # noqa: ANN001, ANN202
+        return self._hits("dense", where)
+
+    def search_lexical(self, q, k, where):  # noqa: ANN001, ANN202
+        return self._hits("bm25", where, reverse=True)
+
+
+NAMED = {"blue account fee": ["blue_001", "blue_002"]}
+
+
+def test_within_searches_only_the_named_documents():
+    index = Index(NAMED)
+    ev = FusionRetriever(FusionConfig(named_scope="within"), index).evidence("blue account fee", 5)
+    assert {h.chunk.doc_id for h in ev.hits} == {"blue_001", "blue_002"}
+    assert index.calls == [("dense", {"doc_id": ["blue_001", "blue_002"]}),
+                           ("bm25", {"doc_id": ["blue_001", "blue_002"]})]
+
+
+def test_within_keeps_the_intent_filter_and_a_query_naming_nothing_searches_everything():
+    index = Index(NAMED)
+    fr = FusionRetriever(FusionConfig(named_scope="within"), index)
+    fr.evidence("blue account fee", 5, {"chunk_type": "table"})
+    assert index.calls[0][1] == {"chunk_type": "table", "doc_id": ["blue_001", "blue_002"]}
+    index.calls.clear()
+    ev = fr.evidence("overdraft fee", 5)
+    assert index.calls == [("dense", None), ("bm25", None)]
+    assert len({h.chunk.doc_id for h in ev.hits}) == len(DOCS)
+
+
+def test_off_is_todays_search_and_asks_the_index_nothing():
+    class NoNames(Index):
+        def named_documents(self, q):  # noqa: ANN001, ANN202
+            raise AssertionError("named_scope off must not look names up")
+
+    index = NoNames(NAMED)
+    off = FusionRetriever(FusionConfig(), index).evidence("blue account fee", 5)
+    assert index.calls == [("dense", None), ("bm25", None)]
+    assert len(off.hits) == len(CHUNKS)
+
+
+def test_boost_fuses_a_named_dense_list_in_and_keeps_every_candidate():
+    index = Index({"navy blue fee": ["navy_blue_001"]})
+    cfg = FusionConfig(named_scope="boost", weights={"dense": 1.0, "bm25": 0.3, "named": 1.0})
+    ev = FusionRetriever(cfg, index).evidence("navy blue fee", 8)
+    assert set(ev.runs) == {"dense", "bm25", "named"}
+    assert {h.chunk.doc_id for h in ev.runs["named"]} == {"navy_blue_001"}
+    assert len(ev.hits) == len(CHUNKS)  # nothing dropped
+    assert [h.chunk.doc_id for h in ev.hits[:2]] == ["navy_blue_001"] * 2
+    plain = FusionRetriever(FusionConfig(), Index({})).evidence("navy blue fee", 8)
+    assert plain.hits[0].chunk.doc_id == "blue_001"  # dense first without the boost
+
+
+def test_per_doc_cap_spreads_the_top_and_loses_nothing():
+    hits = [Hit(chunk=c, score=1.0 - i / 100, rank=i + 1) for i, c in enumerate(CHUNKS)]
+    capped = per_doc_cap(hits, 1)
+    assert [h.chunk.doc_id for h in capped[:4]] == DOCS
+    assert sorted(h.chunk.id for h in capped) == sorted(c.id for c in CHUNKS)
+    assert [h.rank for h in capped] == list(range(1, len(CHUNKS) + 1))
+    assert per_doc_cap(hits, 0) is hits and per_doc_cap(hits, 2) is hits
+
+
+def test_per_doc_cap_in_fusion():
+    ev = FusionRetriever(FusionConfig(max_per_doc=1), Index({})).evidence("fee", 4)
+    assert len({h.chunk.doc_id for h in ev.hits[:4]}) == 4
+
+
+def test_config_validates():
+    assert FusionConfig().named_scope == "off" and FusionConfig().max_per_doc == 0
+    with pytest.raises(ValueError):
+        FusionConfig(named_scope="everywhere")
+    with pytest.raises(ValueError):
+        FusionConfig(max_per_doc=-1)
+
+
+def _lex(docs: dict[str, str]):
+    from agentic_rag.store.lexical import LexicalIndex
+
+    chunks = [Chunk(id=f"{d}#prose@0-{len(t)}", doc_id=d, text=t, chunk_type="prose",
+                    start_char=0, end_char=len(t), token_count=len(t.split()))
+              for d, t in docs.items()]
+    return LexicalIndex().build(chunks)
+
+
+def test_a_name_made_of_words_every_document_uses_names_nothing():
+    """library/python.rst is named "python", but every page says "python": a question
+    mentioning Python is not about that page; "curses" is in one page's text only."""
+    from agentic_rag.store.coverage import TitleCoverage
+
+    docs = {f"library/topic{i}.rst": f"Python notes on topic{i} and its options"
+            for i in range(18)}
+    docs["library/python.rst"] = "Python runtime services"
+    docs["library/curses.rst"] = "The curses module: terminal handling for Python"
+    cov = TitleCoverage(_lex(docs))
+    assert cov.text_share("python") == 1.0
+    assert cov.named_documents("What is Python?") == []
+    assert cov.named_documents("Is there a curses package for Python?") == ["library/curses.rst"]
+
+
+def test_product_names_still_name_their_documents(banking):
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.store.coverage import TitleCoverage
+    from agentic_rag.store.lexical import LexicalIndex
+
+    cfg = RAGConfig()
+    chunks = AgenticChunker(cfg.chunking).chunk_many(banking)
+    cov = TitleCoverage(LexicalIndex(cfg.lexical).build(chunks, [c.index_text() for c in chunks]))
+    named = cov.named_documents("what's the fee for a wire on my lime green account")
+    assert named and all("lime_green" in d for d in named)
+    assert cov.text_share("lime") < 0.02 < 0.5 < cov.text_share("account")
+    assert cov.named_documents("What's the overdraft fee?") == []
