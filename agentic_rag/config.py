@@ -191,16 +191,20 @@ class FusionConfig(_Section):
         "heading path, API names) found in the query, summed (store/coverage.py): a question "
         "naming the 'Blue checking account' covers the Blue Account's name whole and World "
         "Blue's by half")
-    named_scope: Literal["off", "boost", "within"] = Field(
-        "off", description="entity scope, when the query names documents' subject (a product, "
+    named_scope: Literal["auto", "off", "boost", "within"] = Field(
+        "auto", description="entity scope, when the query names documents' subject (a product, "
         "plan, function or command: AgenticIndex.named_documents, the name coverage of "
         "store/coverage.py): within, every retriever searches only those documents (a query "
         "naming nothing searches everything); boost, a dense list restricted to them is fused "
         "in as one more ranking ('named' in weights; the soft filter's way): a long query "
-        "that mentions a product in passing still finds the general documents")
+        "that mentions a product in passing still finds the general documents; auto "
+        "(default), boost with at most 2 hits per document when at least a quarter of the "
+        "documents share their name with another (a product's pages: chosen on the bank's "
+        "dev questions, issue 40), else off")
     max_per_doc: int = Field(0, ge=0, le=100, description="at most this many fused hits per "
-                             "document before the next document's (0 = no cap): the top k "
-                             "then spans more of a product's documents")
+                             "document before the next document's (0 = no cap, or 2 under "
+                             "named_scope auto when it scopes): the top k then spans more of "
+                             "a product's documents")
     method: Literal["rrf", "score"] = "rrf"
     rrf_k: float = Field(20.0, ge=0.0, le=1000.0)
     weights: dict[Literal["dense", "bm25", "title", "filtered", "named"], float] | None = Field(

@@ -78,7 +78,7 @@ def test_off_is_todays_search_and_asks_the_index_nothing():
             raise AssertionError("named_scope off must not look names up")
 
     index = NoNames(NAMED)
-    off = FusionRetriever(FusionConfig(), index).evidence("blue account fee", 5)
+    off = FusionRetriever(FusionConfig(named_scope="off"), index).evidence("blue account fee", 5)
     assert index.calls == [("dense", None), ("bm25", None)]
     assert len(off.hits) == len(CHUNKS)
 
@@ -93,6 +93,38 @@ def test_boost_fuses_a_named_dense_list_in_and_keeps_every_candidate():
     assert [h.chunk.doc_id for h in ev.hits[:2]] == ["navy_blue_001"] * 2
     plain = FusionRetriever(FusionConfig(), Index({})).evidence("navy blue fee", 8)
     assert plain.hits[0].chunk.doc_id == "blue_001"  # dense first without the boost
+
+
+def test_auto_scopes_only_where_documents_share_names():
+    """`auto` (the default): boost with at most 2 hits per document when a quarter of the
+    documents share their name (a product's pages), else today's search, uncapped."""
+    class Shared(Index):
+        share = 1.0
+
+        def shared_name_share(self):  # noqa: ANN202
+            return self.share
+
+    products = Shared({"navy blue fee": ["navy_blue_001"]})
+    fr = FusionRetriever(FusionConfig(), products)
+    assert fr.scope_mode() == ("boost", 2)
+    ev = fr.evidence("navy blue fee", 8)
+    assert "named" in ev.runs and ev.hits[0].chunk.doc_id == "navy_blue_001"
+    pages = Shared({"navy blue fee": ["navy_blue_001"]})
+    pages.share = 0.1
+    fr = FusionRetriever(FusionConfig(), pages)
+    assert fr.scope_mode() == ("off", 0)
+    assert set(fr.evidence("navy blue fee", 8).runs) == {"dense", "bm25"}
+    assert FusionRetriever(FusionConfig(), Index({})).scope_mode() == ("off", 0)  # no index info
+    assert FusionRetriever(FusionConfig(max_per_doc=3), products).scope_mode() == ("boost", 3)
+
+
+def test_shared_name_share_reads_a_products_pages():
+    from agentic_rag.store.coverage import shared_name_share
+
+    assert shared_name_share(["doc_blue_account_001", "doc_blue_account_002",
+                              "doc_world_blue_001", "library/json.rst"]) == 0.5
+    assert shared_name_share(["0123456789abcdef", "fedcba9876543210"]) == 0.0  # hashes
+    assert shared_name_share([]) == 0.0
 
 
 def test_per_doc_cap_spreads_the_top_and_loses_nothing():
@@ -110,7 +142,7 @@ def test_per_doc_cap_in_fusion():
 
 
 def test_config_validates():
-    assert FusionConfig().named_scope == "off" and FusionConfig().max_per_doc == 0
+    assert FusionConfig().named_scope == "auto" and FusionConfig().max_per_doc == 0
     with pytest.raises(ValueError):
         FusionConfig(named_scope="everywhere")
     with pytest.raises(ValueError):

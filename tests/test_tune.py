@@ -168,6 +168,19 @@ def test_the_search_space_follows_the_documents_and_the_budget():
     assert "rerank pointwise 10" in llm and "hyde" not in llm
     with pytest.raises(TuneError, match="budget 'huge'"):
         search_space(docs, "huge")
+    assert not any("named" in k for k in search_space(docs, "thorough"))
+    products = {**docs, "shared_name_share": 0.9}
+    assert search_space(products)["named scope off"] == {"fusion.named_scope": "off"}
+    assert "named boost" in search_space(products, "standard")
+
+
+def test_the_profile_counts_documents_sharing_a_name(banking):
+    from agentic_rag.ingest.chunking import AgenticChunker
+
+    docs = banking[:60]
+    p = profile(docs, [c for d in docs for c in AgenticChunker().chunk(d)])
+    assert p["shared_name_share"] > 0.9  # a product's pages _001 ... _012 share its name
+    assert profile(docs[:1], [])["shared_name_share"] == 0.0
 
 
 def _summary(rows):  # noqa: ANN001, ANN202

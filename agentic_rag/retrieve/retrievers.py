@@ -47,6 +47,9 @@ from agentic_rag.store.index import AgenticIndex
 from agentic_rag.store.sections import expand_hits
 
 
+AUTO_PER_DOC = 2  # named_scope auto's cap on hits per document (issue 40's chosen setting)
+
+
 class CandidateMemo:
     """Candidate lists per (retriever, query, filter, depth) and the seconds each first search
     took. `cost` adds up search seconds charged since `take()`: the real time of fresh
@@ -75,6 +78,7 @@ class FusionRetriever:
         self.index = index
         self.memo = memo
         self._vectors: dict[str, object] = {}  # query → embedding, for this retriever's life
+        self._auto: tuple[str, int] | None = None  # named_scope auto, resolved on first use
 
     def run(self, name: str, query: str, where: dict[str, Any] | None) -> list[Hit]:
         """One retriever's candidate list at depth `fusion.candidates`."""
@@ -112,28 +116,38 @@ class FusionRetriever:
                  filter_mode: str = "hard") -> Evidence:
         names = tuple(retrievers or self.config.retrievers)
         hard = where if (where and filter_mode == "hard") else None
-        scope = self.named(query)
-        if scope and self.config.named_scope == "within" and "doc_id" not in (hard or {}):
+        mode, cap = self.scope_mode()
+        scope = self.index.named_documents(query) if mode != "off" else []
+        if scope and mode == "within" and "doc_id" not in (hard or {}):
             hard = {**(hard or {}), "doc_id": scope}
         runs = {name: self.run(name, query, hard) for name in names}
         if self.config.title_score == "coverage" and len(runs) > 1 and not runs.get("title", 1):
             del runs["title"]  # names nothing here: no part in fusion (store/coverage.py)
         if where and filter_mode == "soft":
             runs["filtered"] = self.run("dense", query, where)
-        if scope and self.config.named_scope == "boost":
+        if scope and mode == "boost":
             runs["named"] = self.run("dense", query, {**(hard or {}), "doc_id": scope})
         weights = [self.config.weight(name) for name in runs]
-        hits = per_doc_cap(self.fuse(runs, weights), self.config.max_per_doc)
+        hits = per_doc_cap(self.fuse(runs, weights), cap)
         if self.config.small_to_big == "section":
             hits = expand_hits(hits, self.index.sections(), self.config.parent_tokens)
         return Evidence(hits=hits, runs=runs, filtered=bool(where) and filter_mode != "off", k=k)
 
-    def named(self, query: str) -> list[str]:
-        """The documents `query` names (`fusion.named_scope`), or [] when scoping is off or
-        it names none."""
-        if self.config.named_scope == "off":
-            return []
-        return self.index.named_documents(query)
+    def scope_mode(self) -> tuple[str, int]:
+        """(entity scope, hits per document cap) in effect: `auto` is boost with at most 2
+        hits per document when at least a quarter of the index's documents share their name
+        with another (`coverage.SHARED_NAMES`: a product's pages), else off and no cap."""
+        cfg = self.config
+        if cfg.named_scope != "auto":
+            return cfg.named_scope, cfg.max_per_doc
+        if self._auto is None:
+            from agentic_rag.store.coverage import SHARED_NAMES
+
+            share = getattr(self.index, "shared_name_share", None)
+            on = share is not None and share() >= SHARED_NAMES
+            self._auto = ("boost", cfg.max_per_doc or AUTO_PER_DOC) if on \
+                else ("off", cfg.max_per_doc)
+        return self._auto
 
     def fuse(self, runs: dict[str, list[Hit]], weights: list[float]) -> list[Hit]:
         cfg = self.config

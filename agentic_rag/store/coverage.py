@@ -25,6 +25,7 @@ retriever list that is empty then takes no part in fusion (`FusionRetriever.evid
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,23 @@ def chunk_fields(chunk: Chunk) -> list[str]:
     fields.append(chunk.heading_path)
     fields += [m.group(1).strip() for m in _API_LINE.finditer(chunk.text)]
     return [f for f in fields if f]
+
+
+SHARED_NAMES = 0.25  # share of documents sharing a name from which entity scope applies
+
+
+def shared_name_share(doc_ids: Iterable[str]) -> float:
+    """The share of documents whose name (`lexical.doc_name`) another document shares: a
+    product, plan or command whose pages are several documents (the bank's
+    `checking_accounts_blue_account_001` ... `_012`: 1.0; one page per module, the Python
+    docs: ~0; hash ids name nothing: 0)."""
+    ids = set(doc_ids)
+    counts: dict[str, int] = {}
+    for d in ids:
+        name = doc_name(d)
+        if name:
+            counts[name] = counts.get(name, 0) + 1
+    return round(sum(v for v in counts.values() if v > 1) / max(1, len(ids)), 3)
 
 
 def coverage(field: frozenset[str], query: set[str], idf: dict[str, float]) -> float:

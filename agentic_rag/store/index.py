@@ -482,6 +482,14 @@ class AgenticIndex:
 
         return self._derived("coverage", TitleCoverage).named_documents(question)
 
+    def shared_name_share(self) -> float:
+        """The share of this index's documents whose name another document shares
+        (`coverage.shared_name_share`): `fusion.named_scope: auto` scopes from 0.25 up."""
+        from agentic_rag.store.coverage import shared_name_share
+
+        return self._derived("shared_names",
+                             lambda lex: shared_name_share(c.doc_id for c in lex.chunks))
+
     def sections(self) -> SectionMap:
         """Every chunk by document and section, in text order (small-to-big's parents)."""
         return self._derived("sections", lambda lex: SectionMap(lex.chunks))

@@ -57,6 +57,8 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "named within, 2 per doc": {"fusion.named_scope": "within", "fusion.max_per_doc": 2},
     "2 per doc": {"fusion.max_per_doc": 2},
     "named boost, 2 per doc": {"fusion.named_scope": "boost", "fusion.max_per_doc": 2},
+    "named scope auto": {"fusion.named_scope": "auto"},  # today's default (issue 40)
+    "named scope off": {"fusion.named_scope": "off"},  # the default before it
     "named boost 1.5, 2 per doc": {"fusion.named_scope": "boost", "fusion.max_per_doc": 2,
                                    "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named": 1.5}},
     "named boost 2.0, 2 per doc": {"fusion.named_scope": "boost", "fusion.max_per_doc": 2,
@@ -88,12 +90,14 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 COVERAGE_NAMES = ("default", "title 0.5", "title coverage 0.5", "title coverage 1.0",
                   "title coverage 2.0",
                   "dense", "bm25", "title alone", "title coverage alone")
-# issue 40's second sweep: scoping to the named documents, capping hits per document
+# issue 40's second sweep: scoping to the named documents, capping hits per document; run on
+# the default before `named_scope: auto` (NAMED_BASE), so "default" is that default
+NAMED_BASE = {"fusion.named_scope": "off"}
 NAMED_NAMES = ("default", "title coverage 1.0", "named within", "named boost",
                "named within, 2 per doc", "2 per doc", "coverage 1.0 + named within",
                "coverage 1.0 + named within, 2 per doc", "named boost, 2 per doc",
                "named boost 1.5, 2 per doc", "named boost 2.0, 2 per doc",
-               "coverage 1.0 + named boost, 2 per doc")
+               "coverage 1.0 + named boost, 2 per doc", "named scope auto")
 COMPONENTS = ("dense", "bm25", "title alone")
 
 # LLM strategies (expansion.py, rerank.py): rerank depth 10 = the sweep's k, equal budget

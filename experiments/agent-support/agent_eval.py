@@ -9,7 +9,8 @@ answer's figures and the answer does not abstain; `abstained` — `is_abstention
 neither; `wrong_figure` — the answer states a figure (not in the question) that no gold
 document states.
 
-    PYTHONPATH=. python experiments/agent-support/agent_eval.py dev <index home> [n] [settings]
+    PYTHONPATH=. python experiments/agent-support/agent_eval.py dev <index home> [n] [settings] [suffix]
+    # the second round: ... dev <home> all today,coverage+abstain,named+flag,named+abstain named
 """
 
 from __future__ import annotations
@@ -42,7 +43,12 @@ SETTINGS = {
     "coverage+retry": {**COVER, "agent.support.on_unsupported": "retry"},
     "coverage+grouped+retry": {**COVER, "agent.support.on_unsupported": "retry",
                                "context.group_by_document": True},
+    # the second round (CHOICE-RULE-NAMED.md): entity scope, at most 2 hits per document
+    "named+abstain": {**STRATEGIES["named boost, 2 per doc"],
+                      "agent.support.on_unsupported": "abstain"},
+    "named+flag": {**STRATEGIES["named boost, 2 per doc"], **FLAG},
 }
+BEFORE_AUTO = {"fusion.named_scope": "off"}
 AGENT = {"agent.max_steps": 1}  # retrieve_first, then the answer: one LLM call per question
 
 
@@ -56,10 +62,13 @@ def score(r: dict, answer: str, abstained: bool, gold_numbers: set[str]) -> dict
             "wrong_figure": float(not abstained and any(f not in gold_numbers for f in figs))}
 
 
-def run(split: str, home: str, n: int | None = None, names: list[str] | None = None) -> dict:
+def run(split: str, home: str, n: int | None = None, names: list[str] | None = None,
+        suffix: str = "") -> dict:
     rows = [json.loads(x) for x in Path(f"datasets/banking-products/{split}.jsonl").open()][:n]
     docs = {d.id: d for d in banking_documents()}
-    base = RAGConfig().with_overrides({"home": home, **AGENT})
+    # the default before issue 40's second round (named_scope auto): every setting here is
+    # relative to it, so the committed runs replay as they were
+    base = RAGConfig().with_overrides({"home": home, **AGENT, **BEFORE_AUTO})
     url = os.environ.get("LLM_BASE_URL")  # a llama.cpp server already answering elsewhere
     if url:
         base = base.with_overrides({"llm.base_url": url})
@@ -106,7 +115,7 @@ def run(split: str, home: str, n: int | None = None, names: list[str] | None = N
             for k in ("correct", "wrong", "abstained", "wrong_figure"):
                 s[f"{k} diff vs {names[0]}"] = paired_bootstrap(v[k], per[names[0]][k])
         summary["settings"][name] = s
-    tag = f"{split}" + (f"-n{n}" if n else "")
+    tag = f"{split}" + (f"-n{n}" if n else "") + suffix
     (HERE / f"agent-{tag}.json").write_text(json.dumps(summary, indent=1) + "\n")
     with (HERE / f"agent-{tag}-answers.jsonl").open("w") as f:
         for x in out_rows:
@@ -117,7 +126,8 @@ def run(split: str, home: str, n: int | None = None, names: list[str] | None = N
 if __name__ == "__main__":
     n = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "all" else None
     names = sys.argv[4].split(",") if len(sys.argv) > 4 else None
-    print(json.dumps(run(sys.argv[1], sys.argv[2], n, names), indent=1))
+    suffix = f"-{sys.argv[5]}" if len(sys.argv) > 5 else ""  # e.g. "named": agent-dev-named.json
+    print(json.dumps(run(sys.argv[1], sys.argv[2], n, names, suffix), indent=1))
 
 
 def summarize_log(path: str, out: str) -> dict:

@@ -16,14 +16,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from agentic_rag.studies.strategies import (COVERAGE_NAMES, NAMED_NAMES, run_strategies,
-                                            strategy_table)
+from agentic_rag.config import RAGConfig
+from agentic_rag.studies.strategies import (COVERAGE_NAMES, NAMED_BASE, NAMED_NAMES,
+                                            run_strategies, strategy_table)
 
 if __name__ == "__main__":
     ds = sys.argv[1]
     named = sys.argv[2:] == ["named"]
     t = time.time()
-    res = run_strategies(ds, "dev", NAMED_NAMES if named else COVERAGE_NAMES, progress=False)
+    base = RAGConfig().with_overrides(NAMED_BASE if named else {"fusion.named_scope": "off"})
+    res = run_strategies(ds, "dev", NAMED_NAMES if named else COVERAGE_NAMES, base=base,
+                         progress=False)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
     tab = strategy_table(res.summary, res.results)
