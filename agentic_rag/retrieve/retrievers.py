@@ -12,6 +12,12 @@ title retriever scores by BM25 (`fusion.title_score = "bm25"`) or by how much of
 field the query covers (`"coverage"`, `store/coverage.py`: "Blue checking account" covers
 the Blue Account's name whole, World Blue's by half).
 
+Entity scope (`fusion.named_scope`, issue 40): when the query names documents' subject
+(`AgenticIndex.named_documents`), `boost` fuses in a dense list restricted to them (weight
+`named`), `within` searches only them; `auto` (default) is boost with at most 2 hits per
+document where documents share names (a product's pages), else off. `fusion.max_per_doc`
+serves at most that many hits per document before the next document's (`per_doc_cap`).
+
 Small-to-big (`fusion.small_to_big = "section"`): the fused list is served as parents, each
 hit grown with its section's neighbouring chunks up to `fusion.parent_tokens`
 (`small_to_big.py`); the retrievers' own lists (`Evidence.runs`) stay the matched chunks.
@@ -45,7 +51,6 @@ from agentic_rag.retrieve.evidence import Evidence
 from agentic_rag.retrieve.fusion import rrf, score_fusion
 from agentic_rag.store.index import AgenticIndex
 from agentic_rag.store.sections import expand_hits
-
 
 AUTO_PER_DOC = 2  # named_scope auto's cap on hits per document (issue 40's chosen setting)
 

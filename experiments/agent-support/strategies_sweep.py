@@ -17,8 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from agentic_rag.config import RAGConfig
-from agentic_rag.studies.strategies import (COVERAGE_NAMES, NAMED_BASE, NAMED_NAMES,
-                                            run_strategies, strategy_table)
+from agentic_rag.studies.strategies import COVERAGE_NAMES, NAMED_BASE, NAMED_NAMES, run_strategies, strategy_table
 
 if __name__ == "__main__":
     ds = sys.argv[1]
