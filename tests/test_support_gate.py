@@ -187,3 +187,10 @@ def test_an_answer_without_figures_is_not_looked_up(chunks, coverage):
     res = run_agent(QUESTION, Replies(cite("Wires are priced per transfer.", STATES_10)),
                     NoLookup(chunks, coverage), cfg("retry"))
     assert res.gate_action == "none" and res.figures == [] and not res.abstained
+
+
+def test_the_retry_query_keeps_the_content_words_only():
+    from agentic_rag.agent.gate import retry_query
+
+    assert retry_query("what's the annual fee on the green rewards card?", []) == \
+        "annual fee green rewards card"

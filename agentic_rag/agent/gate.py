@@ -63,7 +63,7 @@ def subject(named: list[str]) -> str:
 def retry_query(question: str, named: list[str]) -> str:
     """The missing fact as a query: the question's content words, the subject's first."""
     words = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]*", question)
-             if w.lower() not in _QUESTION_WORDS]
+             if w.lower() not in _QUESTION_WORDS and len(w) > 1]  # "what's" leaves an "s"
     return " ".join(dict.fromkeys(words))[:200] or question[:200]
 
 
