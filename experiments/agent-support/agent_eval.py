@@ -64,7 +64,9 @@ def score(r: dict, answer: str, abstained: bool, gold_numbers: set[str]) -> dict
 
 def run(split: str, home: str, n: int | None = None, names: list[str] | None = None,
         suffix: str = "") -> dict:
-    rows = [json.loads(x) for x in Path(f"datasets/banking-products/{split}.jsonl").open()][:n]
+    path = Path(split) if split.endswith(".jsonl") else \
+        Path(f"datasets/banking-products/{split}.jsonl")
+    rows = [json.loads(x) for x in path.open()][:n]
     docs = {d.id: d for d in banking_documents()}
     # the default before issue 40's second round (named_scope auto): every setting here is
     # relative to it, so the committed runs replay as they were

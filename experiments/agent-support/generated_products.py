@@ -1,0 +1,84 @@
+"""Issue 40 on questions `agentic-rag testset` generated (LLM-written, span first), not the
+template set: the τ²-banking product documents written to a folder, the testset command run on
+it, then the retrieval settings (no LLM) and the agent (LLM) scored on every kept question whose
+answer is a figure. Nothing is chosen on this set: the settings were chosen on the template
+set's dev part (CHOICE-RULE-NAMED.md), so all of it is held out.
+
+    PYTHONPATH=. python experiments/agent-support/generated_products.py folder /tmp/bank-products
+    .venv/bin/agentic-rag testset /tmp/bank-products --n 100 --mode span --unanswerable 0 \\
+        --out experiments/agent-support/generated/products.jsonl
+    PYTHONPATH=. python experiments/agent-support/generated_products.py rows      # -> generated/figures.jsonl
+    PYTHONPATH=. python experiments/agent-support/generated_products.py retrieval experiments/cache/index-208cf5ffff8b
+    PYTHONPATH=. python experiments/agent-support/agent_eval.py experiments/agent-support/generated/figures.jsonl \\
+        experiments/cache/index-208cf5ffff8b all today,named+flag,named+abstain generated
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from agentic_rag.datasets.corpora import banking_documents
+from agentic_rag.datasets.products import product_of
+from agentic_rag.evaluation.support import numbers
+
+HERE = Path(__file__).parent
+GEN = HERE / "generated"
+
+
+def folder(out: str) -> int:
+    """The product documents (not the general policy ones), one Markdown file each, named by
+    the document id, its title as the heading."""
+    path = Path(out)
+    path.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for d in banking_documents():
+        if product_of(d.id):
+            (path / f"{d.id}.md").write_text(f"# {d.title}\n\n{d.text}")
+            n += 1
+    return n
+
+
+def original_id(doc_id: str) -> str:
+    """`bank-products/doc_x_001.md` → `doc_x_001` (the index's id)."""
+    return doc_id.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".md")
+
+
+def rows() -> list[dict]:
+    """The kept questions whose answer states a figure, in banking-products' row format
+    (`id`, `question`, `answer`, `doc_ids` = the source document), each answer checked
+    verbatim in its source document's original text."""
+    docs = {d.id: d for d in banking_documents()}
+    out = []
+    for line in (GEN / "products.jsonl").open():
+        r = json.loads(line)
+        if not r.get("answerable", True) or not numbers(r["answer"]):
+            continue
+        ids = [original_id(d) for d in r["doc_ids"]]
+        assert all(r["answer"] in docs[d].text or r["answer"] in docs[d].title for d in ids), r
+        out.append({"id": r["id"], "question": r["question"], "answer": r["answer"],
+                    "doc_ids": ids, "split": r.get("split"), "made_by": "llm: agentic-rag testset"})
+    with (GEN / "figures.jsonl").open("w") as f:
+        for r in out:
+            f.write(json.dumps(r) + "\n")
+    return out
+
+
+def retrieval(home: str) -> dict:
+    """doc@5 and answer@5 (retrieval_top5's scoring) on the figure questions."""
+    sys.path.insert(0, str(HERE))
+    from retrieval_top5 import run
+
+    return run(str(GEN / "figures.jsonl"), home,
+               ("default", "title coverage 1.0", "named boost, 2 per doc"), "-generated")
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "folder":
+        print(folder(sys.argv[2]), "documents")
+    elif cmd == "rows":
+        print(len(rows()), "figure questions")
+    elif cmd == "retrieval":
+        print(json.dumps(retrieval(sys.argv[2]), indent=1))
