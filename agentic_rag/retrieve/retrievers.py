@@ -122,7 +122,8 @@ class FusionRetriever:
         names = tuple(retrievers or self.config.retrievers)
         hard = where if (where and filter_mode == "hard") else None
         mode, cap = self.scope_mode()
-        scope = self.index.named_documents(query) if mode != "off" else []
+        find = getattr(self.index, "named_documents", None) if mode != "off" else None
+        scope = find(query) if find is not None else []  # an index without names: no scope
         if scope and mode == "within" and "doc_id" not in (hard or {}):
             hard = {**(hard or {}), "doc_id": scope}
         runs = {name: self.run(name, query, hard) for name in names}

@@ -7,15 +7,18 @@ set's dev part (CHOICE-RULE-NAMED.md), so all of it is held out.
     PYTHONPATH=. python experiments/agent-support/generated_products.py folder /tmp/bank-products
     .venv/bin/agentic-rag testset /tmp/bank-products --n 100 --mode span --unanswerable 0 \\
         --out experiments/agent-support/generated/products.jsonl
-    PYTHONPATH=. python experiments/agent-support/generated_products.py rows      # -> generated/figures.jsonl
+    PYTHONPATH=. python experiments/agent-support/generated_products.py rows
+      # -> generated/figures.jsonl (answers with a figure), figures-named.jsonl (those naming
+      #    their source's product)
     PYTHONPATH=. python experiments/agent-support/generated_products.py retrieval experiments/cache/index-208cf5ffff8b
-    PYTHONPATH=. python experiments/agent-support/agent_eval.py experiments/agent-support/generated/figures.jsonl \\
+    PYTHONPATH=. python experiments/agent-support/agent_eval.py experiments/agent-support/generated/figures-named.jsonl \\
         experiments/cache/index-208cf5ffff8b all today,named+flag,named+abstain generated
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -58,11 +61,25 @@ def rows() -> list[dict]:
         ids = [original_id(d) for d in r["doc_ids"]]
         assert all(r["answer"] in docs[d].text or r["answer"] in docs[d].title for d in ids), r
         out.append({"id": r["id"], "question": r["question"], "answer": r["answer"],
-                    "doc_ids": ids, "split": r.get("split"), "made_by": "llm: agentic-rag testset"})
-    with (GEN / "figures.jsonl").open("w") as f:
-        for r in out:
-            f.write(json.dumps(r) + "\n")
+                    "doc_ids": ids, "split": r.get("split"),
+                    "names_product": names_product(r["question"], ids[0]),
+                    "made_by": "llm: agentic-rag testset"})
+    for name, keep in (("figures", out), ("figures-named", [r for r in out if r["names_product"]])):
+        with (GEN / f"{name}.jsonl").open("w") as f:
+            for r in keep:
+                f.write(json.dumps(r) + "\n")
     return out
+
+
+def names_product(question: str, doc_id: str) -> bool:
+    """Does the question name its source document's product: every word of the product's
+    id part (`lime_green`, `green_account_(savings)` without the qualifier) at a word start?
+    The generator sometimes names another product than its passage's ("What is the APY bonus
+    for the Diamond Elite Card?" from a Silver Plus Account page) or none."""
+    _, prod = product_of(doc_id) or ("", "")
+    words = prod.replace("_(checking)", "").replace("_(savings)", "").split("_")
+    q = question.lower()
+    return bool(prod) and all(re.search(rf"\b{re.escape(w)}", q) for w in words)
 
 
 def retrieval(home: str) -> dict:
@@ -70,8 +87,9 @@ def retrieval(home: str) -> dict:
     sys.path.insert(0, str(HERE))
     from retrieval_top5 import run
 
-    return run(str(GEN / "figures.jsonl"), home,
-               ("default", "title coverage 1.0", "named boost, 2 per doc"), "-generated")
+    names = ("default", "title coverage 1.0", "named boost, 2 per doc")
+    return {name: run(str(GEN / f"{name}.jsonl"), home, names, "-generated")
+            for name in ("figures", "figures-named")}
 
 
 if __name__ == "__main__":
