@@ -65,8 +65,9 @@ def score(r: dict, answer: str, abstained: bool, gold_numbers: set[str]) -> dict
 def run(split: str, home: str, n: int | None = None, names: list[str] | None = None,
         suffix: str = "") -> dict:
     path = Path(split) if split.endswith(".jsonl") else \
-        Path(f"datasets/banking-products/{split}.jsonl")
+        Path(f"datasets/banking-products/{split}.jsonl")  # or a set in the same format
     rows = [json.loads(x) for x in path.open()][:n]
+    split = path.stem if split.endswith(".jsonl") else split
     docs = {d.id: d for d in banking_documents()}
     # the default before issue 40's second round (named_scope auto): every setting here is
     # relative to it, so the committed runs replay as they were
