@@ -186,3 +186,20 @@ def test_product_names_still_name_their_documents(banking):
     assert named and all("lime_green" in d for d in named)
     assert cov.text_share("lime") < 0.02 < 0.5 < cov.text_share("account")
     assert cov.named_documents("What's the overdraft fee?") == []
+
+
+def test_a_small_corpus_still_names_its_products(banking):
+    """Nine documents (the local-LLM tests' corpus): "blue" in one page's text is over a
+    tenth of them, but no more than carry it in their name: the Blue Account is named."""
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.store.coverage import TitleCoverage
+    from agentic_rag.store.lexical import LexicalIndex
+
+    docs = [d for d in banking if "| Monthly maintenance fee" in d.text][:8]
+    docs += [d for d in banking if d.id == "doc_checking_accounts_blue_account_003"]
+    cfg = RAGConfig()
+    chunks = AgenticChunker(cfg.chunking).chunk_many(docs)
+    cov = TitleCoverage(LexicalIndex(cfg.lexical).build(chunks, [c.index_text() for c in chunks]))
+    assert cov.named_documents("What is the monthly maintenance fee of the Blue Account?") == [
+        "doc_checking_accounts_blue_account_003"]

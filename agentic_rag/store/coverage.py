@@ -109,15 +109,20 @@ class TitleCoverage:
         self._shares: dict[str, float] = {}
         names = lexical._tokenize([doc_name(d) for d in ids]) if ids else []  # noqa: SLF001
         self._names = {d: frozenset(t) for d, t in zip(ids, names) if t}
+        self._name_docs: dict[str, int] = {}  # token → documents whose name carries it
+        for words in self._names.values():
+            for t in words:
+                self._name_docs[t] = self._name_docs.get(t, 0) + 1
 
     def named_documents(self, question: str, min_coverage: float = 0.6,
                         max_share: float = 0.1) -> list[str]:
         """The documents about what `question` names: those whose name (`lexical.doc_name`)
         it covers best, when that coverage is at least `min_coverage`, they are at most
         `max_share` of the documents (a name every document shares names nothing), and one of
-        the name's words the question contains is in the text of at most `max_share` of the
-        documents (a name made of words every document uses names nothing). Empty when the
-        question names no document's subject."""
+        the name's words the question contains is `distinctive`: in the text of at most
+        `max_share` of the documents, or of no more than carry it in their name (a name made
+        of words every document uses names nothing). Empty when the question names no
+        document's subject."""
         q = set(self._lex._tokenize([question])[0])  # noqa: SLF001
         if not q or not self._names:
             return []
@@ -125,7 +130,7 @@ class TitleCoverage:
         # a name is named only by a word it shares with the question that few documents'
         # texts use: "python" covers the name of library/python.rst whole, but 72 % of the
         # Python docs say "python"; "lime" (0.6 % of the bank's documents) names Lime Green
-        rare = {t for t in q if self.text_share(t) <= max_share}
+        rare = {t for t in q if self.distinctive(t, max_share)}
         # coverage first; among names covered alike, the one matching more of the question
         # ("Lime Green business checking" covers "checking accounts green account" whole
         # too, but "lime" is the Lime Green name's alone)
@@ -138,6 +143,13 @@ class TitleCoverage:
             return []
         named = sorted(d for d, k in key.items() if k == best)
         return named if len(named) <= max(1, max_share * len(self._names)) else []
+
+    def distinctive(self, token: str, max_share: float = 0.1) -> bool:
+        """`token` is used in the text of at most `max_share` of the documents, or of no more
+        documents than carry it in their own name (a 9-document corpus: "blue" in the Blue
+        Account's page only is distinctive, though 1 of 9 is over a tenth)."""
+        own = self._name_docs.get(token, 0)
+        return self.text_share(token) * self._n_docs <= max(max_share * self._n_docs, own)
 
     def text_share(self, token: str) -> float:
         """The share of documents whose text (chunk text, heading path prefixed) contains
