@@ -118,17 +118,15 @@ def blue_pipeline(fee_pipeline):
 
 BLUE_FEE_QUESTION = "What is the monthly maintenance fee of the Blue Account?"
 BLUE_FEE_CHUNK = "doc_checking_accounts_blue_account_003#prose@16-150"  # "... | $20.00 |"
-JSON_MODE_MISREADS = (
-    "JSON mode: Qwen2.5-Coder-1.5B searches until max_steps and answers '$25.00', citing a "
-    "Lime Green passage, in 3 of 3 cold-cache runs when this became strict. With the "
-    "filters-off default retrieval the Blue account's '$20.00' line is served 3rd of 5, below "
-    "Lime Green fee passages (filters are off by default: they lost nDCG@10 on every dev set, "
-    "docs/design.md); native mode reads it right. Strict: if JSON mode answers $20.00, this "
-    "fails, and the mark goes")
+# JSON mode used to misread here: Qwen2.5-Coder-1.5B searched until max_steps and answered
+# '$25.00', citing a Lime Green passage (3 of 3 cold-cache runs; a strict xfail until issue 40),
+# with the Blue Account's '$20.00' line served 3rd of 5. With the entity scope the default
+# applies where documents share names (`fusion.named_scope: auto`; 5 of these 9 pages share a
+# product's name) the Blue Account's page is boosted for a question naming it, and JSON mode
+# reads it right too.
 
 
-@pytest.mark.parametrize("mode", [
-    "native", pytest.param("json", marks=pytest.mark.xfail(strict=True, reason=JSON_MODE_MISREADS))])
+@pytest.mark.parametrize("mode", ["native", "json"])
 def test_agent_answers_from_default_corpus(blue_pipeline, mode):
     res = run_agent(BLUE_FEE_QUESTION, blue_pipeline.chat_model, AgenticRAGTool(blue_pipeline),
                     max_steps=3, mode=mode)
@@ -139,7 +137,7 @@ def test_agent_answers_from_default_corpus(blue_pipeline, mode):
 
 
 def test_json_mode_answer_states_what_its_citation_says(blue_pipeline):
-    """Right or wrong (see JSON_MODE_MISREADS), the JSON-mode answer comes from the passages:
+    """Right or wrong (it misread before issue 40, above), the JSON-mode answer comes from the passages:
     the Blue line was served, every citation names a served chunk, and each dollar amount
     the answer states is in a passage it cites. (Replies come from the test above's cache.)
     Read with the support gate flagging only; the default gate (abstain) is checked below."""
@@ -152,7 +150,7 @@ def test_json_mode_answer_states_what_its_citation_says(blue_pipeline):
     cited = " ".join(texts[cid] for cid in res.cited_chunks)
     amounts = re.findall(r"\$\d[\d,]*(?:\.\d+)?", res.answer)
     assert amounts and all(a in cited for a in amounts), (res.answer, cited)
-    if "$20" not in res.answer:  # the misread (JSON_MODE_MISREADS): another product's fee
+    if "$20" not in res.answer:  # a misread (before issue 40): another product's fee
         gated = run_agent(BLUE_FEE_QUESTION, blue_pipeline.chat_model,
                           AgenticRAGTool(blue_pipeline), max_steps=3, mode="json")
         assert gated.abstained and gated.gate_action == "abstain", gated.answer

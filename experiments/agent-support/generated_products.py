@@ -11,7 +11,8 @@ set's dev part (CHOICE-RULE-NAMED.md), so all of it is held out.
       # -> generated/figures.jsonl (answers with a figure), figures-named.jsonl (those naming
       #    their source's product)
     PYTHONPATH=. python experiments/agent-support/generated_products.py retrieval experiments/cache/index-208cf5ffff8b
-    PYTHONPATH=. python experiments/agent-support/agent_eval.py experiments/agent-support/generated/figures-named.jsonl \\
+    PYTHONPATH=. python experiments/agent-support/agent_eval.py \\
+        experiments/agent-support/generated/figures-named.jsonl \\
         experiments/cache/index-208cf5ffff8b all today,named+flag,named+abstain generated
 """
 
