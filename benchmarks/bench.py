@@ -328,7 +328,8 @@ def scale_one(n: int, cache_dir: str, n_queries: int) -> dict:
     from agentic_rag.documents import Chunk
     from agentic_rag.experiments.plan import open_index
     from agentic_rag.retrieve.pipeline import Pipeline
-    from agentic_rag.store.index import STATE_FILE, AgenticIndex, _write_json
+    from agentic_rag.store.index import STATE_FILE, AgenticIndex
+    from agentic_rag.store.index_state import write_json as _write_json
 
     base_ds = load_dataset("python-faq").split("all")
     qs = [q.text for q in base_ds.sample(n_queries, 0, None).queries]

@@ -32,13 +32,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -49,88 +47,28 @@ from agentic_rag.ingest.chunking import AgenticChunker
 from agentic_rag.ingest.embeddings import Embedder, make_embedder, one_thread_vector
 from agentic_rag.store.backends import make_store
 from agentic_rag.store.base import VectorStore, Where
+from agentic_rag.store.index_state import (  # noqa: F401 - IndexLocked, IndexStateError: re-exported
+    JOURNAL_FILE,
+    LEXICAL_VERSION_FILE,
+    LOCK_FILE,
+    STATE_FILE,
+    IndexLocked,
+    IndexReport,
+    IndexStateError,
+    read_json,
+    read_version,
+    write_json,
+)
 from agentic_rag.store.lexical import LexicalIndex
 from agentic_rag.store.sections import SectionMap
 
 log = logging.getLogger(__name__)
-
-LOCK_FILE = ".write.lock"
-JOURNAL_FILE = "index-journal.json"
-STATE_FILE = "index-state.json"
-LEXICAL_VERSION_FILE = "index-version.json"  # inside lexical/
-
 
 # home → the index version this process's stores last saw. A store library may cache state
 # per process and path (chromadb does), so a new store object for a home that another
 # process wrote to since is refreshed before use.
 _SEEN_VERSION: dict[str, int] = {}
 _SEEN_LOCK = threading.Lock()
-
-
-class IndexLocked(RuntimeError):
-    """Another process kept the index's write lock longer than the timeout."""
-
-
-class IndexStateError(RuntimeError):
-    """`index-state.json` cannot be read: the index cannot tell which version it is at."""
-
-
-@dataclass
-class IndexReport:
-    documents: int = 0
-    added_chunks: int = 0
-    deleted_chunks: int = 0
-    unchanged_documents: int = 0
-    by_type: dict[str, int] = field(default_factory=dict)
-    skipped: dict[str, str] = field(default_factory=dict)  # doc id → reason
-    recovered_documents: int = 0  # documents of a crashed write removed before this one
-
-    def merge(self, other: IndexReport) -> None:
-        self.documents += other.documents
-        self.added_chunks += other.added_chunks
-        self.deleted_chunks += other.deleted_chunks
-        self.unchanged_documents += other.unchanged_documents
-        self.recovered_documents += other.recovered_documents
-        self.skipped.update(other.skipped)
-        for k, v in other.by_type.items():
-            self.by_type[k] = self.by_type.get(k, 0) + v
-
-
-def _write_json(path: Path, data: dict) -> None:
-    """Atomic and durable: a reader (or a crash) sees the old file or the new one."""
-    tmp = path.with_name(path.name + f".{os.getpid()}.{threading.get_ident()}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        json.dump(data, f)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _read_version(path: Path) -> int:
-    """The version in `index-state.json`. The file is only ever replaced whole, so one that
-    does not parse was damaged from outside; guessing a version could serve a BM25 index
-    of other chunks, so it is an error that says how to mend it."""
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-        version = state["version"]
-        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise ValueError(f"version {version!r} is not a count")
-    except FileNotFoundError:  # removed since its stat: a fresh home
-        return 0
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        reason = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise IndexStateError(
-            f"{path}: unreadable index state ({reason}). It only counts completed writes: "
-            f"delete it and the folder {path.parent / 'lexical'} (BM25 is rebuilt from the "
-            "vector store at the next search; the indexed documents are kept)") from None
-    return version
 
 
 def check_unique_ids(docs: list[Document]) -> None:
@@ -257,24 +195,24 @@ class AgenticIndex:
         cached = self._version_seen
         if cached is not None and cached[0] == sig:
             return cached[1]
-        version = _read_version(path)
+        version = read_version(path)
         self._version_seen = (sig, version)
         return version
 
     def pending_journal(self) -> list[str] | None:
         """Documents of an unfinished (crashed or running) write, or None."""
-        j = _read_json(self.home / JOURNAL_FILE)
+        j = read_json(self.home / JOURNAL_FILE)
         if j is None and (self.home / JOURNAL_FILE).exists():
             return []  # torn journal: written before any store change (fsync'd first)
         return None if j is None else list(j.get("docs", []))
 
     def _begin(self, doc_ids: list[str]) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
-        _write_json(self.home / JOURNAL_FILE, {"pid": os.getpid(), "docs": doc_ids})
+        write_json(self.home / JOURNAL_FILE, {"pid": os.getpid(), "docs": doc_ids})
 
     def _commit(self) -> None:
         version = self.version() + 1
-        _write_json(self.home / STATE_FILE, {"version": version})
+        write_json(self.home / STATE_FILE, {"version": version})
         (self.home / JOURNAL_FILE).unlink(missing_ok=True)
         if self._store_version == version - 1:
             self._store_version = version  # our own write: our store object saw it
@@ -392,7 +330,7 @@ class AgenticIndex:
 
     def _load_or_build_lexical(self, version: int) -> LexicalIndex:
         folder = self.home / "lexical"
-        saved = _read_json(folder / LEXICAL_VERSION_FILE)
+        saved = read_json(folder / LEXICAL_VERSION_FILE)
         if (saved and saved.get("version") == version and self.pending_journal() is None
                 and (folder / "chunks.jsonl").exists()):
             try:
@@ -422,7 +360,7 @@ class AgenticIndex:
             if got and self.pending_journal() is None:
                 (folder / LEXICAL_VERSION_FILE).unlink(missing_ok=True)
                 lex.save(folder)
-                _write_json(folder / LEXICAL_VERSION_FILE, {"version": version})
+                write_json(folder / LEXICAL_VERSION_FILE, {"version": version})
             return lex
         finally:
             if got:
