@@ -31,7 +31,7 @@ from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.llm.server import serve_local
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
-from agentic_rag.studies.strategies import STRATEGIES
+from agentic_rag.studies.strategies import NAMED_BASE, STRATEGIES
 
 HERE = Path(__file__).parent
 COVER = STRATEGIES["title coverage 1.0"]
@@ -48,7 +48,7 @@ SETTINGS = {
                       "agent.support.on_unsupported": "abstain"},
     "named+flag": {**STRATEGIES["named boost, 2 per doc"], **FLAG},
 }
-BEFORE_AUTO = {"fusion.named_scope": "off"}
+BEFORE_AUTO = NAMED_BASE  # the default before named_scope auto
 AGENT = {"agent.max_steps": 1}  # retrieve_first, then the answer: one LLM call per question
 
 

@@ -20,7 +20,7 @@ from agentic_rag.config import RAGConfig
 from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
-from agentic_rag.studies.strategies import STRATEGIES
+from agentic_rag.studies.strategies import NAMED_BASE, STRATEGIES
 
 SETTINGS = ("default", "title 0.5", "title coverage 0.5", "title coverage 1.0",
             "title coverage 2.0")
@@ -33,7 +33,7 @@ def run(split: str, home: str, settings=SETTINGS, tag: str = "") -> dict:
     rows = [json.loads(x) for x in path.open()]
     # relative to the default before named_scope auto (issue 40's second round): the
     # committed tables replay as they were; "default" is that default
-    base = RAGConfig().with_overrides({"home": home, "fusion.named_scope": "off"})
+    base = RAGConfig().with_overrides({"home": home, **NAMED_BASE})
     index = AgenticIndex(base)
     per: dict[str, dict[str, list[float]]] = {}
     detail = []

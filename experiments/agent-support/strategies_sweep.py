@@ -23,7 +23,7 @@ if __name__ == "__main__":
     ds = sys.argv[1]
     named = sys.argv[2:] == ["named"]
     t = time.time()
-    base = RAGConfig().with_overrides(NAMED_BASE if named else {"fusion.named_scope": "off"})
+    base = RAGConfig().with_overrides(NAMED_BASE)  # both sweeps: on the default before auto
     res = run_strategies(ds, "dev", NAMED_NAMES if named else COVERAGE_NAMES, base=base,
                          progress=False)
     pd.set_option("display.width", 250)
