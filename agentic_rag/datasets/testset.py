@@ -25,7 +25,10 @@
    searching the whole corpus), nor ask for the name of a subject it does not name ("What
    is the name of the town?"), nor have a pronoun or a bare demonstrative as its subject
    ("When was it built?"), nor copy a run of `max_copied_words` words of the passage (a
-   lexical shortcut); near-duplicates of an accepted question are dropped.
+   lexical shortcut); near-duplicates of an accepted question are dropped. Where the
+   documents share names (a product's pages, `coverage.shared_name_share` ≥ 0.25), an
+   answerable question must also say which one it is about (`testset_filters.SubjectCheck`:
+   "names another subject", "ambiguous subject"), before the round trip's call.
    With `check_unanswerable` (off by default: the made-up name's absence is the check), an
    unanswerable question is also checked against the whole corpus:
    BM25 over the same chunks retrieves its top `CORPUS_CHECK_K`, and the model answers from
@@ -55,7 +58,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from agentic_rag.datasets.spans import Span
-from agentic_rag.datasets.testset_filters import CorpusText, check_reply
+from agentic_rag.datasets.testset_filters import CorpusText, SubjectCheck, check_reply
 from agentic_rag.datasets.testset_prompts import (
     CORPUS_CHECK_K,
     PROMPT_VERSION,
@@ -151,6 +154,7 @@ class _Run:
     no_span: int = 0
     corpus_checks: int = 0
     lexical: Any = None
+    subjects: Any = None  # testset_filters.SubjectCheck, where documents share names
 
     def full(self) -> bool:
         return all(self.done[k] >= self.quota[k] for k in self.quota)
@@ -226,6 +230,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                 "dev_share": dev_share, "gen": gen,
                 "round_trip": checks_round_trip}
     corpus = CorpusText(docs) if quota[False] else None  # where a made-up name must not occur
+    if SubjectCheck.applies(list(by_id)):  # a product's pages: say which product (issue 40)
+        run.subjects = SubjectCheck(chunks, docs)
     drawn: list[tuple[Chunk, bool, Span | None]] = []
 
     def one(item: tuple[Chunk, bool, Span | None]) -> Any:
@@ -253,7 +259,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                     if run.draws else None, "unanswerable_checked": run.corpus_checks})
     summary["settings"].update({"corpus_check_k": CORPUS_CHECK_K if check_unanswerable else None,
                                 "max_knowable_share": max_knowable_share,
-                                "dev_share": dev_share, "round_trip": checks_round_trip})
+                                "dev_share": dev_share, "round_trip": checks_round_trip,
+                                "subject_check": run.subjects is not None})
     return TestsetResult(records, run.rejected, summary)
 
 
@@ -305,6 +312,10 @@ def _judge(run: _Run, reply: Any, chunk: Chunk, answerable: bool, span: Span | N
         run.rejected.append({**base, **outcome})
         return False
     question, answer, at = outcome
+    if answerable and run.subjects is not None and (
+            vague := run.subjects.check(question, answer, doc.id)):
+        run.rejected.append({**base, **vague, "question": question, "answer": answer})
+        return False
     if span is not None:  # the chosen span itself, not an earlier copy of its words
         at = (chunk.start_char + span.start, chunk.start_char + span.end)
     if answerable and st["round_trip"]:

@@ -144,6 +144,26 @@ class TitleCoverage:
         named = sorted(d for d, k in key.items() if k == best)
         return named if len(named) <= max(1, max_share * len(self._names)) else []
 
+    def name_matches(self, question: str, max_share: float = 0.25
+                     ) -> dict[str, frozenset[str]]:
+        """Per document whose name carries one of `question`'s name words, those words. A name
+        word is carried by at most `max_share` of the documents' names (more is a category:
+        "account" is in 67 % of the bank's product pages' names, "business" in 43 %) and by
+        at least `max_share` of the documents whose text uses it (a word mostly used for other
+        things, "fee" in 231 texts and in the 7 Green Fee-Free pages' names, names nothing):
+        "blue" (68 names, 62 texts), "lime" (8, 8). "Lime Green Account" → the Lime Green
+        pages {lime, green}, the Green Account's {green}: the name carrying the most of them
+        is the one the question names (`testset_filters.SubjectCheck`)."""
+        q = self.tokens(question)
+        most = max_share * max(1, len(self._names))
+
+        def names(t: str) -> bool:
+            carried = self._name_docs.get(t, 0)
+            return 0 < carried <= most and carried >= max_share * self.text_share(t) * self._n_docs
+
+        words = frozenset(t for t in q if names(t))
+        return {d: f & words for d, f in self._names.items() if f & words}
+
     def distinctive(self, token: str, max_share: float = 0.1) -> bool:
         """`token` is used in the text of at most `max_share` of the documents, or of no more
         documents than carry it in their own name (a 9-document corpus: "blue" in the Blue
@@ -156,9 +176,16 @@ class TitleCoverage:
         `token`; cached per token."""
         share = self._shares.get(token)
         if share is None:
-            docs = {self._chunks[i].doc_id for i in np.flatnonzero(self._lex.chunks_with(token))}
-            share = self._shares[token] = len(docs) / max(1, self._n_docs)
+            share = self._shares[token] = len(self.docs_with(token)) / max(1, self._n_docs)
         return share
+
+    def docs_with(self, token: str) -> set[str]:
+        """The documents whose text (chunk text, heading path prefixed) contains `token`."""
+        return {self._chunks[i].doc_id for i in np.flatnonzero(self._lex.chunks_with(token))}
+
+    def tokens(self, text: str) -> set[str]:
+        """`text` as the lexical index's tokens (stemmed, stop words out)."""
+        return set(self._lex._tokenize([text])[0])  # noqa: SLF001
 
     def __len__(self) -> int:
         return len(self._chunks)
