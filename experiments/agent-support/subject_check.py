@@ -7,6 +7,10 @@ hoc on two committed generated sets, no LLM: which kept questions it would have 
     PYTHONPATH=. python experiments/agent-support/subject_check.py tau2
       # the 60 span-first questions on all 698 τ²-banking documents (experiments/tune/tau2)
 
+    PYTHONPATH=. python experiments/agent-support/subject_check.py tau2 --write
+      # also writes experiments/tune/tau2/span-subject.jsonl: the set without the questions
+      # the check rejects (splits kept; its summary beside it), for experiments/tune/evidence.py
+
 Prints every rejection (reason, source, question → answer) and the counts; --quiet: counts.
 """
 
@@ -27,7 +31,8 @@ HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 
 
-def check(docs: list[Document], rows: list[dict], label: dict[str, str], quiet: bool) -> Counter:
+def check(docs: list[Document], rows: list[dict], label: dict[str, str], quiet: bool,
+          kept: list | None = None) -> Counter:
     chunks = [c for d in docs for c in AgenticChunker().chunk(d)]
     print(f"{len(docs)} documents, {len(chunks)} chunks; the check applies: "
           f"{SubjectCheck.applies([d.id for d in docs])}")
@@ -36,13 +41,15 @@ def check(docs: list[Document], rows: list[dict], label: dict[str, str], quiet: 
     for r in rows:
         out = sc.check(r["question"], r["answer"], r["doc_ids"][0])
         counts[(out["reason"] if out else "kept", label.get(r["id"], "-"))] += 1
+        if out is None and kept is not None:
+            kept.append(r)
         if out and not quiet:
             print(f"  {out['reason']:22} [{label.get(r['id'], '-')}] {r['doc_ids'][0]}: "
                   f"{r['question']} → {r['answer']}\n      {out['detail']}")
     return counts
 
 
-def main(which: str, quiet: bool) -> Counter:
+def main(which: str, quiet: bool, write: bool = False) -> Counter:
     if which == "products":  # as the testset read them: generated_products.folder's files
         docs = [Document(id=f"bank-products/{d.id}.md", text=f"# {d.title}\n\n{d.text}",
                          title=d.title)
@@ -59,11 +66,21 @@ def main(which: str, quiet: bool) -> Counter:
         label = {}
     else:
         raise SystemExit(f"{which!r}: products or tau2")
-    counts = check(docs, rows, label, quiet)
+    kept: list[dict] = []
+    counts = check(docs, rows, label, quiet, kept)
+    if write and which == "tau2":
+        src = ROOT / "experiments/tune/tau2/span.jsonl"
+        dst = src.with_name("span-subject.jsonl")
+        unanswerable = [r for x in src.open() if not (r := json.loads(x)).get("answerable", True)]
+        dst.write_text("".join(json.dumps(r) + "\n" for r in kept + unanswerable))
+        summary = json.loads(src.with_name("span.summary.json").read_text())
+        summary["subject_check_post_hoc"] = {"kept": len(kept), "of": len(rows)}
+        dst.with_name("span-subject.summary.json").write_text(json.dumps(summary, indent=2))
+        print(f"wrote {dst}: {len(kept)} of {len(rows)} answerable questions")
     for k, v in sorted(counts.items()):
         print(f"{k[0]:22} {k[1]:18} {v}")
     return counts
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], "--quiet" in sys.argv)
+    main(sys.argv[1], "--quiet" in sys.argv, "--write" in sys.argv)
