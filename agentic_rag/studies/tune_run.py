@@ -247,6 +247,9 @@ class TuneRun:
         stem = (self.folder.name if self.folder else (self.corpus.name if self.corpus
                                                       else "docs"))
         spec = spec_for(f"tune-{stem}-{split}", self.dataset(questions), base, space, names)
+        # the LLM strategies' replies go to the tuned folder's pack too, beside the
+        # generator's: a rerun on a fresh machine asks the model nothing
+        spec = spec.model_copy(update={"reply_pack": str(self.out / "llm-replies.jsonl")})
         self.log(f"{split} sweep: {len(names)} configs")
         return run_sweep(spec, self.runs_dir, self.cache_dir, progress=False, log=self.log,
                          meter=self.meter)
