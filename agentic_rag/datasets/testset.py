@@ -230,8 +230,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                 "dev_share": dev_share, "gen": gen,
                 "round_trip": checks_round_trip}
     corpus = CorpusText(docs) if quota[False] else None  # where a made-up name must not occur
-    if SubjectCheck.applies(list(by_id)):  # a product's pages: say which product (issue 40)
-        run.subjects = SubjectCheck(chunks, docs)
+    run.subjects = SubjectCheck(chunks, docs) if SubjectCheck.applies(list(by_id)) else None
     drawn: list[tuple[Chunk, bool, Span | None]] = []
 
     def one(item: tuple[Chunk, bool, Span | None]) -> Any:

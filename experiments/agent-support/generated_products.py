@@ -14,11 +14,16 @@ set's dev part (CHOICE-RULE-NAMED.md), so all of it is held out.
     PYTHONPATH=. python experiments/agent-support/agent_eval.py \\
         experiments/agent-support/generated/figures-named.jsonl \\
         experiments/cache/index-208cf5ffff8b all today,named+flag,named+abstain generated
+
+A second set (2026-12-04, after the generator's subject check, issue 40): the same with
+`--seed 1` and `--out experiments/agent-support/generated-s1/products.jsonl`, then
+`AGENT_SUPPORT_GEN=generated-s1` before `rows` and `retrieval`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -28,7 +33,8 @@ from agentic_rag.datasets.products import product_of
 from agentic_rag.evaluation.support import numbers
 
 HERE = Path(__file__).parent
-GEN = HERE / "generated"
+# another set beside the first: AGENT_SUPPORT_GEN=generated-s1 (its testset output goes there)
+GEN = HERE / os.environ.get("AGENT_SUPPORT_GEN", "generated")
 
 
 def folder(out: str) -> int:
@@ -89,7 +95,8 @@ def retrieval(home: str) -> dict:
     from retrieval_top5 import run
 
     names = ("default", "title coverage 1.0", "named boost, 2 per doc")
-    return {name: run(str(GEN / f"{name}.jsonl"), home, names, "-generated")
+    suffix = "-generated" if GEN.name == "generated" else f"-{GEN.name}"
+    return {name: run(str(GEN / f"{name}.jsonl"), home, names, suffix)
             for name in ("figures", "figures-named")}
 
 
