@@ -38,7 +38,7 @@ def _docs() -> list[Document]:
 
 def _check() -> SubjectCheck:
     docs = _docs()
-    return SubjectCheck([c for d in docs for c in AgenticChunker().chunk(d)], docs)
+    return SubjectCheck.of([c for d in docs for c in AgenticChunker().chunk(d)], docs)
 
 
 def test_it_applies_where_products_span_pages_only():

@@ -58,7 +58,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from agentic_rag.datasets.spans import Span
-from agentic_rag.datasets.testset_filters import CorpusText, SubjectCheck, check_reply
+from agentic_rag.datasets.testset_filters import CorpusText, SubjectCheck, check_reply, chunks_bm25
 from agentic_rag.datasets.testset_prompts import (
     CORPUS_CHECK_K,
     PROMPT_VERSION,
@@ -156,6 +156,13 @@ class _Run:
     lexical: Any = None
     subjects: Any = None  # testset_filters.SubjectCheck, where documents share names
 
+    def bm25(self) -> Any:
+        """BM25 over the chunks as the index reads them (under their heading paths), built
+        once: the corpus check's retriever and the subject check's vocabulary."""
+        if self.lexical is None:
+            self.lexical = chunks_bm25(self.chunks)
+        return self.lexical
+
     def full(self) -> bool:
         return all(self.done[k] >= self.quota[k] for k in self.quota)
 
@@ -230,7 +237,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                 "dev_share": dev_share, "gen": gen,
                 "round_trip": checks_round_trip}
     corpus = CorpusText(docs) if quota[False] else None  # where a made-up name must not occur
-    run.subjects = SubjectCheck(chunks, docs) if SubjectCheck.applies(list(by_id)) else None
+    run.subjects = SubjectCheck(run.bm25(), docs) if SubjectCheck.applies(list(by_id)) else None
     drawn: list[tuple[Chunk, bool, Span | None]] = []
 
     def one(item: tuple[Chunk, bool, Span | None]) -> Any:
@@ -322,13 +329,8 @@ def _judge(run: _Run, reply: Any, chunk: Chunk, answerable: bool, span: Span | N
             run.rejected.append({**base, **wrong, "question": question, "answer": answer})
             return False
     if not answerable and st["check_unanswerable"]:
-        if run.lexical is None:
-            from agentic_rag.store.lexical import LexicalIndex
-
-            # what the index's BM25 reads: the chunk under its heading path
-            run.lexical = LexicalIndex().build(run.chunks, [c.index_text() for c in run.chunks])
         run.corpus_checks += 1
-        answered = answer_from_corpus(run.chat, question, run.lexical, run.by_id)
+        answered = answer_from_corpus(run.chat, question, run.bm25(), run.by_id)
         if answered is not None:
             run.rejected.append({**base, **answered, "question": question, "answer": ""})
             return False

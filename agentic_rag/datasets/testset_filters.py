@@ -161,6 +161,14 @@ class CorpusText:
         return None
 
 
+def chunks_bm25(chunks: Sequence[Chunk]) -> Any:
+    """A `store.lexical.LexicalIndex` over `chunks` as the index's BM25 reads them (each under
+    its heading path, `Chunk.index_text`)."""
+    from agentic_rag.store.lexical import LexicalIndex
+
+    return LexicalIndex().build(list(chunks), [c.index_text() for c in chunks])
+
+
 class SubjectCheck:
     """Does a question say which document it is about, where documents share a name (issue 40)?
 
@@ -185,13 +193,17 @@ class SubjectCheck:
     Built only where entity scope applies (`coverage.shared_name_share` ≥ `SHARED_NAMES`):
     elsewhere a question names its subject in its own words, which no name rule can read."""
 
-    def __init__(self, chunks: Sequence[Chunk], docs: Sequence[Document]) -> None:
+    def __init__(self, lexical: Any, docs: Sequence[Document]) -> None:
+        """`lexical`: a `store.lexical.LexicalIndex` over the documents' chunks (their
+        `index_text`, as the index's BM25 reads them; the corpus check's own)."""
         from agentic_rag.store.coverage import TitleCoverage
-        from agentic_rag.store.lexical import LexicalIndex
 
-        lexical = LexicalIndex().build(list(chunks), [c.index_text() for c in chunks])
         self._names = TitleCoverage(lexical)
         self._corpus = CorpusText(docs)
+
+    @classmethod
+    def of(cls, chunks: Sequence[Chunk], docs: Sequence[Document]) -> SubjectCheck:
+        return cls(chunks_bm25(chunks), docs)
 
     @staticmethod
     def applies(doc_ids: Sequence[str]) -> bool:
@@ -231,7 +243,7 @@ class SubjectCheck:
         words = {t: docs for t in self._names.tokens(question)
                  if doc_id in (docs := self._names.docs_with(t))}
         # no word of its source's: it fits every document as well (as badly) as its source
-        every = set.intersection(*words.values()) if words else set(self._corpus.ids())
+        every = frozenset.intersection(*words.values()) if words else set(self._corpus.ids())
         rare = [docs for t, docs in words.items() if self._names.text_share(t) <= 0.1]
         with_answer = {d for d in (self._corpus.find_all(answer) if answer else [])
                        if all(d in docs for docs in rare)}

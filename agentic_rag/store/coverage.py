@@ -106,7 +106,7 @@ class TitleCoverage:
         self._idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
         ids = sorted(seen)
         self._n_docs = len(ids)
-        self._shares: dict[str, float] = {}
+        self._with: dict[str, frozenset[str]] = {}  # token → documents whose text has it
         names = lexical._tokenize([doc_name(d) for d in ids]) if ids else []  # noqa: SLF001
         self._names = {d: frozenset(t) for d, t in zip(ids, names) if t}
         self._name_docs: dict[str, int] = {}  # token → documents whose name carries it
@@ -123,7 +123,7 @@ class TitleCoverage:
         `max_share` of the documents, or of no more than carry it in their name (a name made
         of words every document uses names nothing). Empty when the question names no
         document's subject."""
-        q = set(self._lex._tokenize([question])[0])  # noqa: SLF001
+        q = self.tokens(question)
         if not q or not self._names:
             return []
         idf = self._idf
@@ -173,15 +173,17 @@ class TitleCoverage:
 
     def text_share(self, token: str) -> float:
         """The share of documents whose text (chunk text, heading path prefixed) contains
-        `token`; cached per token."""
-        share = self._shares.get(token)
-        if share is None:
-            share = self._shares[token] = len(self.docs_with(token)) / max(1, self._n_docs)
-        return share
+        `token`."""
+        return len(self.docs_with(token)) / max(1, self._n_docs)
 
-    def docs_with(self, token: str) -> set[str]:
-        """The documents whose text (chunk text, heading path prefixed) contains `token`."""
-        return {self._chunks[i].doc_id for i in np.flatnonzero(self._lex.chunks_with(token))}
+    def docs_with(self, token: str) -> frozenset[str]:
+        """The documents whose text (chunk text, heading path prefixed) contains `token`;
+        cached per token."""
+        docs = self._with.get(token)
+        if docs is None:
+            docs = self._with[token] = frozenset(
+                self._chunks[i].doc_id for i in np.flatnonzero(self._lex.chunks_with(token)))
+        return docs
 
     def tokens(self, text: str) -> set[str]:
         """`text` as the lexical index's tokens (stemmed, stop words out)."""

@@ -36,7 +36,7 @@ def check(docs: list[Document], rows: list[dict], label: dict[str, str], quiet: 
     chunks = [c for d in docs for c in AgenticChunker().chunk(d)]
     print(f"{len(docs)} documents, {len(chunks)} chunks; the check applies: "
           f"{SubjectCheck.applies([d.id for d in docs])}")
-    sc = SubjectCheck(chunks, docs)
+    sc = SubjectCheck.of(chunks, docs)
     counts: Counter = Counter()
     for r in rows:
         out = sc.check(r["question"], r["answer"], r["doc_ids"][0])
