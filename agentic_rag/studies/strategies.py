@@ -74,6 +74,16 @@ STRATEGIES: dict[str, dict[str, Any]] = {
         "fusion.retrievers": TITLE, "fusion.title_score": "coverage",
         "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 1.0},
         "fusion.named_scope": "within", "fusion.max_per_doc": 2},
+    # issue 40, third round: a BM25 list restricted to the named documents beside (or instead
+    # of) the dense one, on today's default (auto: named boost, 2 per doc where names are shared)
+    "named lexical 0.3": {"fusion.named_retrievers": ["dense", "bm25"],
+                          "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 0.3}},
+    "named lexical 0.5": {"fusion.named_retrievers": ["dense", "bm25"],
+                          "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 0.5}},
+    "named lexical 1.0": {"fusion.named_retrievers": ["dense", "bm25"],
+                          "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 1.0}},
+    "named lexical only": {"fusion.named_retrievers": ["bm25"],
+                           "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 1.0}},
     "chunks 128": {"chunking.max_tokens": 128},  # small chunks served as they are
     "small-to-big 128→256": dict(S2B),
     "small-to-big + title 0.5": {**S2B, "fusion.retrievers": TITLE,
@@ -98,6 +108,10 @@ NAMED_NAMES = ("default", "title coverage 1.0", "named within", "named boost",
                "coverage 1.0 + named within, 2 per doc", "named boost, 2 per doc",
                "named boost 1.5, 2 per doc", "named boost 2.0, 2 per doc",
                "coverage 1.0 + named boost, 2 per doc", "named scope auto")
+# issue 40's third sweep (CHOICE-RULE-LEXICAL.md): the named lists with BM25, on today's
+# default (no base override: "default" is named_scope auto), the old default beside it
+LEXICAL_NAMES = ("default", "named scope off", "named lexical 0.3", "named lexical 0.5",
+                 "named lexical 1.0", "named lexical only")
 COMPONENTS = ("dense", "bm25", "title alone")
 
 # LLM strategies (expansion.py, rerank.py): rerank depth 10 = the sweep's k, equal budget
