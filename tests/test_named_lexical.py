@@ -125,3 +125,31 @@ def test_the_lexical_named_list_ranks_the_page_with_the_items_words(banking):
     hits = lex.search(q, 10, {"doc_id": scope})
     assert hits and {h.chunk.doc_id for h in hits} <= set(scope)
     assert "returned deposit" in hits[0].chunk.text.lower()
+
+
+def test_the_rule_applied_to_the_committed_dev_rows_chooses_nothing():
+    """CHOICE-RULE-LEXICAL.md recomputed from the committed rows: τ²-banking dev nDCG@10 Δ vs
+    the default ≥ 0, then the highest banking-products dev doc@5, which must beat 0.896."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from agentic_rag.studies.strategies import LEXICAL_NAMES
+
+    here = Path(__file__).parent.parent / "experiments" / "agent-support"
+    tau2 = pd.read_csv(here / "strategies-lexical-tau2-banking-dev.csv").set_index("strategy")
+    top5 = json.loads((here / "retrieval-top5-lexical-dev.json").read_text())["settings"]
+    rows = [json.loads(x) for x in (here / "retrieval-top5-lexical-dev-per-question.jsonl").open()]
+    for name in LEXICAL_NAMES:  # the summary is the mean of the committed per-question rows
+        mine = [r["doc@5"] for r in rows if r["setting"] == name]
+        assert len(mine) == 67 and sum(mine) / 67 == pytest.approx(top5[name]["doc@5"])
+    today = top5["default"]["doc@5"]
+    assert today == pytest.approx(60 / 67)  # 0.896, the second round's choice
+    candidates = [n for n in LEXICAL_NAMES if n.startswith("named lexical")]
+    delta = {n: tau2.loc[n, "ndcg@10"] - tau2.loc["default", "ndcg@10"] for n in candidates}
+    eligible = [n for n in candidates if delta[n] >= 0]
+    assert eligible == []
+    assert max(top5[n]["doc@5"] for n in candidates) > today  # it lifts doc@5 all the same
+    chosen = [n for n in eligible if top5[n]["doc@5"] > today]
+    assert chosen == []
