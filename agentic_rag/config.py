@@ -206,6 +206,11 @@ class FusionConfig(_Section):
         "that boost (and auto, where it scopes) fuses in: dense ('named' in weights), bm25 "
         "('named_bm25': BM25 over those documents' chunk text, the same doc_id filter), "
         "which ranks the page stating the asked item's words")
+    named_question_words: int = Field(
+        64, ge=0, le=100_000, description="the named lists beyond the dense one "
+        "(named_retrievers) are built only for a query of at most this many words, a question; "
+        "a longer message (a customer's whole ticket) that names a product in passing keeps "
+        "the dense named list alone (0 = any length; issue 40's fourth round)")
     max_per_doc: int = Field(0, ge=0, le=100, description="at most this many fused hits per "
                              "document before the next document's (0 = no cap, or 2 under "
                              "named_scope auto when it scopes): the top k then spans more of "

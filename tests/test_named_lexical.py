@@ -153,3 +153,34 @@ def test_the_rule_applied_to_the_committed_dev_rows_chooses_nothing():
     assert max(top5[n]["doc@5"] for n in candidates) > today  # it lifts doc@5 all the same
     chosen = [n for n in eligible if top5[n]["doc@5"] > today]
     assert chosen == []
+
+
+# issue 40, fourth round (CHOICE-RULE-QUESTION.md): the lists beyond the dense one are built
+# for questions only; a long message that names a product keeps the dense named list alone
+TICKET = " ".join(["Hello, I was charged twice last month and"] * 10) + " blue account fee"
+
+
+def test_a_long_message_naming_a_product_keeps_the_dense_named_list_alone():
+    assert FusionConfig().named_question_words == 64
+    index = Index({**NAMED, TICKET: NAMED["blue account fee"]})
+    cfg = FusionConfig(named_scope="boost", **LEXICAL)
+    assert len(TICKET.split()) > cfg.named_question_words
+    ev = FusionRetriever(cfg, index).evidence(TICKET, 8)
+    assert list(ev.runs) == ["dense", "bm25", "named"]
+    assert index.calls == [("dense", None), ("bm25", None), ("dense", SCOPE)]
+    # the same message is a question when the limit allows its length (0 = any length)
+    for words in (0, len(TICKET.split())):
+        wide = FusionConfig(named_scope="boost", named_question_words=words, **LEXICAL)
+        runs = FusionRetriever(wide, Index({TICKET: NAMED["blue account fee"]})).evidence(
+            TICKET, 8).runs
+        assert list(runs) == ["dense", "bm25", "named", "named_bm25"]
+
+
+def test_the_limit_counts_words_and_a_question_at_it_gets_the_lexical_list():
+    q = "blue account fee"
+    at = FusionConfig(named_scope="boost", named_question_words=3, **LEXICAL)
+    below = FusionConfig(named_scope="boost", named_question_words=2, **LEXICAL)
+    assert "named_bm25" in FusionRetriever(at, Index(NAMED)).evidence(q, 8).runs
+    assert "named_bm25" not in FusionRetriever(below, Index(NAMED)).evidence(q, 8).runs
+    with pytest.raises(ValueError):
+        FusionConfig(named_question_words=-1)

@@ -106,7 +106,8 @@ def retrieval(home: str, chosen: str | None = None) -> dict:
     suffix = "-generated" if GEN.name == "generated" else f"-{GEN.name}"
     base = None
     if chosen:
-        names, suffix, base = ("default", "named scope off", chosen), f"{suffix}-lexical", {}
+        tag = "question" if chosen.startswith("question") else "lexical"
+        names, suffix, base = ("default", "named scope off", chosen), f"{suffix}-{tag}", {}
     return {name: run(str(GEN / f"{name}.jsonl"), home, names, suffix, base)
             for name in ("figures", "figures-named")}
 
@@ -118,5 +119,6 @@ if __name__ == "__main__":
     elif cmd == "rows":
         print(len(rows()), "figure questions")
     elif cmd == "retrieval":
-        chosen = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "lexical" else None
+        chosen = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] in ("lexical", "question") \
+            else None
         print(json.dumps(retrieval(sys.argv[2], chosen), indent=1))

@@ -10,6 +10,7 @@ bootstrap CIs vs the default (experiments/stats.py).
       # the second sweep (strategies.NAMED_NAMES) -> retrieval-top5-named-dev.json
     PYTHONPATH=. python experiments/agent-support/retrieval_top5.py dev <index home> lexical
       # the third (strategies.LEXICAL_NAMES, on today's default) -> retrieval-top5-lexical-dev.json
+      # (`question`: the fourth, strategies.QUESTION_NAMES -> retrieval-top5-question-<split>.json)
     PYTHONPATH=. python experiments/agent-support/retrieval_top5.py test <index home> lexical \
         "default,named scope off,<chosen>"      # the test part, once, with the chosen setting
 """
@@ -24,7 +25,13 @@ from agentic_rag.config import RAGConfig
 from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
-from agentic_rag.studies.strategies import LEXICAL_NAMES, NAMED_BASE, NAMED_NAMES, STRATEGIES
+from agentic_rag.studies.strategies import (
+    LEXICAL_NAMES,
+    NAMED_BASE,
+    NAMED_NAMES,
+    QUESTION_NAMES,
+    STRATEGIES,
+)
 
 SETTINGS = ("default", "title 0.5", "title coverage 0.5", "title coverage 1.0",
             "title coverage 2.0")
@@ -77,5 +84,8 @@ if __name__ == "__main__":
     elif len(sys.argv) > 3 and sys.argv[3] == "lexical":  # the third: a BM25 named list
         names = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else LEXICAL_NAMES
         print(json.dumps(run(sys.argv[1], sys.argv[2], names, "-lexical", {}), indent=1))
+    elif len(sys.argv) > 3 and sys.argv[3] == "question":  # the fourth: for questions only
+        names = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else QUESTION_NAMES
+        print(json.dumps(run(sys.argv[1], sys.argv[2], names, "-question", {}), indent=1))
     else:
         print(json.dumps(run(sys.argv[1], sys.argv[2]), indent=1))

@@ -25,6 +25,7 @@ from agentic_rag.studies.strategies import (
     LEXICAL_NAMES,
     NAMED_BASE,
     NAMED_NAMES,
+    QUESTION_NAMES,
     run_strategies,
     strategy_table,
 )
@@ -32,10 +33,12 @@ from agentic_rag.studies.strategies import (
 if __name__ == "__main__":
     ds = sys.argv[1]
     which = sys.argv[2] if len(sys.argv) > 2 else ""
-    names = {"named": NAMED_NAMES, "lexical": LEXICAL_NAMES}.get(which, COVERAGE_NAMES)
+    names = {"named": NAMED_NAMES, "lexical": LEXICAL_NAMES,
+             "question": QUESTION_NAMES}.get(which, COVERAGE_NAMES)
     t = time.time()
     # the first two sweeps: on the default before auto; the third on today's default
-    base = RAGConfig() if which == "lexical" else RAGConfig().with_overrides(NAMED_BASE)
+    base = RAGConfig() if which in ("lexical", "question") else \
+        RAGConfig().with_overrides(NAMED_BASE)
     res = run_strategies(ds, "dev", names, base=base, progress=False)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
