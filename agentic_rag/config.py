@@ -202,10 +202,12 @@ class FusionConfig(_Section):
         "documents share their name with another (a product's pages: chosen on the bank's "
         "dev questions, issue 40), else off")
     named_retrievers: tuple[Literal["dense", "bm25"], ...] = Field(
-        ("dense",), min_length=1, description="the lists restricted to the named documents "
+        ("dense", "bm25"), min_length=1, description="the lists restricted to the named documents "
         "that boost (and auto, where it scopes) fuses in: dense ('named' in weights), bm25 "
         "('named_bm25': BM25 over those documents' chunk text, the same doc_id filter), "
-        "which ranks the page stating the asked item's words")
+        "which ranks the page stating the asked item's words; bm25 for questions only "
+        "(named_question_words). Default dense + bm25 since issue 40's fourth round (chosen "
+        "on the bank's dev questions: experiments/agent-support/CHOICE-RULE-QUESTION.md)")
     named_question_words: int = Field(
         64, ge=0, le=100_000, description="the named lists beyond the dense one "
         "(named_retrievers) are built only for a query of at most this many words, a question; "

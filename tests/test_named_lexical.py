@@ -20,13 +20,23 @@ def _ids(hits):  # noqa: ANN001, ANN202
     return [h.chunk.id for h in hits]
 
 
-def test_default_is_the_dense_named_list_alone():
-    assert FusionConfig().named_retrievers == ("dense",)
+DENSE = {"named_retrievers": ("dense",)}  # the default before the fourth round
+
+
+def test_dense_alone_is_the_dense_named_list_as_before():
     index = Index(NAMED)
-    ev = FusionRetriever(FusionConfig(named_scope="boost"), index).evidence("blue account fee", 8)
+    ev = FusionRetriever(FusionConfig(named_scope="boost", **DENSE), index).evidence(
+        "blue account fee", 8)
     assert list(ev.runs) == ["dense", "bm25", "named"]
     assert index.calls == [("dense", None), ("bm25", None), ("dense", SCOPE)]
-    same = FusionRetriever(FusionConfig(named_scope="boost", named_retrievers=("dense",)),
+
+
+def test_the_default_adds_the_lexical_list_at_weight_one_for_a_question():
+    assert FusionConfig().named_retrievers == ("dense", "bm25")
+    ev = FusionRetriever(FusionConfig(named_scope="boost"), Index(NAMED)).evidence(
+        "blue account fee", 8)
+    assert list(ev.runs) == ["dense", "bm25", "named", "named_bm25"]
+    same = FusionRetriever(FusionConfig(named_scope="boost", **LEXICAL),
                            Index(NAMED)).evidence("blue account fee", 8)
     assert _ids(same.hits) == _ids(ev.hits)
     assert [h.score for h in same.hits] == [h.score for h in ev.hits]

@@ -112,7 +112,9 @@ COVERAGE_NAMES = ("default", "title 0.5", "title coverage 0.5", "title coverage 
                   "dense", "bm25", "title alone", "title coverage alone")
 # issue 40's second sweep: scoping to the named documents, capping hits per document; run on
 # the default before `named_scope: auto` (NAMED_BASE), so "default" is that default
-NAMED_BASE = {"fusion.named_scope": "off"}
+# the default before issue 40's fourth round: the dense named list alone (rounds 1-3 replay on it)
+DENSE_NAMED = {"fusion.named_retrievers": ["dense"]}
+NAMED_BASE = {"fusion.named_scope": "off", **DENSE_NAMED}
 NAMED_NAMES = ("default", "title coverage 1.0", "named within", "named boost",
                "named within, 2 per doc", "2 per doc", "coverage 1.0 + named within",
                "coverage 1.0 + named within, 2 per doc", "named boost, 2 per doc",

@@ -107,7 +107,9 @@ def retrieval(home: str, chosen: str | None = None) -> dict:
     base = None
     if chosen:
         tag = "question" if chosen.startswith("question") else "lexical"
-        names, suffix, base = ("default", "named scope off", chosen), f"{suffix}-{tag}", {}
+        from agentic_rag.studies.strategies import DENSE_NAMED  # the default before round 4
+
+        names, suffix, base = ("default", "named scope off", chosen), f"{suffix}-{tag}", DENSE_NAMED
     return {name: run(str(GEN / f"{name}.jsonl"), home, names, suffix, base)
             for name in ("figures", "figures-named")}
 

@@ -26,6 +26,7 @@ from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
 from agentic_rag.studies.strategies import (
+    DENSE_NAMED,
     LEXICAL_NAMES,
     NAMED_BASE,
     NAMED_NAMES,
@@ -83,9 +84,9 @@ if __name__ == "__main__":
         print(json.dumps(run(sys.argv[1], sys.argv[2], NAMED_NAMES, "-named"), indent=1))
     elif len(sys.argv) > 3 and sys.argv[3] == "lexical":  # the third: a BM25 named list
         names = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else LEXICAL_NAMES
-        print(json.dumps(run(sys.argv[1], sys.argv[2], names, "-lexical", {}), indent=1))
+        print(json.dumps(run(sys.argv[1], sys.argv[2], names, "-lexical", DENSE_NAMED), indent=1))
     elif len(sys.argv) > 3 and sys.argv[3] == "question":  # the fourth: for questions only
         names = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else QUESTION_NAMES
-        print(json.dumps(run(sys.argv[1], sys.argv[2], names, "-question", {}), indent=1))
+        print(json.dumps(run(sys.argv[1], sys.argv[2], names, "-question", DENSE_NAMED), indent=1))
     else:
         print(json.dumps(run(sys.argv[1], sys.argv[2]), indent=1))

@@ -22,6 +22,7 @@ import pandas as pd
 from agentic_rag.config import RAGConfig
 from agentic_rag.studies.strategies import (
     COVERAGE_NAMES,
+    DENSE_NAMED,
     LEXICAL_NAMES,
     NAMED_BASE,
     NAMED_NAMES,
@@ -37,8 +38,8 @@ if __name__ == "__main__":
              "question": QUESTION_NAMES}.get(which, COVERAGE_NAMES)
     t = time.time()
     # the first two sweeps: on the default before auto; the third on today's default
-    base = RAGConfig() if which in ("lexical", "question") else \
-        RAGConfig().with_overrides(NAMED_BASE)
+    base = RAGConfig().with_overrides(DENSE_NAMED if which in ("lexical", "question") else
+                                      NAMED_BASE)
     res = run_strategies(ds, "dev", names, base=base, progress=False)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
