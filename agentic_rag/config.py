@@ -201,13 +201,26 @@ class FusionConfig(_Section):
         "(default), boost with at most 2 hits per document when at least a quarter of the "
         "documents share their name with another (a product's pages: chosen on the bank's "
         "dev questions, issue 40), else off")
+    named_retrievers: tuple[Literal["dense", "bm25"], ...] = Field(
+        ("dense", "bm25"), min_length=1, description="the lists restricted to the named documents "
+        "that boost (and auto, where it scopes) fuses in: dense ('named' in weights), bm25 "
+        "('named_bm25': BM25 over those documents' chunk text, the same doc_id filter), "
+        "which ranks the page stating the asked item's words; bm25 for questions only "
+        "(named_question_words). Default dense + bm25 since issue 40's fourth round (chosen "
+        "on the bank's dev questions: experiments/agent-support/CHOICE-RULE-QUESTION.md)")
+    named_question_words: int = Field(
+        64, ge=0, le=100_000, description="the named lists beyond the dense one "
+        "(named_retrievers) are built only for a query of at most this many words, a question; "
+        "a longer message (a customer's whole ticket) that names a product in passing keeps "
+        "the dense named list alone (0 = any length; issue 40's fourth round)")
     max_per_doc: int = Field(0, ge=0, le=100, description="at most this many fused hits per "
                              "document before the next document's (0 = no cap, or 2 under "
                              "named_scope auto when it scopes): the top k then spans more of "
                              "a product's documents")
     method: Literal["rrf", "score"] = "rrf"
     rrf_k: float = Field(20.0, ge=0.0, le=1000.0)
-    weights: dict[Literal["dense", "bm25", "title", "filtered", "named"], float] | None = Field(
+    weights: dict[Literal["dense", "bm25", "title", "filtered", "named", "named_bm25"],
+                   float] | None = Field(
         default_factory=lambda: {"dense": 1.0, "bm25": 0.3},
         description="weight per retriever name (missing = 1.0); a list is read in the order "
         "of `retrievers`; None = equal")

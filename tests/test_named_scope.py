@@ -85,7 +85,8 @@ def test_off_is_todays_search_and_asks_the_index_nothing():
 
 def test_boost_fuses_a_named_dense_list_in_and_keeps_every_candidate():
     index = Index({"navy blue fee": ["navy_blue_001"]})
-    cfg = FusionConfig(named_scope="boost", weights={"dense": 1.0, "bm25": 0.3, "named": 1.0})
+    cfg = FusionConfig(named_scope="boost", weights={"dense": 1.0, "bm25": 0.3, "named": 1.0},
+                       named_retrievers=("dense",))  # the lexical list: test_named_lexical.py
     ev = FusionRetriever(cfg, index).evidence("navy blue fee", 8)
     assert set(ev.runs) == {"dense", "bm25", "named"}
     assert {h.chunk.doc_id for h in ev.runs["named"]} == {"navy_blue_001"}

@@ -14,9 +14,12 @@ the Blue Account's name whole, World Blue's by half).
 
 Entity scope (`fusion.named_scope`, issue 40): when the query names documents' subject
 (`AgenticIndex.named_documents`), `boost` fuses in a dense list restricted to them (weight
-`named`), `within` searches only them; `auto` (default) is boost with at most 2 hits per
+`named`; with `fusion.named_retrievers` also or instead a BM25 one, `named_bm25`), `within`
+searches only them; `auto` (default) is boost with at most 2 hits per
 document where documents share names (a product's pages), else off. `fusion.max_per_doc`
 serves at most that many hits per document before the next document's (`per_doc_cap`).
+The lists beyond the dense one are built for questions only (`fusion.named_question_words`):
+a longer message that names a product in passing keeps the dense named list alone.
 
 Small-to-big (`fusion.small_to_big = "section"`): the fused list is served as parents, each
 hit grown with its section's neighbouring chunks up to `fusion.parent_tokens`
@@ -53,6 +56,9 @@ from agentic_rag.store.index import AgenticIndex
 from agentic_rag.store.sections import expand_hits
 
 AUTO_PER_DOC = 2  # named_scope auto's cap on hits per document (issue 40's chosen setting)
+# fusion.named_retrievers → the run (and weight) name of its list restricted to the named
+# documents
+NAMED_RUNS = {"dense": "named", "bm25": "named_bm25"}
 
 
 class CandidateMemo:
@@ -131,13 +137,24 @@ class FusionRetriever:
             del runs["title"]  # names nothing here: no part in fusion (store/coverage.py)
         if where and filter_mode == "soft":
             runs["filtered"] = self.run("dense", query, where)
-        if scope and mode == "boost":
-            runs["named"] = self.run("dense", query, {**(hard or {}), "doc_id": scope})
+        if scope and mode == "boost":  # one list per named retriever, restricted to them
+            named = {**(hard or {}), "doc_id": scope}
+            for name in self.named_retrievers(query):
+                runs[NAMED_RUNS[name]] = self.run(name, query, named)
         weights = [self.config.weight(name) for name in runs]
         hits = per_doc_cap(self.fuse(runs, weights), cap)
         if self.config.small_to_big == "section":
             hits = expand_hits(hits, self.index.sections(), self.config.parent_tokens)
         return Evidence(hits=hits, runs=runs, filtered=bool(where) and filter_mode != "off", k=k)
+
+    def named_retrievers(self, query: str) -> tuple[str, ...]:
+        """The lists restricted to the named documents for `query`: `named_retrievers`, or
+        for a query longer than `named_question_words` words (a message that may name a
+        product in passing) the dense one alone."""
+        names, limit = self.config.named_retrievers, self.config.named_question_words
+        if limit and len(query.split()) > limit:
+            return ("dense",)
+        return names
 
     def scope_mode(self) -> tuple[str, int]:
         """(entity scope, hits per document cap) in effect: `auto` is boost with at most 2

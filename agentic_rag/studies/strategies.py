@@ -35,6 +35,8 @@ TITLE = ["dense", "bm25", "title"]
 S2B = {"chunking.max_tokens": 128, "fusion.small_to_big": "section", "fusion.parent_tokens": 256}
 
 # name → overrides of the default config; "default" first: the baseline
+# the third round ran before fusion.named_question_words: its lists for a query of any length
+ANY_LENGTH = {"fusion.named_question_words": 0}
 STRATEGIES: dict[str, dict[str, Any]] = {
     "default": {},
     "title 0.3": {"fusion.retrievers": TITLE,
@@ -74,6 +76,24 @@ STRATEGIES: dict[str, dict[str, Any]] = {
         "fusion.retrievers": TITLE, "fusion.title_score": "coverage",
         "fusion.weights": {"dense": 1.0, "bm25": 0.3, "title": 1.0},
         "fusion.named_scope": "within", "fusion.max_per_doc": 2},
+    # issue 40, third round: a BM25 list restricted to the named documents beside (or instead
+    # of) the dense one, on today's default (auto: named boost, 2 per doc where names are shared)
+    "named lexical 0.3": {"fusion.named_retrievers": ["dense", "bm25"], **ANY_LENGTH,
+                          "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 0.3}},
+    "named lexical 0.5": {"fusion.named_retrievers": ["dense", "bm25"], **ANY_LENGTH,
+                          "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 0.5}},
+    "named lexical 1.0": {"fusion.named_retrievers": ["dense", "bm25"], **ANY_LENGTH,
+                          "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 1.0}},
+    "named lexical only": {"fusion.named_retrievers": ["bm25"], **ANY_LENGTH,
+                           "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 1.0}},
+    # the fourth round (CHOICE-RULE-QUESTION.md): the same BM25 named list, for questions only
+    # (fusion.named_question_words, default 64: a longer message keeps the dense named list)
+    "question lexical 0.3": {"fusion.named_retrievers": ["dense", "bm25"],
+                             "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 0.3}},
+    "question lexical 0.5": {"fusion.named_retrievers": ["dense", "bm25"],
+                             "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 0.5}},
+    "question lexical 1.0": {"fusion.named_retrievers": ["dense", "bm25"],
+                             "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 1.0}},
     "chunks 128": {"chunking.max_tokens": 128},  # small chunks served as they are
     "small-to-big 128→256": dict(S2B),
     "small-to-big + title 0.5": {**S2B, "fusion.retrievers": TITLE,
@@ -92,12 +112,20 @@ COVERAGE_NAMES = ("default", "title 0.5", "title coverage 0.5", "title coverage 
                   "dense", "bm25", "title alone", "title coverage alone")
 # issue 40's second sweep: scoping to the named documents, capping hits per document; run on
 # the default before `named_scope: auto` (NAMED_BASE), so "default" is that default
-NAMED_BASE = {"fusion.named_scope": "off"}
+# the default before issue 40's fourth round: the dense named list alone (rounds 1-3 replay on it)
+DENSE_NAMED = {"fusion.named_retrievers": ["dense"]}
+NAMED_BASE = {"fusion.named_scope": "off", **DENSE_NAMED}
 NAMED_NAMES = ("default", "title coverage 1.0", "named within", "named boost",
                "named within, 2 per doc", "2 per doc", "coverage 1.0 + named within",
                "coverage 1.0 + named within, 2 per doc", "named boost, 2 per doc",
                "named boost 1.5, 2 per doc", "named boost 2.0, 2 per doc",
                "coverage 1.0 + named boost, 2 per doc", "named scope auto")
+# issue 40's third sweep (CHOICE-RULE-LEXICAL.md): the named lists with BM25, on today's
+# default (no base override: "default" is named_scope auto), the old default beside it
+LEXICAL_NAMES = ("default", "named scope off", "named lexical 0.3", "named lexical 0.5",
+                 "named lexical 1.0", "named lexical only")
+QUESTION_NAMES = ("default", "named scope off", "question lexical 0.3", "question lexical 0.5",
+                  "question lexical 1.0")
 COMPONENTS = ("dense", "bm25", "title alone")
 
 # LLM strategies (expansion.py, rerank.py): rerank depth 10 = the sweep's k, equal budget

@@ -11,6 +11,8 @@ document states.
 
     PYTHONPATH=. python experiments/agent-support/agent_eval.py dev <index home> [n] [settings] [suffix]
     # the second round: ... dev <home> all today,coverage+abstain,named+flag,named+abstain named
+    # the fourth: ... test <home> all question+abstain question (paired with the committed
+    # named+abstain rows by `question_vs_named.py`)
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ SETTINGS = {
     "named+abstain": {**STRATEGIES["named boost, 2 per doc"],
                       "agent.support.on_unsupported": "abstain"},
     "named+flag": {**STRATEGIES["named boost, 2 per doc"], **FLAG},
+    # the fourth round (CHOICE-RULE-QUESTION.md): + the BM25 named list for questions
+    "question+abstain": {**STRATEGIES["named boost, 2 per doc"],
+                         **STRATEGIES["question lexical 1.0"],
+                         "agent.support.on_unsupported": "abstain"},
 }
 BEFORE_AUTO = NAMED_BASE  # the default before named_scope auto
 AGENT = {"agent.max_steps": 1}  # retrieve_first, then the answer: one LLM call per question

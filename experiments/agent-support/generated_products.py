@@ -18,6 +18,13 @@ set's dev part (CHOICE-RULE-NAMED.md), so all of it is held out.
 A second set (2026-12-04, after the generator's subject check, issue 40): the same with
 `--seed 1` and `--out experiments/agent-support/generated-s1/products.jsonl`, then
 `AGENT_SUPPORT_GEN=generated-s1` before `rows` and `retrieval`.
+
+The third round (CHOICE-RULE-LEXICAL.md), once, with the setting chosen on dev, today's
+default and the old default (relative to today's default):
+
+    AGENT_SUPPORT_GEN=generated-s1 PYTHONPATH=. python \
+        experiments/agent-support/generated_products.py retrieval <index home> lexical <chosen>
+      # -> retrieval-top5-generated-s1-lexical-figures{,-named}.json
 """
 
 from __future__ import annotations
@@ -89,14 +96,21 @@ def names_product(question: str, doc_id: str) -> bool:
     return bool(prod) and all(re.search(rf"\b{re.escape(w)}", q) for w in words)
 
 
-def retrieval(home: str) -> dict:
-    """doc@5 and answer@5 (retrieval_top5's scoring) on the figure questions."""
+def retrieval(home: str, chosen: str | None = None) -> dict:
+    """doc@5 and answer@5 (retrieval_top5's scoring) on the figure questions; with `chosen`
+    (the third round), that setting and the old default beside today's default."""
     sys.path.insert(0, str(HERE))
     from retrieval_top5 import run
 
     names = ("default", "title coverage 1.0", "named boost, 2 per doc")
     suffix = "-generated" if GEN.name == "generated" else f"-{GEN.name}"
-    return {name: run(str(GEN / f"{name}.jsonl"), home, names, suffix)
+    base = None
+    if chosen:
+        tag = "question" if chosen.startswith("question") else "lexical"
+        from agentic_rag.studies.strategies import DENSE_NAMED  # the default before round 4
+
+        names, suffix, base = ("default", "named scope off", chosen), f"{suffix}-{tag}", DENSE_NAMED
+    return {name: run(str(GEN / f"{name}.jsonl"), home, names, suffix, base)
             for name in ("figures", "figures-named")}
 
 
@@ -107,4 +121,6 @@ if __name__ == "__main__":
     elif cmd == "rows":
         print(len(rows()), "figure questions")
     elif cmd == "retrieval":
-        print(json.dumps(retrieval(sys.argv[2]), indent=1))
+        chosen = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] in ("lexical", "question") \
+            else None
+        print(json.dumps(retrieval(sys.argv[2], chosen), indent=1))

@@ -8,6 +8,11 @@ bootstrap CIs vs the default (experiments/stats.py).
     PYTHONPATH=. python experiments/agent-support/retrieval_top5.py dev <index home>
     PYTHONPATH=. python experiments/agent-support/retrieval_top5.py dev <index home> named
       # the second sweep (strategies.NAMED_NAMES) -> retrieval-top5-named-dev.json
+    PYTHONPATH=. python experiments/agent-support/retrieval_top5.py dev <index home> lexical
+      # the third (strategies.LEXICAL_NAMES, on today's default) -> retrieval-top5-lexical-dev.json
+      # (`question`: the fourth, strategies.QUESTION_NAMES -> retrieval-top5-question-<split>.json)
+    PYTHONPATH=. python experiments/agent-support/retrieval_top5.py test <index home> lexical \
+        "default,named scope off,<chosen>"      # the test part, once, with the chosen setting
 """
 
 from __future__ import annotations
@@ -20,20 +25,29 @@ from agentic_rag.config import RAGConfig
 from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
-from agentic_rag.studies.strategies import NAMED_BASE, STRATEGIES
+from agentic_rag.studies.strategies import (
+    DENSE_NAMED,
+    LEXICAL_NAMES,
+    NAMED_BASE,
+    NAMED_NAMES,
+    QUESTION_NAMES,
+    STRATEGIES,
+)
 
 SETTINGS = ("default", "title 0.5", "title coverage 0.5", "title coverage 1.0",
             "title coverage 2.0")
 HERE = Path(__file__).parent
 
 
-def run(split: str, home: str, settings=SETTINGS, tag: str = "") -> dict:
+def run(split: str, home: str, settings=SETTINGS, tag: str = "", base_overrides=None) -> dict:
     path = Path(split) if split.endswith(".jsonl") else \
         Path(f"datasets/banking-products/{split}.jsonl")
     rows = [json.loads(x) for x in path.open()]
     # relative to the default before named_scope auto (issue 40's second round): the
-    # committed tables replay as they were; "default" is that default
-    base = RAGConfig().with_overrides({"home": home, **NAMED_BASE})
+    # committed tables replay as they were; "default" is that default. The third round
+    # (`base_overrides={}`) is relative to today's default
+    base = RAGConfig().with_overrides({"home": home, **(NAMED_BASE if base_overrides is None
+                                                        else base_overrides)})
     index = AgenticIndex(base)
     per: dict[str, dict[str, list[float]]] = {}
     detail = []
@@ -67,7 +81,12 @@ def run(split: str, home: str, settings=SETTINGS, tag: str = "") -> dict:
 
 if __name__ == "__main__":
     if len(sys.argv) > 3 and sys.argv[3] == "named":  # the second sweep: named_scope, per doc
-        from agentic_rag.studies.strategies import NAMED_NAMES
         print(json.dumps(run(sys.argv[1], sys.argv[2], NAMED_NAMES, "-named"), indent=1))
+    elif len(sys.argv) > 3 and sys.argv[3] == "lexical":  # the third: a BM25 named list
+        names = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else LEXICAL_NAMES
+        print(json.dumps(run(sys.argv[1], sys.argv[2], names, "-lexical", DENSE_NAMED), indent=1))
+    elif len(sys.argv) > 3 and sys.argv[3] == "question":  # the fourth: for questions only
+        names = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else QUESTION_NAMES
+        print(json.dumps(run(sys.argv[1], sys.argv[2], names, "-question", DENSE_NAMED), indent=1))
     else:
         print(json.dumps(run(sys.argv[1], sys.argv[2]), indent=1))

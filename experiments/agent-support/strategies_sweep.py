@@ -6,6 +6,9 @@ table is written as `strategies-<dataset>-dev.csv` beside this file.
     PYTHONPATH=. python experiments/agent-support/strategies_sweep.py tau2-banking named
       # the second sweep: scoping to the named documents (`NAMED_NAMES`)
       # -> strategies-named-<dataset>-dev.csv
+    PYTHONPATH=. python experiments/agent-support/strategies_sweep.py tau2-banking lexical
+      # the third: a BM25 list restricted to the named documents (`LEXICAL_NAMES`), on
+      # today's default -> strategies-lexical-<dataset>-dev.csv
 """
 
 from __future__ import annotations
@@ -17,18 +20,31 @@ from pathlib import Path
 import pandas as pd
 
 from agentic_rag.config import RAGConfig
-from agentic_rag.studies.strategies import COVERAGE_NAMES, NAMED_BASE, NAMED_NAMES, run_strategies, strategy_table
+from agentic_rag.studies.strategies import (
+    COVERAGE_NAMES,
+    DENSE_NAMED,
+    LEXICAL_NAMES,
+    NAMED_BASE,
+    NAMED_NAMES,
+    QUESTION_NAMES,
+    run_strategies,
+    strategy_table,
+)
 
 if __name__ == "__main__":
     ds = sys.argv[1]
-    named = sys.argv[2:] == ["named"]
+    which = sys.argv[2] if len(sys.argv) > 2 else ""
+    names = {"named": NAMED_NAMES, "lexical": LEXICAL_NAMES,
+             "question": QUESTION_NAMES}.get(which, COVERAGE_NAMES)
     t = time.time()
-    base = RAGConfig().with_overrides(NAMED_BASE)  # both sweeps: on the default before auto
-    res = run_strategies(ds, "dev", NAMED_NAMES if named else COVERAGE_NAMES, base=base,
-                         progress=False)
+    # the first two sweeps: on the default before auto; the third on today's default
+    base = RAGConfig().with_overrides(DENSE_NAMED if which in ("lexical", "question") else
+                                      NAMED_BASE)
+    res = run_strategies(ds, "dev", names, base=base, progress=False)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
     tab = strategy_table(res.summary, res.results)
     print(tab.to_string())
-    tab.to_csv(Path(__file__).parent / f"strategies{'-named' if named else ''}-{ds}-dev.csv", index=False)
+    tab.to_csv(Path(__file__).parent / f"strategies{'-' + which if which else ''}-{ds}-dev.csv",
+               index=False)
     print("seconds", round(time.time() - t, 1))
