@@ -16,6 +16,7 @@ import re
 import sys
 from pathlib import Path
 
+from agentic_rag.evaluation.figures import _PASSAGE_REF
 from agentic_rag.experiments.stats import paired_bootstrap
 
 HERE = Path(__file__).parent
@@ -31,7 +32,8 @@ def rows(path: Path, setting: str) -> dict[str, dict]:
     return out
 
 
-REFS = re.compile(r"\b[Dd]ocuments? \d+(?:\s*(?:,|and)\s*\d+)*|\[\d+\]")
+# the support gate's own "Document 3" pattern (evaluation/figures.py), and a bare "[1]"
+REFS = re.compile(rf"{_PASSAGE_REF.pattern}|\[\d+\]", re.I)
 
 
 def rescored_wrong_figure(r: dict, q: dict, gold_numbers: set[str]) -> float:
