@@ -29,7 +29,7 @@ class Index:
     def __init__(self, named: dict[str, list[str]]) -> None:
         self.named, self.calls = named, []
 
-    def named_documents(self, q):  # noqa: ANN001, ANN202
+    def named_documents(self, q, match="coverage"):  # noqa: ANN001, ANN202
         return self.named.get(q, [])
 
     def _hits(self, name, where, reverse=False):  # noqa: ANN001, ANN202
@@ -74,7 +74,7 @@ def test_within_keeps_the_intent_filter_and_a_query_naming_nothing_searches_ever
 
 def test_off_is_todays_search_and_asks_the_index_nothing():
     class NoNames(Index):
-        def named_documents(self, q):  # noqa: ANN001, ANN202
+        def named_documents(self, q, match="coverage"):  # noqa: ANN001, ANN202
             raise AssertionError("named_scope off must not look names up")
 
     index = NoNames(NAMED)
@@ -204,3 +204,67 @@ def test_a_small_corpus_still_names_its_products(banking):
     cov = TitleCoverage(LexicalIndex(cfg.lexical).build(chunks, [c.index_text() for c in chunks]))
     assert cov.named_documents("What is the monthly maintenance fee of the Blue Account?") == [
         "doc_checking_accounts_blue_account_003"]
+
+
+def test_longest_names_keeps_names_no_other_candidate_contains():
+    from agentic_rag.store.coverage import longest_names
+
+    matched = {"lime_green_001": frozenset({"lime", "green"}), "green_account_001": frozenset({"green"}),
+               "hunter_green_001": frozenset({"hunter", "green"})}
+    # Green Account's {green} is inside Lime Green's: dropped; the two longer names both stay
+    assert longest_names(matched, matched) == ["lime_green_001", "hunter_green_001"]
+    # equal sets are no subset of each other: both kept (coverage decides between them)
+    same = {"blue_account_003": frozenset({"blue"}), "world_blue_001": frozenset({"blue"})}
+    assert longest_names(same, same) == ["blue_account_003", "world_blue_001"]
+    # a candidate matched by no name word loses to one that is
+    assert longest_names({"a": frozenset({"x"})}, ["a", "b"]) == ["a"]
+
+
+def test_longest_match_names_the_longer_product(banking):
+    """issue 40's fifth round: "check deposits" makes the question cover the Green Account's
+    name (checking accounts green account) whole, so coverage names it; the longest match
+    names Lime Green, whose name words {lime, green} contain the Green Account's {green}.
+    A question both names match alike keeps coverage's answer."""
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.store.coverage import TitleCoverage
+    from agentic_rag.store.lexical import LexicalIndex
+
+    cfg = RAGConfig()
+    chunks = AgenticChunker(cfg.chunking).chunk_many(banking)
+    cov = TitleCoverage(LexicalIndex(cfg.lexical).build(chunks, [c.index_text() for c in chunks]))
+
+    def products(q: str, match: str) -> set[str]:
+        return {d.rsplit("_", 1)[0] for d in cov.named_documents(q, match=match)}
+
+    q = "What is the daily limit for mobile check deposits on the Lime Green Account?"
+    assert products(q, "coverage") == {"doc_checking_accounts_green_account_(checking)"}
+    assert products(q, "longest") == {"doc_business_checking_accounts_lime_green"}
+    q = "How many currencies does World Blue International Checking support?"
+    assert products(q, "longest") == {"doc_business_checking_accounts_world_blue"}
+    q = "What is the monthly maintenance fee of the Blue checking account?"
+    assert products(q, "longest") == products(q, "coverage") == {
+        "doc_checking_accounts_blue_account"}
+
+
+def test_the_gate_names_what_the_pipeline_matches():
+    """`agent.gate.named_documents` asks the index with the pipeline's `fusion.named_match`,
+    so the support gate's product check and retrieval agree on what the question names."""
+    from agentic_rag.agent.gate import named_documents
+    from agentic_rag.config import RAGConfig
+
+    asked = []
+
+    class _Index:
+        def named_documents(self, q, match="coverage"):  # noqa: ANN001, ANN202
+            asked.append(match)
+            return ["d1"]
+
+    class _Pipeline:
+        index = _Index()
+        config = RAGConfig().with_overrides({"fusion.named_match": "longest"})
+
+    class _Tool:
+        pipeline = _Pipeline()
+
+    assert named_documents(_Tool(), "q") == ["d1"] and asked == ["longest"]

@@ -194,3 +194,14 @@ def test_the_retry_query_keeps_the_content_words_only():
 
     assert retry_query("what's the annual fee on the green rewards card?", []) == \
         "annual fee green rewards card"
+
+
+def test_passage_pointers_are_not_figures_an_answer_states():
+    from agentic_rag.evaluation.figures import strip_passage_refs
+    from agentic_rag.evaluation.support import numbers
+
+    answer = "The fee is $10.00 per transfer, as stated in Document 3 and passage 2 [1]."
+    assert numbers(answer) != numbers(strip_passage_refs(answer))
+    assert numbers(strip_passage_refs(answer)) == numbers("The fee is $10.00 per transfer.")
+    # a figure in brackets that is not a bare ordinal stays
+    assert numbers(strip_passage_refs("a limit of [$3,000]")) == numbers("a limit of $3,000")

@@ -30,10 +30,16 @@ _QUESTION_WORDS = frozenset(
 
 
 def named_documents(tool: object, question: str) -> list[str]:
-    """The documents about what `question` names, from the tool's index; [] without one."""
-    index = getattr(getattr(tool, "pipeline", None), "index", None)
-    find = getattr(index, "named_documents", None)
-    return list(find(question)) if find is not None else []
+    """The documents about what `question` names, from the tool's index, matched as its
+    pipeline's `fusion.named_match` (retrieval and the gate agree on what is named); []
+    without an index."""
+    pipeline = getattr(tool, "pipeline", None)
+    find = getattr(getattr(pipeline, "index", None), "named_documents", None)
+    if find is None:
+        return []
+    config = getattr(pipeline, "config", None)
+    match = config.fusion.named_match if config is not None else "coverage"
+    return list(find(question, match=match))
 
 
 def served_passages(searches: list[ToolOutput]) -> list[Passage]:

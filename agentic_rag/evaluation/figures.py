@@ -61,6 +61,14 @@ def passage_body(text: str) -> str:
 
 # "Document 4 [382c9]", "passage 2": the answer pointing at a passage header, not a figure
 _PASSAGE_REF = re.compile(r"\b(?:document|passage)\s+\d+\b", re.I)
+# the same, and a bare bracketed ordinal ("... is $10.00 [1]"): for scoring an answer's figures
+_ANY_REF = re.compile(rf"{_PASSAGE_REF.pattern}|\[\d+\]", re.I)
+
+
+def strip_passage_refs(answer: str) -> str:
+    """`answer` without its pointers at passages ("Document 3", "passage 2", "[1]"), whose
+    ordinals are not figures the answer states: what an evaluation counts as its figures."""
+    return _ANY_REF.sub(" ", answer)
 
 
 def check_figures(question: str, answer: str, passages: Sequence[Passage],

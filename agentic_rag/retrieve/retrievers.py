@@ -129,7 +129,8 @@ class FusionRetriever:
         hard = where if (where and filter_mode == "hard") else None
         mode, cap = self.scope_mode()
         find = getattr(self.index, "named_documents", None) if mode != "off" else None
-        scope = find(query) if find is not None else []  # an index without names: no scope
+        # an index without names: no scope
+        scope = find(query, match=self.config.named_match) if find is not None else []
         if scope and mode == "within" and "doc_id" not in (hard or {}):
             hard = {**(hard or {}), "doc_id": scope}
         runs = {name: self.run(name, query, hard) for name in names}

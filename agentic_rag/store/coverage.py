@@ -71,6 +71,17 @@ def coverage(field: frozenset[str], query: set[str], idf: dict[str, float]) -> f
     return sum(idf.get(t, 0.0) for t in field if t in query) / total
 
 
+def longest_names(matched: dict[str, frozenset[str]], candidates: Iterable[str]) -> list[str]:
+    """Maximal munch over names: the `candidates` whose matched name words (`matched`, per
+    document; none when absent) are not a strict subset of another candidate's. "Lime Green
+    Account ... check deposits": Lime Green {lime, green} drops the Green Account {green};
+    "Blue checking account": Blue Account and World Blue both {blue}, both kept."""
+    cands = list(candidates)
+    sets = {d: matched.get(d, frozenset()) for d in cands}
+    distinct = set(sets.values())
+    return [d for d in cands if not any(sets[d] < s for s in distinct)]
+
+
 class TitleCoverage:
     """Every chunk's name fields, tokenised once; `search` ranks chunks by field coverage."""
 
@@ -115,14 +126,16 @@ class TitleCoverage:
                 self._name_docs[t] = self._name_docs.get(t, 0) + 1
 
     def named_documents(self, question: str, min_coverage: float = 0.6,
-                        max_share: float = 0.1) -> list[str]:
+                        max_share: float = 0.1, match: str = "coverage") -> list[str]:
         """The documents about what `question` names: those whose name (`lexical.doc_name`)
         it covers best, when that coverage is at least `min_coverage`, they are at most
         `max_share` of the documents (a name every document shares names nothing), and one of
         the name's words the question contains is `distinctive`: in the text of at most
         `max_share` of the documents, or of no more than carry it in their name (a name made
-        of words every document uses names nothing). Empty when the question names no
-        document's subject."""
+        of words every document uses names nothing). With `match="longest"` a name whose name
+        words in the question (`name_matches`) are a strict subset of another candidate's is
+        dropped first (`longest_names`). Empty when the question names no document's
+        subject."""
         q = self.tokens(question)
         if not q or not self._names:
             return []
@@ -136,6 +149,8 @@ class TitleCoverage:
         # too, but "lime" is the Lime Green name's alone)
         key = {d: (round(coverage(f, q, idf), 9), round(sum(idf.get(t, 0.0) for t in f & q), 9))
                for d, f in self._names.items() if f & rare}
+        if match == "longest":
+            key = {d: key[d] for d in longest_names(self.name_matches(question), key)}
         if not key:
             return []
         best = max(key.values())

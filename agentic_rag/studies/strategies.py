@@ -94,6 +94,9 @@ STRATEGIES: dict[str, dict[str, Any]] = {
                              "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 0.5}},
     "question lexical 1.0": {"fusion.named_retrievers": ["dense", "bm25"],
                              "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 1.0}},
+    # the fifth round (CHOICE-RULE-LONGEST.md): a name whose name words in the question are a
+    # strict subset of another's is not what it names ("Lime Green" over "Green Account")
+    "longest name": {"fusion.named_match": "longest"},
     "chunks 128": {"chunking.max_tokens": 128},  # small chunks served as they are
     "small-to-big 128→256": dict(S2B),
     "small-to-big + title 0.5": {**S2B, "fusion.retrievers": TITLE,
@@ -120,12 +123,15 @@ NAMED_NAMES = ("default", "title coverage 1.0", "named within", "named boost",
                "coverage 1.0 + named within, 2 per doc", "named boost, 2 per doc",
                "named boost 1.5, 2 per doc", "named boost 2.0, 2 per doc",
                "coverage 1.0 + named boost, 2 per doc", "named scope auto")
-# issue 40's third sweep (CHOICE-RULE-LEXICAL.md): the named lists with BM25, on today's
-# default (no base override: "default" is named_scope auto), the old default beside it
+# issue 40's third and fourth sweeps (CHOICE-RULE-LEXICAL.md, CHOICE-RULE-QUESTION.md): the
+# named lists with BM25, on DENSE_NAMED (the default then: named_scope auto, the dense named
+# list alone), the old default beside it
 LEXICAL_NAMES = ("default", "named scope off", "named lexical 0.3", "named lexical 0.5",
                  "named lexical 1.0", "named lexical only")
 QUESTION_NAMES = ("default", "named scope off", "question lexical 0.3", "question lexical 0.5",
                   "question lexical 1.0")
+# the fifth (CHOICE-RULE-LONGEST.md), on today's default (no base override)
+LONGEST_NAMES = ("default", "longest name")
 COMPONENTS = ("dense", "bm25", "title alone")
 
 # LLM strategies (expansion.py, rerank.py): rerank depth 10 = the sweep's k, equal budget

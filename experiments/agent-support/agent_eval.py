@@ -28,6 +28,7 @@ from agentic_rag.agent.result import strip_citations
 from agentic_rag.agent.tool import AgenticRAGTool
 from agentic_rag.config import RAGConfig
 from agentic_rag.datasets.corpora import banking_documents
+from agentic_rag.evaluation.figures import strip_passage_refs
 from agentic_rag.evaluation.support import numbers
 from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.llm.server import serve_local
@@ -59,7 +60,8 @@ AGENT = {"agent.max_steps": 1}  # retrieve_first, then the answer: one LLM call 
 
 
 def score(r: dict, answer: str, abstained: bool, gold_numbers: set[str]) -> dict:
-    figs = [n for n in numbers(strip_citations(answer))
+    # passage pointers ("Document 3", "[1]") are not figures (evaluation.figures)
+    figs = [n for n in numbers(strip_passage_refs(strip_citations(answer)))
             if n not in set(numbers(r["question"]))]
     gold = numbers(r["answer"])
     correct = (not abstained) and bool(gold) and gold[0] in figs

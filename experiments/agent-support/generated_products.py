@@ -105,7 +105,9 @@ def retrieval(home: str, chosen: str | None = None) -> dict:
     names = ("default", "title coverage 1.0", "named boost, 2 per doc")
     suffix = "-generated" if GEN.name == "generated" else f"-{GEN.name}"
     base = None
-    if chosen:
+    if chosen == "longest name":  # the fifth round: on today's default
+        names, suffix, base = ("default", chosen), f"{suffix}-longest", {}
+    elif chosen:
         tag = "question" if chosen.startswith("question") else "lexical"
         from agentic_rag.studies.strategies import DENSE_NAMED  # the default before round 4
 
@@ -122,5 +124,5 @@ if __name__ == "__main__":
         print(len(rows()), "figure questions")
     elif cmd == "retrieval":
         chosen = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] in ("lexical", "question") \
-            else None
+            else "longest name" if len(sys.argv) > 3 and sys.argv[3] == "longest" else None
         print(json.dumps(retrieval(sys.argv[2], chosen), indent=1))

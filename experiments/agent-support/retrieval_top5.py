@@ -10,7 +10,8 @@ bootstrap CIs vs the default (experiments/stats.py).
       # the second sweep (strategies.NAMED_NAMES) -> retrieval-top5-named-dev.json
     PYTHONPATH=. python experiments/agent-support/retrieval_top5.py dev <index home> lexical
       # the third (strategies.LEXICAL_NAMES, on today's default) -> retrieval-top5-lexical-dev.json
-      # (`question`: the fourth, strategies.QUESTION_NAMES -> retrieval-top5-question-<split>.json)
+      # (`question`: the fourth, strategies.QUESTION_NAMES -> retrieval-top5-question-<split>.json;
+      #  `longest`: the fifth, strategies.LONGEST_NAMES on today's default -> -longest-<split>)
     PYTHONPATH=. python experiments/agent-support/retrieval_top5.py test <index home> lexical \
         "default,named scope off,<chosen>"      # the test part, once, with the chosen setting
 """
@@ -28,6 +29,7 @@ from agentic_rag.store.index import AgenticIndex
 from agentic_rag.studies.strategies import (
     DENSE_NAMED,
     LEXICAL_NAMES,
+    LONGEST_NAMES,
     NAMED_BASE,
     NAMED_NAMES,
     QUESTION_NAMES,
@@ -88,5 +90,7 @@ if __name__ == "__main__":
     elif len(sys.argv) > 3 and sys.argv[3] == "question":  # the fourth: for questions only
         names = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else QUESTION_NAMES
         print(json.dumps(run(sys.argv[1], sys.argv[2], names, "-question", DENSE_NAMED), indent=1))
+    elif len(sys.argv) > 3 and sys.argv[3] == "longest":  # the fifth, on today's default
+        print(json.dumps(run(sys.argv[1], sys.argv[2], LONGEST_NAMES, "-longest", {}), indent=1))
     else:
         print(json.dumps(run(sys.argv[1], sys.argv[2]), indent=1))

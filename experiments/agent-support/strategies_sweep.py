@@ -24,6 +24,7 @@ from agentic_rag.studies.strategies import (
     COVERAGE_NAMES,
     DENSE_NAMED,
     LEXICAL_NAMES,
+    LONGEST_NAMES,
     NAMED_BASE,
     NAMED_NAMES,
     QUESTION_NAMES,
@@ -35,11 +36,12 @@ if __name__ == "__main__":
     ds = sys.argv[1]
     which = sys.argv[2] if len(sys.argv) > 2 else ""
     names = {"named": NAMED_NAMES, "lexical": LEXICAL_NAMES,
-             "question": QUESTION_NAMES}.get(which, COVERAGE_NAMES)
+             "question": QUESTION_NAMES, "longest": LONGEST_NAMES}.get(which, COVERAGE_NAMES)
     t = time.time()
-    # the first two sweeps: on the default before auto; the third on today's default
-    base = RAGConfig().with_overrides(DENSE_NAMED if which in ("lexical", "question") else
-                                      NAMED_BASE)
+    # the first two sweeps: on the default before auto; the third and fourth on the dense
+    # named list alone (the default then); the fifth on today's default
+    base = RAGConfig().with_overrides({} if which == "longest" else DENSE_NAMED
+                                      if which in ("lexical", "question") else NAMED_BASE)
     res = run_strategies(ds, "dev", names, base=base, progress=False)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
