@@ -96,7 +96,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
                              "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 1.0}},
     # the fifth round (CHOICE-RULE-LONGEST.md): a name whose name words in the question are a
     # strict subset of another's is not what it names ("Lime Green" over "Green Account")
-    "longest name": {"fusion.named_match": "longest"},
+    "longest name": {"fusion.named_match": "longest"},  # today's default (on BEFORE_LONGEST)
     "chunks 128": {"chunking.max_tokens": 128},  # small chunks served as they are
     "small-to-big 128→256": dict(S2B),
     "small-to-big + title 0.5": {**S2B, "fusion.retrievers": TITLE,
@@ -116,7 +116,9 @@ COVERAGE_NAMES = ("default", "title 0.5", "title coverage 0.5", "title coverage 
 # issue 40's second sweep: scoping to the named documents, capping hits per document; run on
 # the default before `named_scope: auto` (NAMED_BASE), so "default" is that default
 # the default before issue 40's fourth round: the dense named list alone (rounds 1-3 replay on it)
-DENSE_NAMED = {"fusion.named_retrievers": ["dense"]}
+# the default before issue 40's fifth round: names matched by coverage alone
+BEFORE_LONGEST = {"fusion.named_match": "coverage"}
+DENSE_NAMED = {"fusion.named_retrievers": ["dense"], **BEFORE_LONGEST}
 NAMED_BASE = {"fusion.named_scope": "off", **DENSE_NAMED}
 NAMED_NAMES = ("default", "title coverage 1.0", "named within", "named boost",
                "named within, 2 per doc", "2 per doc", "coverage 1.0 + named within",
@@ -130,7 +132,7 @@ LEXICAL_NAMES = ("default", "named scope off", "named lexical 0.3", "named lexic
                  "named lexical 1.0", "named lexical only")
 QUESTION_NAMES = ("default", "named scope off", "question lexical 0.3", "question lexical 0.5",
                   "question lexical 1.0")
-# the fifth (CHOICE-RULE-LONGEST.md), on today's default (no base override)
+# the fifth (CHOICE-RULE-LONGEST.md), on the default then (BEFORE_LONGEST)
 LONGEST_NAMES = ("default", "longest name")
 COMPONENTS = ("dense", "bm25", "title alone")
 

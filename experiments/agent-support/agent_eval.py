@@ -54,6 +54,10 @@ SETTINGS = {
     "question+abstain": {**STRATEGIES["named boost, 2 per doc"],
                          **STRATEGIES["question lexical 1.0"],
                          "agent.support.on_unsupported": "abstain"},
+    # the fifth (CHOICE-RULE-LONGEST.md): + the longest name matched (today's default)
+    "longest+abstain": {**STRATEGIES["named boost, 2 per doc"],
+                        **STRATEGIES["question lexical 1.0"], **STRATEGIES["longest name"],
+                        "agent.support.on_unsupported": "abstain"},
 }
 BEFORE_AUTO = NAMED_BASE  # the default before named_scope auto
 AGENT = {"agent.max_steps": 1}  # retrieve_first, then the answer: one LLM call per question

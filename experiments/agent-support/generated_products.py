@@ -105,8 +105,10 @@ def retrieval(home: str, chosen: str | None = None) -> dict:
     names = ("default", "title coverage 1.0", "named boost, 2 per doc")
     suffix = "-generated" if GEN.name == "generated" else f"-{GEN.name}"
     base = None
-    if chosen == "longest name":  # the fifth round: on today's default
-        names, suffix, base = ("default", chosen), f"{suffix}-longest", {}
+    if chosen == "longest name":  # the fifth round: on the default then (coverage matching)
+        from agentic_rag.studies.strategies import BEFORE_LONGEST
+
+        names, suffix, base = ("default", chosen), f"{suffix}-longest", BEFORE_LONGEST
     elif chosen:
         tag = "question" if chosen.startswith("question") else "lexical"
         from agentic_rag.studies.strategies import DENSE_NAMED  # the default before round 4

@@ -11,7 +11,7 @@ bootstrap CIs vs the default (experiments/stats.py).
     PYTHONPATH=. python experiments/agent-support/retrieval_top5.py dev <index home> lexical
       # the third (strategies.LEXICAL_NAMES, on today's default) -> retrieval-top5-lexical-dev.json
       # (`question`: the fourth, strategies.QUESTION_NAMES -> retrieval-top5-question-<split>.json;
-      #  `longest`: the fifth, strategies.LONGEST_NAMES on today's default -> -longest-<split>)
+      #  `longest`: the fifth, strategies.LONGEST_NAMES on BEFORE_LONGEST -> -longest-<split>)
     PYTHONPATH=. python experiments/agent-support/retrieval_top5.py test <index home> lexical \
         "default,named scope off,<chosen>"      # the test part, once, with the chosen setting
 """
@@ -28,6 +28,7 @@ from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
 from agentic_rag.studies.strategies import (
     DENSE_NAMED,
+    BEFORE_LONGEST,
     LEXICAL_NAMES,
     LONGEST_NAMES,
     NAMED_BASE,
@@ -90,7 +91,8 @@ if __name__ == "__main__":
     elif len(sys.argv) > 3 and sys.argv[3] == "question":  # the fourth: for questions only
         names = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else QUESTION_NAMES
         print(json.dumps(run(sys.argv[1], sys.argv[2], names, "-question", DENSE_NAMED), indent=1))
-    elif len(sys.argv) > 3 and sys.argv[3] == "longest":  # the fifth, on today's default
-        print(json.dumps(run(sys.argv[1], sys.argv[2], LONGEST_NAMES, "-longest", {}), indent=1))
+    elif len(sys.argv) > 3 and sys.argv[3] == "longest":  # the fifth, on the default then
+        print(json.dumps(run(sys.argv[1], sys.argv[2], LONGEST_NAMES, "-longest", BEFORE_LONGEST),
+                         indent=1))
     else:
         print(json.dumps(run(sys.argv[1], sys.argv[2]), indent=1))

@@ -9,6 +9,9 @@ table is written as `strategies-<dataset>-dev.csv` beside this file.
     PYTHONPATH=. python experiments/agent-support/strategies_sweep.py tau2-banking lexical
       # the third: a BM25 list restricted to the named documents (`LEXICAL_NAMES`), on
       # today's default -> strategies-lexical-<dataset>-dev.csv
+    PYTHONPATH=. python experiments/agent-support/strategies_sweep.py tau2-banking longest [test]
+      # the fifth: names matched longest first (`LONGEST_NAMES`), dev or the test tickets
+      # -> strategies-longest-<dataset>-<split>.csv
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from agentic_rag.config import RAGConfig
 from agentic_rag.studies.strategies import (
     COVERAGE_NAMES,
     DENSE_NAMED,
+    BEFORE_LONGEST,
     LEXICAL_NAMES,
     LONGEST_NAMES,
     NAMED_BASE,
@@ -39,14 +43,15 @@ if __name__ == "__main__":
              "question": QUESTION_NAMES, "longest": LONGEST_NAMES}.get(which, COVERAGE_NAMES)
     t = time.time()
     # the first two sweeps: on the default before auto; the third and fourth on the dense
-    # named list alone (the default then); the fifth on today's default
-    base = RAGConfig().with_overrides({} if which == "longest" else DENSE_NAMED
+    # named list alone (the default then); the fifth on names matched by coverage (then)
+    base = RAGConfig().with_overrides(BEFORE_LONGEST if which == "longest" else DENSE_NAMED
                                       if which in ("lexical", "question") else NAMED_BASE)
-    res = run_strategies(ds, "dev", names, base=base, progress=False)
+    split = sys.argv[3] if len(sys.argv) > 3 else "dev"  # "test": the tickets not chosen on
+    res = run_strategies(ds, split, names, base=base, progress=False)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
     tab = strategy_table(res.summary, res.results)
     print(tab.to_string())
-    tab.to_csv(Path(__file__).parent / f"strategies{'-' + which if which else ''}-{ds}-dev.csv",
+    tab.to_csv(Path(__file__).parent / f"strategies{'-' + which if which else ''}-{ds}-{split}.csv",
                index=False)
     print("seconds", round(time.time() - t, 1))
