@@ -27,8 +27,8 @@ from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
 from agentic_rag.studies.strategies import (
-    DENSE_NAMED,
     BEFORE_LONGEST,
+    DENSE_NAMED,
     LEXICAL_NAMES,
     LONGEST_NAMES,
     NAMED_BASE,

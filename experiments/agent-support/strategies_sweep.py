@@ -24,9 +24,9 @@ import pandas as pd
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.studies.strategies import (
+    BEFORE_LONGEST,
     COVERAGE_NAMES,
     DENSE_NAMED,
-    BEFORE_LONGEST,
     LEXICAL_NAMES,
     LONGEST_NAMES,
     NAMED_BASE,
