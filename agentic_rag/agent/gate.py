@@ -37,9 +37,8 @@ def named_documents(tool: object, question: str) -> list[str]:
     find = getattr(getattr(pipeline, "index", None), "named_documents", None)
     if find is None:
         return []
-    config = getattr(pipeline, "config", None)
-    match = config.fusion.named_match if config is not None else "coverage"
-    return list(find(question, match=match))
+    config = getattr(pipeline, "config", None)  # without one, the index's own config decides
+    return list(find(question, match=config.fusion.named_match if config is not None else None))
 
 
 def served_passages(searches: list[ToolOutput]) -> list[Passage]:

@@ -413,12 +413,13 @@ class AgenticIndex:
             raise ValueError(f"fusion.title_score: unknown score {score!r} (bm25, coverage)")
         return self.fields.search(query, k, where)
 
-    def named_documents(self, question: str, match: str = "coverage") -> list[str]:
+    def named_documents(self, question: str, match: str | None = None) -> list[str]:
         """The documents about the product, plan, function or command `question` names
-        (`coverage.TitleCoverage.named_documents`, `match` as `fusion.named_match`); empty
-        when it names none."""
+        (`coverage.TitleCoverage.named_documents`, `match` as `fusion.named_match`: this
+        index's config's when not given); empty when it names none."""
         from agentic_rag.store.coverage import TitleCoverage
 
+        match = match or self.config.fusion.named_match
         return self._derived("coverage", TitleCoverage).named_documents(question, match=match)
 
     def shared_name_share(self) -> float:
