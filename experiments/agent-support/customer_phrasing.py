@@ -1,0 +1,77 @@
+"""Issue 40's "checked on customer-phrased questions": the banking-products questions (written
+by templates) rewritten by the local LLM the way a customer types into a support chat, then
+the right document in the top 5 (retrieval_top5's scoring) under today's default and the
+settings before it. The rewrites are LLM-made (`made_by`), one greedy call per question,
+cached; a rewrite that drops the product's name is kept and flagged (`names_product`), since
+customers do that too.
+
+    PYTHONPATH=. python experiments/agent-support/customer_phrasing.py rewrite test <index home>
+      # -> customer/test.jsonl (57 LLM calls)
+    PYTHONPATH=. python experiments/agent-support/customer_phrasing.py retrieval test <index home>
+      # -> retrieval-top5-customer-test.json (+ -named: the rewrites still naming the product)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from agentic_rag.config import RAGConfig
+
+HERE = Path(__file__).parent
+OUT = HERE / "customer"
+PROMPT = ("Rewrite this question the way a bank customer would type it into a support chat: "
+          "casual, short, in the first person ('my ...'), keeping the product's name and what "
+          "is asked. No greeting, no explanation: output only the rewritten question.\n\n"
+          "Question: {question}")
+
+
+def rewrite(split: str, home: str) -> int:
+    from agentic_rag.llm.chat import make_chat_model
+    from agentic_rag.llm.server import serve_local
+
+    sys.path.insert(0, str(HERE))
+    from generated_products import names_product
+
+    rows = [json.loads(x) for x in Path(f"datasets/banking-products/{split}.jsonl").open()]
+    cfg = RAGConfig().with_overrides({"home": home})
+    OUT.mkdir(exist_ok=True)
+    out = []
+    with serve_local(cfg.llm, cfg.home, log=print):
+        chat = make_chat_model(cfg.llm, cfg.home)
+        for r in rows:
+            reply = chat.chat([{"role": "user", "content": PROMPT.format(question=r["question"])}],
+                              max_tokens=64)
+            text = reply.content.strip().strip('"').splitlines()[0].strip() if reply.content \
+                else ""
+            out.append({**r, "question": text or r["question"], "original": r["question"],
+                        "names_product": names_product(text, r["doc_ids"][0]),
+                        "made_by": f"llm: {cfg.llm.server.model} rewrite of a template question"})
+            print(json.dumps({"id": r["id"], "question": text}), flush=True)
+    with (OUT / f"{split}.jsonl").open("w") as f:
+        for r in out:
+            f.write(json.dumps(r) + "\n")
+    named = [r for r in out if r["names_product"]]
+    with (OUT / f"{split}-named.jsonl").open("w") as f:
+        for r in named:
+            f.write(json.dumps(r) + "\n")
+    return len(out)
+
+
+def retrieval(split: str, home: str) -> dict:
+    sys.path.insert(0, str(HERE))
+    from retrieval_top5 import run
+
+    from agentic_rag.studies.strategies import BEFORE_LONGEST
+
+    names = ("default", "named scope off", "longest name")  # on BEFORE_LONGEST, as round 5
+    return {name: run(str(OUT / f"{name}.jsonl"), home, names, "-customer", BEFORE_LONGEST)
+            for name in (split, f"{split}-named")}
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "rewrite":
+        print(rewrite(sys.argv[2], sys.argv[3]), "questions rewritten")
+    else:
+        print(json.dumps(retrieval(sys.argv[2], sys.argv[3]), indent=1))
