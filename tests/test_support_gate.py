@@ -205,10 +205,3 @@ def test_passage_pointers_are_not_figures_an_answer_states():
     assert numbers(strip_passage_refs(answer)) == numbers("The fee is $10.00 per transfer.")
     # a figure in brackets that is not a bare ordinal stays
     assert numbers(strip_passage_refs("a limit of [$3,000]")) == numbers("a limit of $3,000")
-
-
-def test_the_gate_does_not_read_a_bare_ordinal_as_a_figure():
-    """"... is $10. [1]": the gate's figures are the evaluation's (`strip_passage_refs`)."""
-    ps = [Passage(cid="bbbbb", doc_id="d", text="The wire fee is $10.00.")]
-    check = check_figures("q?", "The wire fee is $10. [1]", ps, ["bbbbb"], [])
-    assert check.figures == ("10",)
