@@ -7,6 +7,9 @@ customers do that too.
 
     PYTHONPATH=. python experiments/agent-support/customer_phrasing.py rewrite test <index home>
       # -> customer/test.jsonl (57 LLM calls)
+    PYTHONPATH=. python experiments/agent-support/customer_phrasing.py rewrite \
+        experiments/agent-support/generated-s2/figures-named.jsonl <index home>
+      # -> customer/generated-s2.jsonl (72 calls: LLM-written questions, a held-out set)
     PYTHONPATH=. python experiments/agent-support/customer_phrasing.py retrieval test <index home>
       # -> retrieval-top5-customer-test.json (+ -named: the rewrites still naming the product)
 """
@@ -28,13 +31,17 @@ PROMPT = ("Rewrite this question the way a bank customer would type it into a su
 
 
 def rewrite(split: str, home: str) -> int:
+    """`split`: dev | test (datasets/banking-products) or a .jsonl in the same format, written
+    to customer/<its folder's name>.jsonl."""
     from agentic_rag.llm.chat import make_chat_model
     from agentic_rag.llm.server import serve_local
 
     sys.path.insert(0, str(HERE))
     from generated_products import names_product
 
-    rows = [json.loads(x) for x in Path(f"datasets/banking-products/{split}.jsonl").open()]
+    path = Path(split if split.endswith(".jsonl") else f"datasets/banking-products/{split}.jsonl")
+    rows = [json.loads(x) for x in path.open()]
+    split = path.parent.name if split.endswith(".jsonl") else split
     cfg = RAGConfig().with_overrides({"home": home})
     OUT.mkdir(exist_ok=True)
     out = []
@@ -47,7 +54,9 @@ def rewrite(split: str, home: str) -> int:
                 else ""
             out.append({**r, "question": text or r["question"], "original": r["question"],
                         "names_product": names_product(text, r["doc_ids"][0]),
-                        "made_by": f"llm: {cfg.llm.server.model} rewrite of a template question"})
+                        "made_by": f"llm: {cfg.llm.server.model} rewrite of a "
+                        + ("template" if path.parent.name == "banking-products" else "generated")
+                        + " question"})
             print(json.dumps({"id": r["id"], "question": text}), flush=True)
     with (OUT / f"{split}.jsonl").open("w") as f:
         for r in out:
