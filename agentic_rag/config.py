@@ -353,6 +353,14 @@ class SupportConfig(_Section):
         "experiments/agent-support/CHOICE-RULE.md: with title coverage, wrong answers 0.134 "
         "(flag) -> 0.075 (-0.060 [-0.134, -0.015]), at a cost of correct 0.731 -> 0.627; retry "
         "tied on wrong (0.075) with more calls")
+    amount_needs_figure: bool = Field(
+        True, description="the gate also fails an answer that states no figure (nor a zero in "
+        "words: 'free', 'does not charge', 'unlimited') to a question asking for an amount "
+        "('how much', a fee, rate, limit, balance...: evaluation.figures.asks_amount); "
+        "on_unsupported then acts on it. true (default) by the rule in "
+        "experiments/agent-support/CHOICE-RULE-AMOUNT.md: on the three dev sets (201 questions) "
+        "wrong 0.015 -> 0, 0.060 -> 0.045, 0.042 -> 0.014, correct unchanged; the 4 answers it "
+        "turned into 'I don't know' were all wrong")
 
 
 class AgentConfig(_Section):

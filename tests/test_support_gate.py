@@ -184,9 +184,16 @@ def test_an_answer_without_figures_is_not_looked_up(chunks, coverage):
         def pipeline(self, value):  # noqa: ANN001, ANN202
             pass
 
+    # with amount_needs_figure off (the default fails it: the question asks for a fee)
+    words = AgentConfig(max_steps=1, support=SupportConfig(on_unsupported="retry",
+                                                           amount_needs_figure=False))
     res = run_agent(QUESTION, Replies(cite("Wires are priced per transfer.", STATES_10)),
-                    NoLookup(chunks, coverage), cfg("retry"))
+                    NoLookup(chunks, coverage), words)
     assert res.gate_action == "none" and res.figures == [] and not res.abstained
+    res = run_agent("Which documents do I need to open a Lime Green account?",
+                    Replies(cite("A passport.", STATES_10)), NoLookup(chunks, coverage),
+                    cfg("retry"))  # the default: no amount asked, nothing to look up
+    assert res.gate_action == "none" and not res.abstained
 
 
 def test_the_retry_query_keeps_the_content_words_only():
@@ -205,3 +212,48 @@ def test_passage_pointers_are_not_figures_an_answer_states():
     assert numbers(strip_passage_refs(answer)) == numbers("The fee is $10.00 per transfer.")
     # a figure in brackets that is not a bare ordinal stays
     assert numbers(strip_passage_refs("a limit of [$3,000]")) == numbers("a limit of $3,000")
+
+
+def test_which_questions_ask_for_an_amount_and_which_answers_state_a_zero_in_words():
+    from agentic_rag.evaluation.figures import asks_amount, states_zero
+
+    assert asks_amount("What's the bonus on the Beige business checking account?")
+    assert asks_amount("How much can I spend each day with my card?")
+    assert asks_amount("how many free ATM withdrawals do I get?")
+    assert not asks_amount("Which documents do I need to open a Lime Green account?")
+    assert not asks_amount("What does functools.partial return?")
+    for zero in ("The Bluest Account does not charge for stop payment requests.",
+                 "Stop payments are free.", "There is no monthly fee.", "Transfers are unlimited."):
+        assert states_zero(zero), zero
+    for other in ("The bonus is premium referral rewards.", "None of the passages say.",
+                  "It is charged monthly."):
+        assert not states_zero(other), other
+
+
+def test_an_amount_asked_and_none_stated_fails_only_with_require_figure():
+    ps = [Passage("bbbbb", "doc_lime_004", "Domestic outgoing wire: $10.00 per transfer.")]
+    q = "What is the domestic wire fee for a Lime Green account?"
+    words = "Wires are priced per transfer."
+    assert check_figures(q, words, ps, ["bbbbb"], []).ok  # today's default: nothing to check
+    c = check_figures(q, words, ps, ["bbbbb"], [], require_figure=True)
+    assert c.no_figure and not c.ok and c.failing == ()
+    assert check_figures(q, "Wires are free.", ps, ["bbbbb"], [], require_figure=True).ok
+    assert check_figures("Which documents do I need?", words, ps, ["bbbbb"], [],
+                         require_figure=True).ok  # no amount asked
+    assert check_figures(q, "It is $10.00.", ps, ["bbbbb"], [], require_figure=True).ok
+
+
+@pytest.mark.parametrize("action", ["abstain", "retry"])
+def test_the_gate_acts_on_an_amount_question_answered_without_a_figure(chunks, coverage, action):
+    words = cite("Wires are priced per transfer.", STATES_10)
+    chat = Replies(words, cite(RIGHT, STATES_10))
+    tool = GateTool(chunks, coverage)
+    config = AgentConfig(max_steps=1, support=SupportConfig(on_unsupported=action,
+                                                            amount_needs_figure=True))
+    res = run_agent(QUESTION, chat, tool, config)
+    assert "the question asks for an amount and the answer states none" in res.gate_notes[0]
+    if action == "abstain":
+        assert res.abstained and tool.within == []
+    else:  # searched again, told it stated no figure, and the second answer states $10
+        assert res.answer == cite(RIGHT, STATES_10) and res.gate_action == "retry"
+        assert "stated no figure for the amount asked" in chat.prompts[-1]

@@ -53,10 +53,10 @@ def served_passages(searches: list[ToolOutput]) -> list[Passage]:
 
 
 def check_answer(question: str, answer: str, cited: list[str], searches: list[ToolOutput],
-                 named: list[str]) -> FigureCheck:
+                 named: list[str], require_figure: bool = False) -> FigureCheck:
     """`check_figures` on the agent's answer: the passages it cites by citation id."""
     return check_figures(question, strip_citations(answer), served_passages(searches),
-                         [citation_id(c) for c in cited], named)
+                         [citation_id(c) for c in cited], named, require_figure)
 
 
 def subject(named: list[str]) -> str:
@@ -74,11 +74,11 @@ def retry_query(question: str, named: list[str]) -> str:
 
 def retry_note(check: FigureCheck, named: list[str]) -> str:
     """What the re-answer is told about the first answer."""
-    figs = ", ".join(check.failing)
     about = f"about {subject(named)} " if named else ""
-    return (f"\n\n(Your previous answer gave {figs}, which no passage {about}that you cited "
-            f"states. Answer only with figures stated in a passage {about}and cite it; if no "
-            "passage states it, say \"I don't know\".)")
+    said = (f"gave {', '.join(check.failing)}, which no passage {about}that you cited states"
+            if check.failing else "stated no figure for the amount asked")
+    return (f"\n\n(Your previous answer {said}. Answer only with figures stated in a passage "
+            f"{about}and cite it; if no passage states it, say \"I don't know\".)")
 
 
 def abstention(question: str, query: str, named: list[str]) -> str:
@@ -93,4 +93,6 @@ def describe(check: FigureCheck) -> str:
         parts.append(f"{', '.join(check.unsupported)} in no {check.against} passage")
     if check.wrong_product:
         parts.append(f"{', '.join(check.wrong_product)} only in passages of other products")
+    if check.no_figure:
+        parts.append("the question asks for an amount and the answer states none")
     return "; ".join(parts) or "every figure in a cited passage"

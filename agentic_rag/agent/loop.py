@@ -221,12 +221,14 @@ class _AgentRun:
         if (not self.searches or not res.answer or res.abstained
                 or res.stop_reason in ("llm_error", "invalid_action", "nothing_found")):
             return res
-        check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches, [])
-        if not check.figures:  # nothing to check: no index lookup
+        need = self.cfg.support.amount_needs_figure
+        check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches, [],
+                                  need)
+        if not check.figures and check.ok:  # nothing to check: no index lookup
             return res.model_copy(update={"gate_action": "none"})
         named = gate.named_documents(self.tool, self.question)
         check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches,
-                                  named)
+                                  named, need)
         action = self.cfg.support.on_unsupported
         fields = {"figures": list(check.figures), "named_documents": named,
                   "figures_unsupported": list(check.unsupported),
@@ -272,7 +274,7 @@ class _AgentRun:
         if again.abstained:
             return again, check, [*notes, "the model answered I don't know"]
         check2 = gate.check_answer(self.question, again.answer, again.cited_chunks,
-                                   self.searches, named)
+                                   self.searches, named, self.cfg.support.amount_needs_figure)
         notes.append("answered again: " + ("every figure now in a cited passage" if check2.ok
                                             else f"still {gate.describe(check2)}"))
         return again, check2, notes

@@ -11,6 +11,10 @@ documents whose name the question covers best, `store/coverage.py`), not from a 
 - `wrong_product`: stated only by passages of other documents than the named ones (the Blue
   Account question answered with World Blue's $50.00).
 
+- `no_figure`: the question asks for an amount (`asks_amount`) and the answer states none,
+  nor a zero in words (`states_zero`): "The bonus is premium referral rewards." for "What's
+  the bonus on ...?" (checked only with `require_figure`).
+
 A figure the question itself contains ("my 2 cards", "24 months") is no claim of the answer
 and is not checked, nor is a passage number ("According to Document 4 [382c9]").
 `check_figures` is pure: the passages come in as `Passage`s.
@@ -40,14 +44,40 @@ class FigureCheck:
     against: str = "cited"  # cited | served: the pool the figures were looked for in
     named: tuple[str, ...] = ()  # documents about what the question names (empty: no check)
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # figure → citation ids
+    no_figure: bool = False  # an amount asked, none stated (module doc)
 
     @property
     def ok(self) -> bool:
-        return not self.unsupported and not self.wrong_product
+        return not self.unsupported and not self.wrong_product and not self.no_figure
 
     @property
     def failing(self) -> tuple[str, ...]:
         return self.unsupported + self.wrong_product
+
+
+# the words a question asking for an amount uses (a support question about a fee, a limit, a
+# rate...): "how much/many", or an amount noun
+_ASKS_AMOUNT = re.compile(
+    r"\bhow\s+(?:much|many)\b|\b(?:fees?|costs?|prices?|charges?|rates?|apy|apr|limits?|"
+    r"minimum|maximum|balances?|deposits?|bonus(?:es)?|rewards?|rebates?|credits?|thresholds?|"
+    r"interest|percent(?:age)?|amounts?)\b", re.I)
+# an amount answered in words: a zero ("free", "no fee", "does not charge") or no bound
+_STATES_ZERO = re.compile(
+    r"\b(?:free(?:\s+of\s+charge)?|no\s+(?:[a-z\-]+\s+){0,3}?(?:fees?|charges?|costs?|minimum|"
+    r"maximum|limit)|"
+    r"(?:does|do|will)\s*(?:not|n't)\s+(?:charge|cost)|not\s+charged|unlimited|zero)\b",
+    re.I)
+
+
+def asks_amount(question: str) -> bool:
+    """`question` asks for an amount: "how much/many", or a fee, rate, limit, balance..."""
+    return bool(_ASKS_AMOUNT.search(question))
+
+
+def states_zero(answer: str) -> bool:
+    """`answer` states a zero or no bound in words ("free", "no monthly fee", "does not charge",
+    "unlimited"): an amount answered without digits."""
+    return bool(_STATES_ZERO.search(answer))
 
 
 def passage_body(text: str) -> str:
@@ -72,9 +102,11 @@ def strip_passage_refs(answer: str) -> str:
 
 
 def check_figures(question: str, answer: str, passages: Sequence[Passage],
-                  cited: Iterable[str], named: Iterable[str] = ()) -> FigureCheck:
+                  cited: Iterable[str], named: Iterable[str] = (),
+                  require_figure: bool = False) -> FigureCheck:
     """Every figure of `answer` (citations stripped) against the passages it `cited` (all of
-    `passages` when it cites none of them), and against the `named` documents (module doc)."""
+    `passages` when it cites none of them), and against the `named` documents (module doc);
+    with `require_figure`, an amount question answered without one fails (`no_figure`)."""
     asked = set(numbers(question))
     # a bare "[2]" stays a figure here (unlike `strip_passage_refs`): measured 2026-12-04,
     # stripping it turns 2 of 57 abstentions on the bank's test part into wrong answers (a
@@ -96,6 +128,8 @@ def check_figures(question: str, answer: str, passages: Sequence[Passage],
             unsupported.append(f)
         elif named and not any(p.doc_id in named for p in where):
             wrong.append(f)
+    no_figure = (require_figure and not figures and asks_amount(question)
+                 and not states_zero(answer))
     return FigureCheck(figures=figures, unsupported=tuple(unsupported),
                        wrong_product=tuple(wrong), against=against, named=named,
-                       sources=sources)
+                       sources=sources, no_figure=no_figure)

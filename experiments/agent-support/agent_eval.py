@@ -28,7 +28,7 @@ from agentic_rag.agent.result import strip_citations
 from agentic_rag.agent.tool import AgenticRAGTool
 from agentic_rag.config import RAGConfig
 from agentic_rag.datasets.corpora import banking_documents
-from agentic_rag.evaluation.figures import strip_passage_refs
+from agentic_rag.evaluation.figures import states_zero, strip_passage_refs
 from agentic_rag.evaluation.support import numbers
 from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.llm.server import serve_local
@@ -58,6 +58,11 @@ SETTINGS = {
     "longest+abstain": {**STRATEGIES["named boost, 2 per doc"],
                         **STRATEGIES["question lexical 1.0"], **STRATEGIES["longest name"],
                         "agent.support.on_unsupported": "abstain"},
+    # the sixth (CHOICE-RULE-AMOUNT.md): + an amount question answered without a figure fails
+    "amount+abstain": {**STRATEGIES["named boost, 2 per doc"],
+                       **STRATEGIES["question lexical 1.0"], **STRATEGIES["longest name"],
+                       "agent.support.on_unsupported": "abstain",
+                       "agent.support.amount_needs_figure": True},
 }
 BEFORE_AUTO = NAMED_BASE  # the default before named_scope auto
 AGENT = {"agent.max_steps": 1}  # retrieve_first, then the answer: one LLM call per question
@@ -67,6 +72,8 @@ def score(r: dict, answer: str, abstained: bool, gold_numbers: set[str]) -> dict
     # passage pointers ("Document 3", "[1]") are not figures (evaluation.figures)
     figs = [n for n in numbers(strip_passage_refs(strip_citations(answer)))
             if n not in set(numbers(r["question"]))]
+    if not figs and states_zero(answer):  # "does not charge", "free": the figure 0
+        figs = ["0"]
     gold = numbers(r["answer"])
     correct = (not abstained) and bool(gold) and gold[0] in figs
     return {"correct": float(correct), "abstained": float(abstained),
