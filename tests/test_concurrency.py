@@ -266,7 +266,11 @@ def test_sweep_rows_are_identical_at_concurrency_1_and_4(corpus, stub, tmp_path)
     four = sweep(spec, tmp_path / "c4", 4, m4)  # its own reply and row caches: every call made
     assert rows_without_latency(one.run_dir) == rows_without_latency(four.run_dir)
     assert m1.calls == m4.calls == n1 == stub.requests - n1 == 2 * 2 * len(QUESTIONS)
-    assert one.results["hallucinated"].nunique() == 2  # the replies differ row by row
+    # the replies differ row by row (so equal rows are no accident): the answers, a digest of
+    # each prompt; the judge's verdicts are scored, not missing (both verdicts are not certain:
+    # P(yes) is a digest too, and 8 rows on one side happen about 1 run in 130)
+    assert one.results["answer"].nunique() == len(one.results)
+    assert one.results["hallucinated"].notna().all()
     meta = json.loads((four.run_dir / "meta.json").read_text())
     assert meta["llm"]["max_concurrency"] == 4 and meta["llm"]["identity"]
 
