@@ -219,6 +219,11 @@ def test_questions_that_point_at_their_snippet_refer_to_the_passage(question, de
     ("3.10 and later", "3.10", True),
 ])
 def test_the_round_trip_counts_a_span_contained_only_in_a_short_reply(said, span, passes):
+    assert round_trips(said, span) is passes
+
+
+def round_trips(said: str, span: str) -> bool:
+    """The round trip's verdict when the model answers `said` for a question on `span`."""
     from agentic_rag.datasets.testset_prompts import round_trip
 
     class Says:
@@ -227,4 +232,87 @@ def test_the_round_trip_counts_a_span_contained_only_in_a_short_reply(said, span
 
     doc = DOCS[0]
     chunk = AgenticChunker().chunk(doc)[0]
-    assert (round_trip(Says(), "Which one?", span, chunk, doc) is None) is passes
+    return round_trip(Says(), "Which one?", span, chunk, doc) is None
+
+
+@pytest.mark.parametrize(("said", "span", "passes"), [
+    ("pprint", "pprint.pprint", True),  # the bare name of a qualified span
+    ("`update`", "~Counter.update", True),  # an RST role's target
+    ("SIGCHLD", "~signal.SIGCHLD", True),
+    ("os.path.join()", "join", True),
+    ("stat", "p.lstat", False),  # another name
+    ("os.path.split", "os.path.join", False),
+    ("It calls pprint.", "pprint.pprint", False),  # not an identifier alone
+])
+def test_the_round_trip_takes_a_qualified_and_a_bare_identifier_as_one_answer(said, span, passes):
+    assert round_trips(said, span) is passes
+
+
+def test_the_span_prompt_and_the_round_trip_prompt_are_unchanged():
+    """Their text keys the cached replies of every committed pack: a change re-asks them all."""
+    import hashlib
+
+    from agentic_rag.datasets import testset_prompts as tp
+
+    digest = {k: hashlib.sha1(getattr(tp, k).encode()).hexdigest()[:12]
+              for k in ("_SYSTEM_SPAN", "_FROM_PASSAGE")}
+    assert digest == {"_SYSTEM_SPAN": "b2ffab0585cd", "_FROM_PASSAGE": "fa4d0b149bb9"}
+
+
+class RepairingAsker(SpanAsker):
+    """SpanAsker, and a repair that rewrites pebble's question: `fix` is the rewrite (None:
+    the same words as before, so its round trip fails again)."""
+
+    def __init__(self, fix: str | None) -> None:
+        super().__init__()
+        self.fix, self.repairs = fix, 0
+
+    def chat(self, messages, *, json_schema=None, max_tokens=None, **kw):  # noqa: ANN001, ANN003, ANN201
+        user = messages[-1]["content"]
+        if "\nQUESTION: " not in user:
+            return super().chat(messages, json_schema=json_schema, max_tokens=max_tokens)
+        self.calls += 1
+        self.repairs += 1
+        assert json_schema["required"] == ["question"] and "ANSWERED: I don't know." in user
+        first = user.split("\nQUESTION: ", 1)[1].split("\n", 1)[0]
+        q = self.fix or first
+        self.answers[q] = self.answers[first]
+        return ChatReply(content=json.dumps({"question": q}))
+
+
+@pytest.mark.parametrize(("fix", "outcome"), [
+    ("Which setting limits the daily uploads of each account holder?", "kept"),
+    (None, "failed the round trip"),  # the rewrite still names pebble: "I don't know." again
+    ("What is pebble_limit for?", "failed a filter"),  # repeats its answer
+])
+def test_a_failed_round_trip_is_repaired_once(fix, outcome):
+    """Pebble's question does not round-trip; the repair rewrites it once, told what its
+    passage answered. A rewrite that round-trips is kept (`repaired`); one that fails a
+    filter or the round trip again leaves the draw rejected, with the reason recorded."""
+    chat = RepairingAsker(fix)
+    res = _gen(chat, max_knowable_share=None, repair=True)
+    assert chat.repairs == 1 and res.summary["repairs"] == {"attempted": 1, outcome: 1}
+    assert res.summary["settings"]["repair"] is True
+    pebble = [r for r in res.records if r.doc_ids == ["docs/pebble.md"]]
+    rejected = [r for r in res.rejected if r["doc_id"] == "docs/pebble.md"]
+    if outcome == "kept":
+        (r,) = pebble
+        assert r.repaired and r.question == fix and r.answer == "pebble_limit"
+        assert not rejected and sum(q.repaired for q in res.records) == 1
+        return
+    (rej,) = rejected
+    assert not pebble
+    if outcome == "failed the round trip":
+        assert rej["reason"] == "answer does not round-trip after repair"
+        assert rej["first_round_trip_answer"] == "I don't know."
+    else:
+        assert rej["reason"] == "answer does not round-trip"
+        assert rej["repair_reason"] == "question repeats the answer"
+        assert rej["repaired_question"] == fix
+
+
+def test_without_repair_a_failed_round_trip_costs_no_more_calls():
+    chat = RepairingAsker("Which setting limits the daily uploads of each account holder?")
+    res = _gen(chat, max_knowable_share=None)
+    assert chat.repairs == 0 and "repairs" not in res.summary
+    assert res.summary["settings"]["repair"] is False

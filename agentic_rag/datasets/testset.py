@@ -66,6 +66,7 @@ from agentic_rag.datasets.testset_prompts import (
     answer_from_corpus,
     ask,
     closed_book,
+    repair,
     round_trip,
 )
 from agentic_rag.datasets.testset_sampling import (
@@ -97,6 +98,7 @@ class GeneratedQuestion(BaseModel):
     knowable: bool | None = None  # answered without context (None: not checked)
     closed_book_f1: float | None = None
     span_kind: str | None = None  # span mode: the rule that chose the answer (spans.KINDS)
+    repaired: bool = False  # its question is the repair's rewrite (`testset_prompts.repair`)
     split: Literal["dev", "test"]
     generator: str
     prompt_version: str = PROMPT_VERSION
@@ -153,6 +155,8 @@ class _Run:
     draws: int = 0
     no_span: int = 0
     corpus_checks: int = 0
+    repair: bool = False  # a failed round trip is rewritten once (`_repair`)
+    repairs: Counter = field(default_factory=Counter)  # the repairs' outcomes
     lexical: Any = None
     subjects: Any = None  # testset_filters.SubjectCheck, where documents share names
 
@@ -198,7 +202,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                      max_concurrency: int = 1, min_tokens: int = 25,
                      progress: Any = None, mode: Literal["span", "free"] = "span",
                      max_knowable_share: float | None = 0.25,
-                     dev_share: float = 0.2, round_trip: bool | None = None) -> TestsetResult:
+                     dev_share: float = 0.2, round_trip: bool | None = None,
+                     repair: bool | None = None) -> TestsetResult:
     """`n` accepted questions (about `unanswerable` of them without an answer in the corpus)
     from `docs`, drawing chunks in `sample_chunks` order until `n` pass the filters or the
     first `max_draws` chunks of that order (default 3 × n; with the round trip
@@ -218,7 +223,9 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     share"); None keeps them all. `dev_share`: the questions' share in the dev split.
     `round_trip` (default: on in span mode): each answerable question that passed the filters
     is answered by the model from its own passage and rejected when that answer is not its
-    reference (`testset_prompts.round_trip`: one call per such question)."""
+    reference (`testset_prompts.round_trip`: one call per such question). `repair` (default
+    `REPAIR_DEFAULT`): a question whose round trip failed is rewritten once, then filtered and
+    round-tripped again (`_repair`: one call, and a second round trip, per failed one)."""
     _check_args(n, unanswerable, docs, mode, max_knowable_share, dev_share)
     checks_round_trip = mode == "span" if round_trip is None else round_trip
     if max_draws is None:  # the round trip passes about half: as many more draws
@@ -234,8 +241,9 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     gen = getattr(chat, "model_id", type(chat).__name__)
     settings = {"max_copied_words": max_copied_words, "max_answer_words": max_answer_words,
                 "duplicate_jaccard": duplicate_jaccard, "check_unanswerable": check_unanswerable,
-                "dev_share": dev_share, "gen": gen,
-                "round_trip": checks_round_trip}
+                "dev_share": dev_share, "gen": gen, "round_trip": checks_round_trip,
+                "repair": checks_round_trip and (REPAIR_DEFAULT if repair is None else repair)}
+    run.repair = settings["repair"]
     corpus = CorpusText(docs) if quota[False] else None  # where a made-up name must not occur
     run.subjects = SubjectCheck(run.bm25(), docs) if SubjectCheck.applies(list(by_id)) else None
     drawn: list[tuple[Chunk, bool, Span | None]] = []
@@ -258,16 +266,24 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     records = _bound_knowable(records, run.rejected, max_knowable_share)
     summary = _summary(records, run.rejected, n, run.draws, seed, gen, unanswerable,
                        max_copied_words, duplicate_jaccard, knowable_f1, len(chunks))
-    summary.update({"mode": mode, "prompt_version": SPAN_PROMPT_VERSION if mode == "span"
-                    else PROMPT_VERSION, "no_answer_span": run.no_span, "llm_calls": counting.calls,
-                    "calls_per_kept": round(counting.calls / len(records), 2) if records else None,
-                    "accepted_share_of_draws": round(len(records) / run.draws, 3)
-                    if run.draws else None, "unanswerable_checked": run.corpus_checks})
     summary["settings"].update({"corpus_check_k": CORPUS_CHECK_K if check_unanswerable else None,
-                                "max_knowable_share": max_knowable_share,
-                                "dev_share": dev_share, "round_trip": checks_round_trip,
+                                "max_knowable_share": max_knowable_share, "dev_share": dev_share,
+                                "round_trip": checks_round_trip, "repair": settings["repair"],
                                 "subject_check": run.subjects is not None})
-    return TestsetResult(records, run.rejected, summary)
+    return TestsetResult(records, run.rejected, {**summary, **_run_figures(run, records,
+                                                                           counting.calls)})
+
+
+def _run_figures(run: _Run, records: list[GeneratedQuestion], calls: int) -> dict[str, Any]:
+    """A run's mode, cost and yield for its summary (and its repairs' outcomes, with repair)."""
+    figures = {"mode": run.mode, "prompt_version": SPAN_PROMPT_VERSION if run.mode == "span"
+               else PROMPT_VERSION, "no_answer_span": run.no_span, "llm_calls": calls,
+               "calls_per_kept": round(calls / len(records), 2) if records else None,
+               "accepted_share_of_draws": round(len(records) / run.draws, 3)
+               if run.draws else None, "unanswerable_checked": run.corpus_checks}
+    if run.repair:
+        figures["repairs"] = {"attempted": sum(run.repairs.values()), **run.repairs}
+    return figures
 
 
 def _check_args(n: int, unanswerable: float, docs: Sequence[Document], mode: str,
@@ -318,16 +334,21 @@ def _judge(run: _Run, reply: Any, chunk: Chunk, answerable: bool, span: Span | N
         run.rejected.append({**base, **outcome})
         return False
     question, answer, at = outcome
-    if answerable and run.subjects is not None and (
-            vague := run.subjects.check(question, answer, doc.id)):
-        run.rejected.append({**base, **vague, "question": question, "answer": answer})
+    if answerable and (vague := _vague(run, question, answer, doc)):
+        run.rejected.append({**base, **vague})
         return False
     if span is not None:  # the chosen span itself, not an earlier copy of its words
         at = (chunk.start_char + span.start, chunk.start_char + span.end)
+    repaired = False
     if answerable and st["round_trip"]:
         if (wrong := round_trip(run.chat, question, answer, chunk, doc)) is not None:
-            run.rejected.append({**base, **wrong, "question": question, "answer": answer})
-            return False
+            fixed = _repair(run, question, answer, wrong, chunk, corpus, st) \
+                if st["repair"] and wrong["reason"] != "llm error" else None
+            if isinstance(fixed, dict) or fixed is None:
+                run.rejected.append({**base, **(fixed or {**wrong, "question": question,
+                                                          "answer": answer})})
+                return False
+            question, repaired = fixed, True
     if not answerable and st["check_unanswerable"]:
         run.corpus_checks += 1
         answered = answer_from_corpus(run.chat, question, run.bm25(), run.by_id)
@@ -340,11 +361,49 @@ def _judge(run: _Run, reply: Any, chunk: Chunk, answerable: bool, span: Span | N
         doc_ids=[chunk.doc_id] if answerable else [],
         spans=[{"doc_id": chunk.doc_id, "start": at[0], "end": at[1]}] if at else [],
         chunk_id=chunk.id, chunk_type=s, intent=intent, answerable=answerable,
-        span_kind=span.kind if span else None,
+        span_kind=span.kind if span else None, repaired=repaired,
         split=split_of(qid, run.seed, st["dev_share"]), generator=st["gen"],
         prompt_version=SPAN_PROMPT_VERSION if run.mode == "span" else PROMPT_VERSION))
     run.done[answerable] += 1
     return True
+
+
+def _vague(run: _Run, question: str, answer: str, doc: Document) -> dict[str, Any] | None:
+    """The subject check's rejection of an answerable question (where it applies), or None."""
+    if run.subjects is None or not (vague := run.subjects.check(question, answer, doc.id)):
+        return None
+    return {**vague, "question": question, "answer": answer}
+
+
+def _repair(run: _Run, question: str, answer: str, wrong: dict[str, Any], chunk: Chunk,
+            corpus: CorpusText | None, st: dict[str, Any]) -> str | dict[str, Any]:
+    """The repaired question of a failed round trip (`wrong`), or the rejection to record.
+    The rewrite (`testset_prompts.repair`) must pass the filters of `check_reply` and the
+    subject check, else the draw is rejected for its round trip as without a repair (with
+    the rewrite and why it failed); then the round trip again ("answer does not round-trip
+    after repair"). `run.repairs` counts each outcome."""
+    doc = run.by_id[chunk.doc_id]
+    reply = repair(run.chat, question, answer, wrong["round_trip_answer"], chunk, doc)
+    outcome = check_reply(reply, chunk, doc, True, run.records, st["max_copied_words"],
+                          st["max_answer_words"], st["duplicate_jaccard"], corpus=corpus)
+    if not isinstance(outcome, dict) and (vague := _vague(run, outcome[0], answer, doc)):
+        outcome = vague
+    if isinstance(outcome, dict):
+        run.repairs["failed a filter" if outcome["reason"] != "llm error" else "llm error"] += 1
+        return {**wrong, "question": question, "answer": answer,
+                "repair_reason": outcome["reason"], "repair_detail": outcome.get("detail"),
+                "repaired_question": outcome.get("question")}
+    first = {"first_question": question, "first_round_trip_answer": wrong["round_trip_answer"]}
+    again = round_trip(run.chat, outcome[0], answer, chunk, doc)
+    if again is None:
+        run.repairs["kept"] += 1
+        return outcome[0]
+    if again["reason"] == "llm error":
+        run.repairs["llm error"] += 1
+        return {**again, "question": outcome[0], "answer": answer, **first}
+    run.repairs["failed the round trip"] += 1
+    return {**again, "reason": "answer does not round-trip after repair",
+            "question": outcome[0], "answer": answer, **first}
 
 
 def _knowable(chat: ChatModel, r: GeneratedQuestion, threshold: float) -> GeneratedQuestion:
@@ -393,31 +452,48 @@ class _CountingChat:
 # passes ROUND_TRIP_PASS of the questions that passed the filters (same pages: 126 of 254)
 DRAWS_PER_KEPT = {"free": 1.5, "span": 2.0}
 ROUND_TRIP_PASS = 0.5
+# the repair (experiments/tune/README.md, "The round trip with repair", 2026-12-04)
+REPAIR_DEFAULT = False
+# the repair of a failed round trip: the share of rewrites that pass the filters (and get a
+# second round trip), and the share of repairs that end in a kept question (Python pages,
+# 2026-12-04: 23 and 0 of the 24 repairs that ran)
+REPAIR_PASSES_FILTERS = 0.96
+REPAIR_KEEPS = 0.0
 
 
 def estimate(n: int, chunks: Sequence[Chunk], check_knowable: bool = True,
              unanswerable: float = 0.0, check_unanswerable: bool = False,
-             mode: str = "span", round_trip: bool = False) -> dict[str, int]:
+             mode: str = "span", round_trip: bool = False, repair: bool = REPAIR_DEFAULT
+             ) -> dict[str, int]:
     """The calls and tokens `generate_testset` should take for `n` questions: draws per
     accepted question `DRAWS_PER_KEPT` (the summary reports a run's own rate), each the
     prompt (~180 tokens) + a passage of the chunks' mean size, ~40 tokens out; with
     `round_trip`, one check per question that passed the filters (n / `ROUND_TRIP_PASS`,
-    and as many more draws) ~80 + a passage in, ~15 out; a second call for each unanswerable
+    and as many more draws) ~80 + a passage in, ~15 out; with `repair` too, each failed
+    round trip one rewrite ~200 + a passage in, ~40 out, and a second round trip for each
+    rewrite that passes the filters (`REPAIR_PASSES_FILTERS`), a kept question for
+    `REPAIR_KEEPS` of them (fewer draws); a second call for each unanswerable
     draw (`ask_about`, a ceiling) ~80 in, ~25 out; the closed-book check ~60 in, ~15 out;
     with `check_unanswerable`, the corpus check of each unanswerable question ~60 +
     `CORPUS_CHECK_K` passages in, ~20 out."""
     mean = sum(c.token_count for c in chunks) / len(chunks) if chunks else 0
-    passed = n / ROUND_TRIP_PASS if round_trip else n
+    repairing = round_trip and repair
+    kept_share = ROUND_TRIP_PASS + (1 - ROUND_TRIP_PASS) * REPAIR_KEEPS if repairing \
+        else ROUND_TRIP_PASS
+    passed = n / kept_share if round_trip else n
     draws = round(DRAWS_PER_KEPT.get(mode, 1.5) * passed)
-    rt = round(passed) if round_trip else 0
+    fixes = round(passed * (1 - ROUND_TRIP_PASS)) if repairing else 0
+    rt = round(passed + fixes * REPAIR_PASSES_FILTERS) if round_trip else 0
     k = n if check_knowable else 0
     second = round(draws * unanswerable)
     u = round(n * unanswerable) if check_unanswerable else 0
-    return {"llm_calls": draws + rt + second + k + u,
+    return {"llm_calls": draws + rt + fixes + second + k + u,
             "prompt_tokens_est": round(draws * (180 + mean) + rt * (80 + mean) + second * 80
-                                       + k * 60 + u * (60 + CORPUS_CHECK_K * (mean + 10))),
-            "completion_tokens_est": draws * 40 + rt * 15 + second * 25 + k * 15 + u * 20,
-            "corpus_checks": u, "round_trips": rt}
+                                       + fixes * (200 + mean) + k * 60
+                                       + u * (60 + CORPUS_CHECK_K * (mean + 10))),
+            "completion_tokens_est": draws * 40 + rt * 15 + fixes * 40 + second * 25 + k * 15
+                                     + u * 20,
+            "corpus_checks": u, "round_trips": rt, "repairs": fixes}
 
 
 def _tee(items: Iterator[Any], seen: list[Any]) -> Iterator[Any]:

@@ -3,7 +3,8 @@
 `ask` writes a question for a drawn chunk (free mode: the model copies a short answer from the
 passage, then asks for it; span mode: it is given the answer and writes the question; an
 unanswerable draw asks about a made-up sibling of what the passage describes, with a second call
-`ask_about` when the question leaves the name out). `answer_from_corpus` is the optional
+`ask_about` when the question leaves the name out). `round_trip` answers a span-mode question
+from its own passage; `repair` rewrites one whose round trip failed. `answer_from_corpus` is the optional
 unanswerable check against the whole corpus; `closed_book` the knowable check. Every call goes
 through the chat model's reply cache; a failed call comes back as its `LLMError`.
 """
@@ -11,6 +12,7 @@ through the chat model's reply cache; a failed call comes back as its `LLMError`
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from agentic_rag.datasets.spans import Span
@@ -57,13 +59,26 @@ _SYSTEM_UNANSWERABLE = (
 
 
 # span mode (issue 38): the answer is chosen by rule; the model only writes its question
-_SYSTEM_SPAN = (
-    "You write test questions for a documentation search engine. You are given a passage and "
-    "an ANSWER copied from it. Write one question whose answer is exactly the ANSWER, as a "
-    "user who has NOT read the passage would ask it: in your own words, not copying phrases "
+# how a question is asked: shared by the span prompt and the repair prompt (the span prompt's
+# text is unchanged by the split: its cached replies still replay)
+_AS_A_USER = (
+    "as a user who has NOT read the passage would ask it: in your own words, not copying phrases "
     "from the passage, never containing the ANSWER itself, and specific enough to have one "
     "answer (name the product, module, function, person or place it is about). Ask only "
     "about what the passage says. Reply with JSON {\"question\": ...}.")
+_SYSTEM_SPAN = (
+    "You write test questions for a documentation search engine. You are given a passage and "
+    "an ANSWER copied from it. Write one question whose answer is exactly the ANSWER, "
+    + _AS_A_USER)
+# the repair (issue 38): a question whose round trip failed, rewritten once, told what its
+# passage answered it with
+_SYSTEM_REPAIR = (
+    "You write test questions for a documentation search engine. You are given a passage, an "
+    "ANSWER copied from it, a QUESTION written for that ANSWER, and what the QUESTION was "
+    "answered with from the passage (ANSWERED), which is not the ANSWER: the QUESTION asks for "
+    "something else, or for more than one thing. Rewrite the QUESTION so that its one answer in "
+    "the passage is exactly the ANSWER, not the ANSWERED, "
+    + _AS_A_USER)
 
 
 # the reply of a call that writes only a question (span mode, `ask_about`)
@@ -116,14 +131,39 @@ def _ask_for_span(chat: ChatModel, chunk: Chunk, doc: Document, span: Span) -> A
                        {"role": "user", "content": f"{passage(chunk, doc)}\n\n"
                                                    f"ANSWER: {span.text}"}],
                       json_schema=_QUESTION_SCHEMA, max_tokens=100)
+    return _with_answer(reply, span.text)
+
+
+def _with_answer(reply: Any, answer: str) -> Any:
+    """A {"question": ...} reply rewritten as {"answer": `answer`, "question": ...}, the form
+    the filters read; a malformed one as it is (rejected as such)."""
     try:
         question = reply.json().get("question")
     except (ValueError, TypeError, AttributeError):
-        return reply  # malformed: rejected as such
+        return reply
     if not isinstance(question, str):
         return reply
-    return reply.model_copy(update={"content": json.dumps({"answer": span.text,
+    return reply.model_copy(update={"content": json.dumps({"answer": answer,
                                                            "question": question})})
+
+
+def repair(chat: ChatModel, question: str, answer: str, said: str, chunk: Chunk,
+           doc: Document) -> Any:
+    """One more call for a span-mode question whose round trip failed: the model is shown the
+    passage, the `answer` (its span), the `question` it wrote and what the passage answered
+    it with (`said`), and rewrites the question (`_SYSTEM_REPAIR`, the span prompt's schema
+    and wording). The reply in the generator's form ({"answer", "question"}) for the filters,
+    or the LLMError the call ended with (recorded, not raised)."""
+    try:
+        reply = chat.chat([{"role": "system", "content": _SYSTEM_REPAIR},
+                           {"role": "user", "content": f"{passage(chunk, doc)}\n\n"
+                                                       f"ANSWER: {answer}\n"
+                                                       f"QUESTION: {question}\n"
+                                                       f"ANSWERED: {said}"}],
+                          json_schema=_QUESTION_SCHEMA, max_tokens=100)
+    except LLMError as exc:
+        return exc
+    return _with_answer(reply, answer)
 
 
 _SYSTEM_ABOUT = (
@@ -195,10 +235,11 @@ def round_trip(chat: ChatModel, question: str, answer: str, chunk: Chunk, doc: D
     """The round-trip check (Alberti et al., ACL 2019): the model answers `question` from its
     own passage; None when that answer is the reference `answer` (token F1 >= `threshold`, or
     the reference contained in a reply of at most 2 × its words + 3, as normalised words or
-    as its own characters), else the rejection "answer does not
-    round-trip" with what it answered. It catches a question whose answer is not the span it
-    was written for (the span-first generator's commonest defect: 6 of 30 questions an LLM
-    read). An LLM failure is an "llm error" rejection: the question is unchecked."""
+    as its own characters, or the same identifier qualified or bare: `same_identifier`),
+    else the rejection "answer does not round-trip" with what it answered. It catches a
+    question whose answer is not the span it was written for (the span-first generator's
+    commonest defect: 6 of 30 questions an LLM read). An LLM failure is an "llm error"
+    rejection: the question is unchecked."""
     from agentic_rag.evaluation.containment import contains_answer
 
     try:
@@ -216,11 +257,31 @@ def round_trip(chat: ChatModel, question: str, answer: str, chunk: Chunk, doc: D
     short = len(said.split()) <= 2 * len(answer.split()) + 3
     contained = short and (contains_answer(said, [answer]) == 1.0
                            or answer.strip().lower() in said.lower())
-    if f1 >= threshold or contained:
+    if f1 >= threshold or contained or same_identifier(said, answer):
         return None
     return {"reason": "answer does not round-trip", "detail": f"from its passage the model "
             f"answered {said[:120]!r} (token F1 {f1:.2f} against {answer!r})",
             "round_trip_answer": said[:200]}
+
+
+# an identifier, maybe dotted, as a reply or a span writes it: `os.path.join`, join(),
+# ~Counter.update (an RST role's target), "pprint."
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _identifier(text: str) -> str | None:
+    t = text.strip().strip("`'\"").rstrip(".").strip("`'\"").lstrip("~!")
+    t = t.removesuffix("()")
+    return t if _IDENTIFIER.fullmatch(t) else None
+
+
+def same_identifier(said: str, answer: str) -> bool:
+    """`said` and `answer` are both identifiers (dotted or not, in backticks or quotes, with
+    or without "()") with the same last component: "pprint" answers "pprint.pprint", and
+    "os.path.join" answers "join". 19 of the 128 failed round trips on the Python library
+    reference were such pairs (issue 38)."""
+    a, b = _identifier(said), _identifier(answer)
+    return a is not None and b is not None and a.rsplit(".", 1)[-1] == b.rsplit(".", 1)[-1]
 
 
 def closed_book(chat: ChatModel, question: str, answer: str, threshold: float
