@@ -222,6 +222,13 @@ def test_which_questions_ask_for_an_amount_and_which_answers_state_a_zero_in_wor
     assert asks_amount("how many free ATM withdrawals do I get?")
     assert not asks_amount("Which documents do I need to open a Lime Green account?")
     assert not asks_amount("What does functools.partial return?")
+    # a ticket, not a question: it says "fee" and asks for many things
+    from agentic_rag.config import FusionConfig
+    from agentic_rag.evaluation.figures import QUESTION_WORDS
+
+    assert QUESTION_WORDS == FusionConfig().named_question_words  # one line between the two
+    ticket = " ".join(["I was charged twice last month and want my money back."] * 6)
+    assert asks_amount(ticket[:200] + " What is the fee?") and not asks_amount(ticket + " fee?")
     for zero in ("The Bluest Account does not charge for stop payment requests.",
                  "Stop payments are free.", "There is no monthly fee.", "Transfers are unlimited."):
         assert states_zero(zero), zero

@@ -39,6 +39,7 @@ from agentic_rag.studies.strategies import NAMED_BASE, STRATEGIES
 HERE = Path(__file__).parent
 COVER = STRATEGIES["title coverage 1.0"]
 FLAG = {"agent.support.on_unsupported": "flag"}  # the default when these settings were run
+BEFORE_AMOUNT = {"agent.support.amount_needs_figure": False}  # the default before round six
 SETTINGS = {
     "today": {**FLAG},
     "coverage+flag": {**COVER, **FLAG},
@@ -64,6 +65,9 @@ SETTINGS = {
                        "agent.support.on_unsupported": "abstain",
                        "agent.support.amount_needs_figure": True},
 }
+# every setting before the sixth round ran with the amount rule off, its default then
+SETTINGS = {k: v if "agent.support.amount_needs_figure" in v else {**BEFORE_AMOUNT, **v}
+            for k, v in SETTINGS.items()}
 BEFORE_AUTO = NAMED_BASE  # the default before named_scope auto
 AGENT = {"agent.max_steps": 1}  # retrieve_first, then the answer: one LLM call per question
 
