@@ -356,7 +356,9 @@ class SupportConfig(_Section):
     amount_needs_figure: bool = Field(
         True, description="the gate also fails an answer that states no figure (nor a zero in "
         "words: 'free', 'does not charge', 'unlimited') to a question asking for an amount "
-        "('how much', a fee, rate, limit, balance...: evaluation.figures.asks_amount); "
+        "('how much/many', 'what is the <fee, rate, limit, balance...>', 'tell me the ...'; "
+        "not a how-to or yes/no question, nor a message over 64 words: "
+        "evaluation.figures.asks_amount); "
         "on_unsupported then acts on it. true (default) by the rule in "
         "experiments/agent-support/CHOICE-RULE-AMOUNT.md: on the three dev sets (201 questions) "
         "wrong 0.015 -> 0, 0.060 -> 0.045, 0.042 -> 0.014, correct unchanged; the 4 answers it "

@@ -220,8 +220,13 @@ def test_which_questions_ask_for_an_amount_and_which_answers_state_a_zero_in_wor
     assert asks_amount("What's the bonus on the Beige business checking account?")
     assert asks_amount("How much can I spend each day with my card?")
     assert asks_amount("how many free ATM withdrawals do I get?")
-    assert not asks_amount("Which documents do I need to open a Lime Green account?")
-    assert not asks_amount("What does functools.partial return?")
+    assert asks_amount("Can you tell me the APY boost of the Green Account?")
+    for other in ("Which documents do I need to open a Lime Green account?",
+                  "What does functools.partial return?", "How do I check my balance?",
+                  "How can I dispute a charge on my card?", "What is the process to dispute a "
+                  "charge?", "Does the Gold Account earn interest?", "Is my deposit FDIC insured?",
+                  "Is the Blue Account monthly fee $15?"):  # how-to, yes/no: no amount asked
+        assert not asks_amount(other), other
     # a ticket, not a question: it says "fee" and asks for many things
     from agentic_rag.config import FusionConfig
     from agentic_rag.evaluation.figures import QUESTION_WORDS
@@ -233,8 +238,12 @@ def test_which_questions_ask_for_an_amount_and_which_answers_state_a_zero_in_wor
                  "Stop payments are free.", "There is no monthly fee.", "Transfers are unlimited."):
         assert states_zero(zero), zero
     for other in ("The bonus is premium referral rewards.", "None of the passages say.",
-                  "It is charged monthly."):
+                  "It is charged monthly.", "No fee amount is listed for the Lime Green account.",
+                  "I found no information about the fee.", "Open a Green Fee-Free account.",
+                  "Call our toll-free number.", "Zero-liability protection applies."):
         assert not states_zero(other), other
+    # a zero the question says is no claim of the answer (as the question's figures are not)
+    assert not states_zero("Requests at no charge are in the table.", "The fee at no charge?")
 
 
 def test_an_amount_asked_and_none_stated_fails_only_with_require_figure():

@@ -242,6 +242,9 @@ def round_trips(said: str, span: str) -> bool:
     ("os.path.join()", "join", True),
     ("stat", "p.lstat", False),  # another name
     ("os.path.split", "os.path.join", False),
+    ("str.join", "bytes.join", False),  # two functions, the same last name
+    ("shlex.join", "os.path.join", False),
+    ("path.join", "os.path.join", True),  # a dotted tail
     ("It calls pprint.", "pprint.pprint", False),  # not an identifier alone
 ])
 def test_the_round_trip_takes_a_qualified_and_a_bare_identifier_as_one_answer(said, span, passes):
@@ -261,7 +264,7 @@ def test_the_span_prompt_and_the_round_trip_prompt_are_unchanged():
 
 class RepairingAsker(SpanAsker):
     """SpanAsker, and a repair that rewrites pebble's question: `fix` is the rewrite (None:
-    the same words as before, so its round trip fails again)."""
+    the same words as before: an echo, rejected before a second round trip)."""
 
     def __init__(self, fix: str | None) -> None:
         super().__init__()
@@ -282,7 +285,9 @@ class RepairingAsker(SpanAsker):
 
 @pytest.mark.parametrize(("fix", "outcome"), [
     ("Which setting limits the daily uploads of each account holder?", "kept"),
-    (None, "failed the round trip"),  # the rewrite still names pebble: "I don't know." again
+    (None, "rewrite unchanged"),  # the model echoes its question: no second round trip
+    ("Which pebble option caps what one account holder uploads each day?",
+     "failed the round trip"),  # still about pebble: "I don't know." again
     ("What is pebble_limit for?", "failed a filter"),  # repeats its answer
 ])
 def test_a_failed_round_trip_is_repaired_once(fix, outcome):
@@ -305,6 +310,9 @@ def test_a_failed_round_trip_is_repaired_once(fix, outcome):
     if outcome == "failed the round trip":
         assert rej["reason"] == "answer does not round-trip after repair"
         assert rej["first_round_trip_answer"] == "I don't know."
+    elif outcome == "rewrite unchanged":
+        assert rej["reason"] == "answer does not round-trip"
+        assert rej["repair_reason"] == "rewrite unchanged"
     else:
         assert rej["reason"] == "answer does not round-trip"
         assert rej["repair_reason"] == "question repeats the answer"

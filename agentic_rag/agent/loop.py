@@ -275,8 +275,9 @@ class _AgentRun:
             return again, check, [*notes, "the model answered I don't know"]
         check2 = gate.check_answer(self.question, again.answer, again.cited_chunks,
                                    self.searches, named, self.cfg.support.amount_needs_figure)
-        notes.append("answered again: " + ("every figure now in a cited passage" if check2.ok
-                                            else f"still {gate.describe(check2)}"))
+        notes.append("answered again: " + (f"still {gate.describe(check2)}" if not check2.ok
+                                            else "every figure now in a cited passage"
+                                            if check2.figures else "no figure to check"))
         return again, check2, notes
 
     def _llm_error(self, exc: LLMError) -> AgentResult:

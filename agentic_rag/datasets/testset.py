@@ -388,8 +388,12 @@ def _repair(run: _Run, question: str, answer: str, wrong: dict[str, Any], chunk:
                           st["max_answer_words"], st["duplicate_jaccard"], corpus=corpus)
     if not isinstance(outcome, dict) and (vague := _vague(run, outcome[0], answer, doc)):
         outcome = vague
+    if not isinstance(outcome, dict) and outcome[0].strip() == question.strip():
+        # the model echoed its question (23 of the 24 repairs measured): no second round trip
+        outcome = {"reason": "rewrite unchanged", "question": question}
     if isinstance(outcome, dict):
-        run.repairs["failed a filter" if outcome["reason"] != "llm error" else "llm error"] += 1
+        run.repairs[outcome["reason"] if outcome["reason"] in ("llm error", "rewrite unchanged")
+                    else "failed a filter"] += 1
         return {**wrong, "question": question, "answer": answer,
                 "repair_reason": outcome["reason"], "repair_detail": outcome.get("detail"),
                 "repaired_question": outcome.get("question")}
@@ -454,10 +458,11 @@ DRAWS_PER_KEPT = {"free": 1.5, "span": 2.0}
 ROUND_TRIP_PASS = 0.5
 # the repair (experiments/tune/README.md, "The round trip with repair", 2026-12-04)
 REPAIR_DEFAULT = False
-# the repair of a failed round trip: the share of rewrites that pass the filters (and get a
-# second round trip), and the share of repairs that end in a kept question (Python pages,
-# 2026-12-04: 23 and 0 of the 24 repairs that ran)
-REPAIR_PASSES_FILTERS = 0.96
+# the repair of a failed round trip: the share of rewrites that pass the filters and differ
+# from the question (and get a second round trip), and the share of repairs that end in a kept
+# question (Python pages, 2026-12-04: of the 24 repairs that ran, 23 echoed the question, 1
+# failed a filter; none kept)
+REPAIR_PASSES_FILTERS = 0.0
 REPAIR_KEEPS = 0.0
 
 

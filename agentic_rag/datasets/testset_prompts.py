@@ -277,11 +277,14 @@ def _identifier(text: str) -> str | None:
 
 def same_identifier(said: str, answer: str) -> bool:
     """`said` and `answer` are both identifiers (dotted or not, in backticks or quotes, with
-    or without "()") with the same last component: "pprint" answers "pprint.pprint", and
-    "os.path.join" answers "join". 19 of the 128 failed round trips on the Python library
-    reference were such pairs (issue 38)."""
+    or without "()"), one the other or its dotted tail: "pprint" answers "pprint.pprint", and
+    "os.path.join" answers "join" (but "str.join" does not answer "bytes.join"). 19 of the
+    128 failed round trips on the Python library reference were such pairs (issue 38)."""
     a, b = _identifier(said), _identifier(answer)
-    return a is not None and b is not None and a.rsplit(".", 1)[-1] == b.rsplit(".", 1)[-1]
+    if a is None or b is None:
+        return False
+    # one the other's dotted tail: "os.path.join" ~ "path.join" ~ "join", never "shlex.join"
+    return a == b or a.endswith("." + b) or b.endswith("." + a)
 
 
 def closed_book(chat: ChatModel, question: str, answer: str, threshold: float

@@ -55,17 +55,30 @@ class FigureCheck:
         return self.unsupported + self.wrong_product
 
 
-# the words a question asking for an amount uses (a support question about a fee, a limit, a
-# rate...): "how much/many", or an amount noun
+# a question that asks for an amount: "how much/many", or one asking what a fee, rate,
+# limit... is ("What's the bonus on ...?", "Can you tell me the APY of ...?"; the amount noun
+# within the noun phrase after "what is the"), not a how-to ("How do I check my balance?",
+# "What is the process to dispute a charge?") nor a yes/no question ("Does the Gold Account
+# earn interest?", "Is my deposit FDIC insured?")
+_AMOUNT_NOUN = (r"(?:fees?|costs?|prices?|charges?|rates?|apy|apr|limits?|minimum|maximum|"
+                r"balances?|deposits?|bonus(?:es)?|rewards?|rebates?|credits?|thresholds?|"
+                r"interest|percent(?:age)?|amounts?|markup)")
+_NOUN_PHRASE = (r"(?:the\s+|my\s+|your\s+|a\s+|an\s+)?"
+                r"(?:(?!(?:to|for|on|of|in|with|do|does|i|you)\b)[^\s?!]+\s+){0,3}?")
 _ASKS_AMOUNT = re.compile(
-    r"\bhow\s+(?:much|many)\b|\b(?:fees?|costs?|prices?|charges?|rates?|apy|apr|limits?|"
-    r"minimum|maximum|balances?|deposits?|bonus(?:es)?|rewards?|rebates?|credits?|thresholds?|"
-    r"interest|percent(?:age)?|amounts?)\b", re.I)
-# an amount answered in words: a zero ("free", "no fee", "does not charge") or no bound
+    rf"\bhow\s+(?:much|many)\b|"
+    rf"\b(?:what|which)(?:'s|\s+is|\s+are|\s+was|\s+were)\s+{_NOUN_PHRASE}{_AMOUNT_NOUN}\b|"
+    rf"\btell\s+me\s+(?:what\s+(?:is|are)\s+)?{_NOUN_PHRASE}{_AMOUNT_NOUN}\b", re.I)
+# an amount answered in words: a zero ("free", "no monthly fee", "does not charge") or no
+# bound ("unlimited"); not a non-answer ("no fee amount is listed", "no information about the
+# fee") nor a name ("Fee-Free", "toll-free", "zero-liability")
 _STATES_ZERO = re.compile(
-    r"\b(?:free(?:\s+of\s+charge)?|no\s+(?:[a-z\-]+\s+){0,3}?(?:fees?|charges?|costs?|minimum|"
-    r"maximum|limit)|"
-    r"(?:does|do|will)\s*(?:not|n't)\s+(?:charge|cost)|not\s+charged|unlimited|zero)\b",
+    r"(?<![\w-])(?:free(?:\s+of\s+charge)?(?![\w-])|complimentary|costs?\s+nothing|"
+    r"no\s+(?:(?!(?:information|details|data|mention|amount|figure|specific)\b)[a-z\-]+\s+)"
+    r"{0,2}?(?:fees?|charges?|costs?|minimum|maximum|limit)\b"
+    r"(?!\s+(?:amount|information|figure|is\s+(?:listed|stated|given|mentioned)))|"
+    r"(?:does|do|will)\s*(?:not|n't)\s+(?:be\s+)?(?:charge[ds]?|cost)\b|"
+    r"won't\s+(?:be\s+)?charge[ds]?\b|not\s+(?:be\s+)?charged\b|unlimited\b|zero(?![\w-]))",
     re.I)
 
 
@@ -82,10 +95,11 @@ def asks_amount(question: str) -> bool:
     return len(question.split()) <= QUESTION_WORDS and bool(_ASKS_AMOUNT.search(question))
 
 
-def states_zero(answer: str) -> bool:
+def states_zero(answer: str, question: str = "") -> bool:
     """`answer` states a zero or no bound in words ("free", "no monthly fee", "does not charge",
-    "unlimited"): an amount answered without digits."""
-    return bool(_STATES_ZERO.search(answer))
+    "unlimited"): an amount answered without digits; not when `question` says it too (a zero
+    in words the question contains is no claim of the answer, as its figures are not)."""
+    return bool(_STATES_ZERO.search(answer)) and not _STATES_ZERO.search(question)
 
 
 def passage_body(text: str) -> str:
@@ -137,7 +151,7 @@ def check_figures(question: str, answer: str, passages: Sequence[Passage],
         elif named and not any(p.doc_id in named for p in where):
             wrong.append(f)
     no_figure = (require_figure and not figures and asks_amount(question)
-                 and not states_zero(answer))
+                 and not states_zero(answer, question))
     return FigureCheck(figures=figures, unsupported=tuple(unsupported),
                        wrong_product=tuple(wrong), against=against, named=named,
                        sources=sources, no_figure=no_figure)

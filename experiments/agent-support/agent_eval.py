@@ -76,7 +76,7 @@ def score(r: dict, answer: str, abstained: bool, gold_numbers: set[str]) -> dict
     # passage pointers ("Document 3", "[1]") are not figures (evaluation.figures)
     figs = [n for n in numbers(strip_passage_refs(strip_citations(answer)))
             if n not in set(numbers(r["question"]))]
-    if not figs and states_zero(answer):  # "does not charge", "free": the figure 0
+    if not figs and states_zero(answer, r["question"]):  # "does not charge": the figure 0
         figs = ["0"]
     gold = numbers(r["answer"])
     correct = (not abstained) and bool(gold) and gold[0] in figs
