@@ -19,6 +19,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
+from agentic_rag.config_agent import (  # noqa: F401 - SupportConfig, SupportDetector re-exported
+    QUESTION_WORDS,
+    AgentConfig,
+    SupportConfig,
+    SupportDetector,
+)
 from agentic_rag.config_base import ConfigError, _Section  # noqa: F401 - re-exported
 from agentic_rag.config_llm import LLMConfig, ServerConfig  # noqa: F401 - ServerConfig re-exported
 
@@ -217,7 +223,7 @@ class FusionConfig(_Section):
         "0.898 -> 0.943: experiments/agent-support/CHOICE-RULE-LONGEST.md). The support "
         "gate's product check uses the same match")
     named_question_words: int = Field(
-        64, ge=0, le=100_000, description="the named lists beyond the dense one "
+        QUESTION_WORDS, ge=0, le=100_000, description="the named lists beyond the dense one "
         "(named_retrievers) are built only for a query of at most this many words, a question; "
         "a longer message (a customer's whole ticket) that names a product in passing keeps "
         "the dense named list alone (0 = any length; issue 40's fourth round)")
@@ -307,77 +313,6 @@ class TiersConfig(_Section):
     cold_below_confidence: float = Field(0.5, ge=0.0, le=1.0,
                                          description="query cold only when confidence is below")
     cold_file: str = Field("cold.jsonl.gz", description="relative to home")
-
-
-SupportDetector = Literal["graded_judge", "lexical", "mean", "lexical_numbers", "mean_numbers",
-                          "graded_judge_q", "mean_numbers_q"]
-
-
-class SupportConfig(_Section):
-    """How well an answer is supported by its passages (`evaluation/support.py`; validation
-    figures in docs/experiments.md): the agent's final answer against the passages it cites,
-    and a sweep's `hallucinated` metric (support below `threshold` under `detector`, the
-    answer against the served chunks; `enabled` is about the agent only)."""
-
-    enabled: bool = Field(
-        False, description="score run_agent's final answer against the passages it cites (the "
-        "served ones when it cites none); graded_judge and mean cost one more LLM call per "
-        "answer, so it is off in the library (the agent evaluation keeps its cost); "
-        "`agentic-rag ask` turns it on unless --no-support")
-    detector: SupportDetector = Field(
-        "graded_judge_q", description="graded_judge: the LLM judge's P(yes) from its log-probabilities; "
-        "lexical: the share of the answer's content words found in the passages (no LLM); "
-        "mean: the average of the two; "
-        "lexical_numbers: lexical, but 0 when a number of the answer is not in the passages; "
-        "mean_numbers: the average of graded_judge and lexical_numbers; "
-        "graded_judge_q (default), mean_numbers_q: the same with a judge that also reads the "
-        "question. The question-blind parts do not score an answer without checkable words (a "
-        "bare yes/no, number or word: `support.checkable`), so only the _q detectors decide "
-        "every answer. graded_judge_q wins on decisions: held-out balanced accuracy 0.607 "
-        "[0.530, 0.686] on the 150 LLM-labelled own answers (5-fold CV of the threshold; "
-        "mean_numbers 0.599 deciding 63 % of answers, call-everything-supported 0.500; "
-        "experiments/detectors/halueval-own/decisions.csv)")
-    threshold: float = Field(0.536, ge=0.0, le=1.0,
-                             description="an answer whose support is below this is unsupported; "
-                             "0.536: the threshold that maximises graded_judge_q's balanced "
-                             "accuracy on all 150 LLM-labelled own answers (a different "
-                             "detector needs its own: decisions.csv, threshold_all)")
-    on_unsupported: Literal["flag", "retry", "abstain"] = Field(
-        "abstain", description="the support gate (agent/gate.py; no LLM): every figure of the "
-        "answer must be stated in a passage it cites, from a document about the product, plan, "
-        "function or command the question names. flag: record the verdict, keep the answer; "
-        "retry: search once more for the missing fact (within the named documents) and answer "
-        "again, then 'I don't know' naming what was looked for if it still fails; abstain: "
-        "'I don't know' at once. Runs whether or not `enabled` (the detector) is on. "
-        "abstain (default): chosen on the 67 banking-products dev questions by the rule in "
-        "experiments/agent-support/CHOICE-RULE.md: with title coverage, wrong answers 0.134 "
-        "(flag) -> 0.075 (-0.060 [-0.134, -0.015]), at a cost of correct 0.731 -> 0.627; retry "
-        "tied on wrong (0.075) with more calls")
-    amount_needs_figure: bool = Field(
-        True, description="the gate also fails an answer that states no figure (nor a zero in "
-        "words: 'free', 'does not charge', 'unlimited') to a question asking for an amount "
-        "('how much/many', 'what is the <fee, rate, limit, balance...>', 'tell me the ...'; "
-        "not a how-to or yes/no question, nor a message over 64 words: "
-        "evaluation.figures.asks_amount); "
-        "on_unsupported then acts on it. true (default) by the rule in "
-        "experiments/agent-support/CHOICE-RULE-AMOUNT.md: on the three dev sets (201 questions) "
-        "wrong 0.015 -> 0, 0.060 -> 0.045, 0.042 -> 0.014, correct unchanged; the 4 answers it "
-        "turned into 'I don't know' were all wrong")
-
-
-class AgentConfig(_Section):
-    """The agent loop around the `search_documents` tool (`agent.py`)."""
-
-    policy: Literal["retrieve_first", "tool_required", "free", "closed_book"] = Field(
-        "retrieve_first", description="retrieve_first: the question is searched before the "
-        "model's first turn; tool_required: the first step must be a search; free: the model "
-        "decides; closed_book: no retrieval at all (the 'without RAG' baseline)")
-    mode: Literal["native", "json"] = "native"
-    max_steps: int = Field(3, ge=1, le=20)
-    action_max_tokens: int = Field(160, ge=16, le=4096,
-                                   description="max_tokens of one JSON action / tool-call turn")
-    answer_max_tokens: int = Field(256, ge=16, le=8192)
-    support: SupportConfig = SupportConfig()
 
 
 # the sections that decide what an index holds (chunks, vectors, BM25 statistics); with the

@@ -427,7 +427,7 @@ def test_a_failed_corpus_check_rejects_the_question_unchecked():
 
 
 def test_the_estimate_counts_one_corpus_check_per_unanswerable_question():
-    from agentic_rag.datasets.testset import estimate
+    from agentic_rag.datasets.testset_cost import estimate
 
     chunks = [c for d in _docs() for c in _chunker(d)]
     base = estimate(100, chunks, mode="free")
@@ -441,7 +441,7 @@ def test_the_estimate_counts_one_corpus_check_per_unanswerable_question():
 
 
 def test_the_estimate_counts_the_round_trips_and_the_draws_they_cost():
-    from agentic_rag.datasets.testset import DRAWS_PER_KEPT, ROUND_TRIP_PASS, estimate
+    from agentic_rag.datasets.testset_cost import DRAWS_PER_KEPT, ROUND_TRIP_PASS, estimate
 
     chunks = [c for d in _docs() for c in _chunker(d)]
     plain, checked = estimate(100, chunks), estimate(100, chunks, round_trip=True)
@@ -510,20 +510,17 @@ def test_a_made_up_name_missing_from_its_question_gets_a_question_written_for_it
 
 
 def test_the_estimate_counts_the_repairs_and_their_second_round_trips():
-    from agentic_rag.datasets.testset import (
-        REPAIR_KEEPS,
-        REPAIR_PASSES_FILTERS,
-        ROUND_TRIP_PASS,
-        estimate,
-    )
+    from agentic_rag.datasets.testset_cost import ROUND_TRIP_PASS, estimate
 
     chunks = [c for d in _docs() for c in _chunker(d)]
     checked = estimate(100, chunks, round_trip=True, repair=False)
     repaired = estimate(100, chunks, round_trip=True, repair=True)
-    passed = 100 / (ROUND_TRIP_PASS + (1 - ROUND_TRIP_PASS) * REPAIR_KEEPS)
-    fixes = round(passed * (1 - ROUND_TRIP_PASS))
-    assert checked["repairs"] == 0 and repaired["repairs"] == fixes > 0
-    assert repaired["round_trips"] == round(passed + fixes * REPAIR_PASSES_FILTERS)
+    fixes = round(100 / ROUND_TRIP_PASS * (1 - ROUND_TRIP_PASS))  # one per failed round trip
+    assert checked["repairs"] == 0 and repaired["repairs"] == fixes == 100
+    # as measured, no rewrite got a second round trip and none was kept: the repairs add
+    # their own calls only
+    assert repaired["round_trips"] == checked["round_trips"]
+    assert repaired["llm_calls"] == checked["llm_calls"] + fixes
     assert estimate(100, chunks, round_trip=False, repair=True)["repairs"] == 0  # needs it
 
 
@@ -531,6 +528,6 @@ def test_the_cli_repair_default_is_the_library_default():
     import inspect
 
     from agentic_rag.cli.testset import testset
-    from agentic_rag.datasets.testset import REPAIR_DEFAULT
+    from agentic_rag.datasets.testset_cost import REPAIR_DEFAULT
 
     assert inspect.signature(testset).parameters["repair"].default is REPAIR_DEFAULT

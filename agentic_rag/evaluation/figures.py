@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from agentic_rag.config_agent import QUESTION_WORDS
 from agentic_rag.evaluation.support import numbers
 
 
@@ -82,16 +83,11 @@ _STATES_ZERO = re.compile(
     re.I)
 
 
-# a question, not a ticket: the line `fusion.named_question_words` draws (a customer's whole
-# message, τ²-banking's 198–1,255-word scenarios, always says "fee" or "balance" somewhere and
-# asks for many things; as first built the amount rule turned 32 of 39 committed τ² answers
-# into "I don't know": experiments/agent-support/CHOICE-RULE-AMOUNT.md, addendum)
-QUESTION_WORDS = 64
-
-
 def asks_amount(question: str) -> bool:
-    """`question` (a question of at most `QUESTION_WORDS` words) asks for an amount: "how
-    much/many", or a fee, rate, limit, balance..."""
+    """`question` asks for an amount: "how much/many", "what is the <fee, rate, limit...>",
+    "tell me the ..." (`_ASKS_AMOUNT`); a message over `config_agent.QUESTION_WORDS` words is a
+    ticket, not a question (as first built, the rule turned 32 of 39 committed τ²-banking
+    answers into "I don't know": experiments/agent-support/CHOICE-RULE-AMOUNT.md)."""
     return len(question.split()) <= QUESTION_WORDS and bool(_ASKS_AMOUNT.search(question))
 
 

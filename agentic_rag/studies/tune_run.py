@@ -157,7 +157,7 @@ class TuneRun:
     def _announce(self, chunks: list, docs: list, space: dict, fresh: bool) -> None:
         """The calls and time to expect, before the first LLM call; a folder too small for
         `n` is refused here."""
-        from agentic_rag.datasets.testset import estimate
+        from agentic_rag.datasets.testset_cost import estimate
         from agentic_rag.experiments.llm_cost import estimate_line, measured_rates, serves_in_parallel
 
         est = {"llm_calls": 0, "prompt_tokens_est": 0, "completion_tokens_est": 0}

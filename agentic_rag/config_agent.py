@@ -1,0 +1,88 @@
+"""The agent's configuration sections (`RAGConfig.agent`): the tool-use loop and its support
+gate and detector; and where a question ends and a ticket begins (`QUESTION_WORDS`), shared by
+the named lists of retrieval (`fusion.named_question_words`) and the gate's amount rule
+(`evaluation.figures.asks_amount`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agentic_rag.config_base import _Section
+
+# a question, not a ticket: a customer's whole message (τ²-banking's scenarios, 198–1,255
+# words) names products in passing and asks for many things; questions have 3–24 words in
+# every set here (issue 40's fourth round chose 64 for the named lists)
+QUESTION_WORDS = 64
+
+
+SupportDetector = Literal["graded_judge", "lexical", "mean", "lexical_numbers", "mean_numbers",
+                          "graded_judge_q", "mean_numbers_q"]
+
+
+class SupportConfig(_Section):
+    """How well an answer is supported by its passages (`evaluation/support.py`; validation
+    figures in docs/experiments.md): the agent's final answer against the passages it cites,
+    and a sweep's `hallucinated` metric (support below `threshold` under `detector`, the
+    answer against the served chunks; `enabled` is about the agent only)."""
+
+    enabled: bool = Field(
+        False, description="score run_agent's final answer against the passages it cites (the "
+        "served ones when it cites none); graded_judge and mean cost one more LLM call per "
+        "answer, so it is off in the library (the agent evaluation keeps its cost); "
+        "`agentic-rag ask` turns it on unless --no-support")
+    detector: SupportDetector = Field(
+        "graded_judge_q", description="graded_judge: the LLM judge's P(yes) from its log-probabilities; "
+        "lexical: the share of the answer's content words found in the passages (no LLM); "
+        "mean: the average of the two; "
+        "lexical_numbers: lexical, but 0 when a number of the answer is not in the passages; "
+        "mean_numbers: the average of graded_judge and lexical_numbers; "
+        "graded_judge_q (default), mean_numbers_q: the same with a judge that also reads the "
+        "question. The question-blind parts do not score an answer without checkable words (a "
+        "bare yes/no, number or word: `support.checkable`), so only the _q detectors decide "
+        "every answer. graded_judge_q wins on decisions: held-out balanced accuracy 0.607 "
+        "[0.530, 0.686] on the 150 LLM-labelled own answers (5-fold CV of the threshold; "
+        "mean_numbers 0.599 deciding 63 % of answers, call-everything-supported 0.500; "
+        "experiments/detectors/halueval-own/decisions.csv)")
+    threshold: float = Field(0.536, ge=0.0, le=1.0,
+                             description="an answer whose support is below this is unsupported; "
+                             "0.536: the threshold that maximises graded_judge_q's balanced "
+                             "accuracy on all 150 LLM-labelled own answers (a different "
+                             "detector needs its own: decisions.csv, threshold_all)")
+    on_unsupported: Literal["flag", "retry", "abstain"] = Field(
+        "abstain", description="the support gate (agent/gate.py; no LLM): every figure of the "
+        "answer must be stated in a passage it cites, from a document about the product, plan, "
+        "function or command the question names. flag: record the verdict, keep the answer; "
+        "retry: search once more for the missing fact (within the named documents) and answer "
+        "again, then 'I don't know' naming what was looked for if it still fails; abstain: "
+        "'I don't know' at once. Runs whether or not `enabled` (the detector) is on. "
+        "abstain (default): chosen on the 67 banking-products dev questions by the rule in "
+        "experiments/agent-support/CHOICE-RULE.md: with title coverage, wrong answers 0.134 "
+        "(flag) -> 0.075 (-0.060 [-0.134, -0.015]), at a cost of correct 0.731 -> 0.627; retry "
+        "tied on wrong (0.075) with more calls")
+    amount_needs_figure: bool = Field(
+        True, description="the gate also fails an answer that states no figure (nor a zero in "
+        "words: 'free', 'does not charge', 'unlimited') to a question asking for an amount "
+        "('how much/many', 'what is the <fee, rate, limit, balance...>', 'tell me the ...'; "
+        "not a how-to or yes/no question, nor a message over 64 words: "
+        "evaluation.figures.asks_amount); "
+        "on_unsupported then acts on it. true (default) by the rule in "
+        "experiments/agent-support/CHOICE-RULE-AMOUNT.md: on the three dev sets (201 questions) "
+        "wrong 0.015 -> 0, 0.060 -> 0.045, 0.042 -> 0.014, correct unchanged; the 4 answers it "
+        "turned into 'I don't know' were all wrong")
+
+
+class AgentConfig(_Section):
+    """The agent loop around the `search_documents` tool (`agent.py`)."""
+
+    policy: Literal["retrieve_first", "tool_required", "free", "closed_book"] = Field(
+        "retrieve_first", description="retrieve_first: the question is searched before the "
+        "model's first turn; tool_required: the first step must be a search; free: the model "
+        "decides; closed_book: no retrieval at all (the 'without RAG' baseline)")
+    mode: Literal["native", "json"] = "native"
+    max_steps: int = Field(3, ge=1, le=20)
+    action_max_tokens: int = Field(160, ge=16, le=4096,
+                                   description="max_tokens of one JSON action / tool-call turn")
+    answer_max_tokens: int = Field(256, ge=16, le=8192)
+    support: SupportConfig = SupportConfig()
