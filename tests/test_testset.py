@@ -507,27 +507,3 @@ def test_a_made_up_name_missing_from_its_question_gets_a_question_written_for_it
     named = ChatReply(content=json.dumps({"answer": "Gold Kids account",
                                           "question": "Is there a Gold Kids account fee?"}))
     assert ask_about(chat, named) is named and len(chat.calls) == 1
-
-
-def test_the_estimate_counts_the_repairs_and_their_second_round_trips():
-    from agentic_rag.datasets.testset_cost import ROUND_TRIP_PASS, estimate
-
-    chunks = [c for d in _docs() for c in _chunker(d)]
-    checked = estimate(100, chunks, round_trip=True, repair=False)
-    repaired = estimate(100, chunks, round_trip=True, repair=True)
-    fixes = round(100 / ROUND_TRIP_PASS * (1 - ROUND_TRIP_PASS))  # one per failed round trip
-    assert checked["repairs"] == 0 and repaired["repairs"] == fixes == 100
-    # as measured, no rewrite got a second round trip and none was kept: the repairs add
-    # their own calls only
-    assert repaired["round_trips"] == checked["round_trips"]
-    assert repaired["llm_calls"] == checked["llm_calls"] + fixes
-    assert estimate(100, chunks, round_trip=False, repair=True)["repairs"] == 0  # needs it
-
-
-def test_the_cli_repair_default_is_the_library_default():
-    import inspect
-
-    from agentic_rag.cli.testset import testset
-    from agentic_rag.datasets.testset_cost import REPAIR_DEFAULT
-
-    assert inspect.signature(testset).parameters["repair"].default is REPAIR_DEFAULT

@@ -46,9 +46,6 @@ def testset(
     round_trip: Annotated[bool, typer.Option(
         help="span mode: the model answers each question from its own passage, and a question "
              "whose answer is not its span is rejected (--no-round-trip: skip those calls)")] = True,
-    repair: Annotated[bool, typer.Option(
-        help="with the round trip: a question failing it is rewritten once by the model, told "
-             "what its passage answered, and checked again (measured: 0 of 24 kept)")] = False,
     config: ConfigOpt = None, home: HomeOpt = None,
     max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
 ) -> None:
@@ -79,7 +76,7 @@ def testset(
         _fail(f"--mode {mode!r}: use span or free")
     round_trip = round_trip and mode == "span"  # the check reads a span: span mode only
     est = estimate(n, chunks, knowable, unanswerable, corpus_check, mode=mode,
-                   round_trip=round_trip, repair=repair)
+                   round_trip=round_trip)
     typer.echo(estimate_line(est, measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]),
                              conc, serves_in_parallel(cfg.llm))
                + (f"; of the calls, {est['corpus_checks']} check the unanswerable questions "
@@ -95,7 +92,7 @@ def testset(
                                    check_unanswerable=corpus_check,
                                    max_concurrency=conc, mode=mode,
                                    max_knowable_share=max_knowable_share,
-                                   round_trip=round_trip, repair=repair,
+                                   round_trip=round_trip,
                                    progress=Progress(n, typer.echo, "testset", meter))
     except LLMCallCap as stop:
         _stopped_at_cap(stop, f"{out} is not written yet")

@@ -58,7 +58,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from agentic_rag.datasets.spans import Span
-from agentic_rag.datasets.testset_cost import REPAIR_DEFAULT, ROUND_TRIP_PASS
+from agentic_rag.datasets.testset_cost import ROUND_TRIP_PASS
 from agentic_rag.datasets.testset_filters import CorpusText, SubjectCheck, check_reply, chunks_bm25
 from agentic_rag.datasets.testset_prompts import (
     CORPUS_CHECK_K,
@@ -67,7 +67,6 @@ from agentic_rag.datasets.testset_prompts import (
     answer_from_corpus,
     ask,
     closed_book,
-    repair,
     round_trip,
 )
 from agentic_rag.datasets.testset_sampling import (
@@ -99,7 +98,6 @@ class GeneratedQuestion(BaseModel):
     knowable: bool | None = None  # answered without context (None: not checked)
     closed_book_f1: float | None = None
     span_kind: str | None = None  # span mode: the rule that chose the answer (spans.KINDS)
-    repaired: bool = False  # its question is the repair's rewrite (`testset_prompts.repair`)
     split: Literal["dev", "test"]
     generator: str
     prompt_version: str = PROMPT_VERSION
@@ -156,8 +154,6 @@ class _Run:
     draws: int = 0
     no_span: int = 0
     corpus_checks: int = 0
-    repair: bool = False  # a failed round trip is rewritten once (`_repair`)
-    repairs: Counter = field(default_factory=Counter)  # the repairs' outcomes
     lexical: Any = None
     subjects: Any = None  # testset_filters.SubjectCheck, where documents share names
 
@@ -203,8 +199,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                      max_concurrency: int = 1, min_tokens: int = 25,
                      progress: Any = None, mode: Literal["span", "free"] = "span",
                      max_knowable_share: float | None = 0.25,
-                     dev_share: float = 0.2, round_trip: bool | None = None,
-                     repair: bool | None = None) -> TestsetResult:
+                     dev_share: float = 0.2, round_trip: bool | None = None) -> TestsetResult:
     """`n` accepted questions (about `unanswerable` of them without an answer in the corpus)
     from `docs`, drawing chunks in `sample_chunks` order until `n` pass the filters or the
     first `max_draws` chunks of that order (default 3 × n; with the round trip
@@ -224,9 +219,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     share"); None keeps them all. `dev_share`: the questions' share in the dev split.
     `round_trip` (default: on in span mode): each answerable question that passed the filters
     is answered by the model from its own passage and rejected when that answer is not its
-    reference (`testset_prompts.round_trip`: one call per such question). `repair` (default
-    `REPAIR_DEFAULT`): a question whose round trip failed is rewritten once, then filtered and
-    round-tripped again (`_repair`: one call, and a second round trip, per failed one)."""
+    reference (`testset_prompts.round_trip`: one call per such question)."""
     _check_args(n, unanswerable, docs, mode, max_knowable_share, dev_share)
     checks_round_trip = mode == "span" if round_trip is None else round_trip
     if max_draws is None:  # the round trip passes about half: as many more draws
@@ -242,9 +235,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     gen = getattr(chat, "model_id", type(chat).__name__)
     settings = {"max_copied_words": max_copied_words, "max_answer_words": max_answer_words,
                 "duplicate_jaccard": duplicate_jaccard, "check_unanswerable": check_unanswerable,
-                "dev_share": dev_share, "gen": gen, "round_trip": checks_round_trip,
-                "repair": checks_round_trip and (REPAIR_DEFAULT if repair is None else repair)}
-    run.repair = settings["repair"]
+                "dev_share": dev_share, "gen": gen,
+                "round_trip": checks_round_trip}
     corpus = CorpusText(docs) if quota[False] else None  # where a made-up name must not occur
     run.subjects = SubjectCheck(run.bm25(), docs) if SubjectCheck.applies(list(by_id)) else None
     drawn: list[tuple[Chunk, bool, Span | None]] = []
@@ -267,24 +259,16 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     records = _bound_knowable(records, run.rejected, max_knowable_share)
     summary = _summary(records, run.rejected, n, run.draws, seed, gen, unanswerable,
                        max_copied_words, duplicate_jaccard, knowable_f1, len(chunks))
+    summary.update({"mode": mode, "prompt_version": SPAN_PROMPT_VERSION if mode == "span"
+                    else PROMPT_VERSION, "no_answer_span": run.no_span, "llm_calls": counting.calls,
+                    "calls_per_kept": round(counting.calls / len(records), 2) if records else None,
+                    "accepted_share_of_draws": round(len(records) / run.draws, 3)
+                    if run.draws else None, "unanswerable_checked": run.corpus_checks})
     summary["settings"].update({"corpus_check_k": CORPUS_CHECK_K if check_unanswerable else None,
-                                "max_knowable_share": max_knowable_share, "dev_share": dev_share,
-                                "round_trip": checks_round_trip, "repair": settings["repair"],
+                                "max_knowable_share": max_knowable_share,
+                                "dev_share": dev_share, "round_trip": checks_round_trip,
                                 "subject_check": run.subjects is not None})
-    return TestsetResult(records, run.rejected, {**summary, **_run_figures(run, records,
-                                                                           counting.calls)})
-
-
-def _run_figures(run: _Run, records: list[GeneratedQuestion], calls: int) -> dict[str, Any]:
-    """A run's mode, cost and yield for its summary (and its repairs' outcomes, with repair)."""
-    figures = {"mode": run.mode, "prompt_version": SPAN_PROMPT_VERSION if run.mode == "span"
-               else PROMPT_VERSION, "no_answer_span": run.no_span, "llm_calls": calls,
-               "calls_per_kept": round(calls / len(records), 2) if records else None,
-               "accepted_share_of_draws": round(len(records) / run.draws, 3)
-               if run.draws else None, "unanswerable_checked": run.corpus_checks}
-    if run.repair:
-        figures["repairs"] = {"attempted": sum(run.repairs.values()), **run.repairs}
-    return figures
+    return TestsetResult(records, run.rejected, summary)
 
 
 def _check_args(n: int, unanswerable: float, docs: Sequence[Document], mode: str,
@@ -335,21 +319,16 @@ def _judge(run: _Run, reply: Any, chunk: Chunk, answerable: bool, span: Span | N
         run.rejected.append({**base, **outcome})
         return False
     question, answer, at = outcome
-    if answerable and (vague := _vague(run, question, answer, doc)):
-        run.rejected.append({**base, **vague})
+    if answerable and run.subjects is not None and (
+            vague := run.subjects.check(question, answer, doc.id)):
+        run.rejected.append({**base, **vague, "question": question, "answer": answer})
         return False
     if span is not None:  # the chosen span itself, not an earlier copy of its words
         at = (chunk.start_char + span.start, chunk.start_char + span.end)
-    repaired = False
     if answerable and st["round_trip"]:
         if (wrong := round_trip(run.chat, question, answer, chunk, doc)) is not None:
-            fixed = _repair(run, question, answer, wrong, chunk, corpus, st) \
-                if st["repair"] and wrong["reason"] != "llm error" else None
-            if isinstance(fixed, dict) or fixed is None:
-                run.rejected.append({**base, **(fixed or {**wrong, "question": question,
-                                                          "answer": answer})})
-                return False
-            question, repaired = fixed, True
+            run.rejected.append({**base, **wrong, "question": question, "answer": answer})
+            return False
     if not answerable and st["check_unanswerable"]:
         run.corpus_checks += 1
         answered = answer_from_corpus(run.chat, question, run.bm25(), run.by_id)
@@ -362,53 +341,11 @@ def _judge(run: _Run, reply: Any, chunk: Chunk, answerable: bool, span: Span | N
         doc_ids=[chunk.doc_id] if answerable else [],
         spans=[{"doc_id": chunk.doc_id, "start": at[0], "end": at[1]}] if at else [],
         chunk_id=chunk.id, chunk_type=s, intent=intent, answerable=answerable,
-        span_kind=span.kind if span else None, repaired=repaired,
+        span_kind=span.kind if span else None,
         split=split_of(qid, run.seed, st["dev_share"]), generator=st["gen"],
         prompt_version=SPAN_PROMPT_VERSION if run.mode == "span" else PROMPT_VERSION))
     run.done[answerable] += 1
     return True
-
-
-def _vague(run: _Run, question: str, answer: str, doc: Document) -> dict[str, Any] | None:
-    """The subject check's rejection of an answerable question (where it applies), or None."""
-    if run.subjects is None or not (vague := run.subjects.check(question, answer, doc.id)):
-        return None
-    return {**vague, "question": question, "answer": answer}
-
-
-def _repair(run: _Run, question: str, answer: str, wrong: dict[str, Any], chunk: Chunk,
-            corpus: CorpusText | None, st: dict[str, Any]) -> str | dict[str, Any]:
-    """The repaired question of a failed round trip (`wrong`), or the rejection to record.
-    The rewrite (`testset_prompts.repair`) must pass the filters of `check_reply` and the
-    subject check, else the draw is rejected for its round trip as without a repair (with
-    the rewrite and why it failed); then the round trip again ("answer does not round-trip
-    after repair"). `run.repairs` counts each outcome."""
-    doc = run.by_id[chunk.doc_id]
-    reply = repair(run.chat, question, answer, wrong["round_trip_answer"], chunk, doc)
-    outcome = check_reply(reply, chunk, doc, True, run.records, st["max_copied_words"],
-                          st["max_answer_words"], st["duplicate_jaccard"], corpus=corpus)
-    if not isinstance(outcome, dict) and (vague := _vague(run, outcome[0], answer, doc)):
-        outcome = vague
-    if not isinstance(outcome, dict) and outcome[0].strip() == question.strip():
-        # the model echoed its question (23 of the 24 repairs measured): no second round trip
-        outcome = {"reason": "rewrite unchanged", "question": question}
-    if isinstance(outcome, dict):
-        run.repairs[outcome["reason"] if outcome["reason"] in ("llm error", "rewrite unchanged")
-                    else "failed a filter"] += 1
-        return {**wrong, "question": question, "answer": answer,
-                "repair_reason": outcome["reason"], "repair_detail": outcome.get("detail"),
-                "repaired_question": outcome.get("question")}
-    first = {"first_question": question, "first_round_trip_answer": wrong["round_trip_answer"]}
-    again = round_trip(run.chat, outcome[0], answer, chunk, doc)
-    if again is None:
-        run.repairs["kept"] += 1
-        return outcome[0]
-    if again["reason"] == "llm error":
-        run.repairs["llm error"] += 1
-        return {**again, "question": outcome[0], "answer": answer, **first}
-    run.repairs["failed the round trip"] += 1
-    return {**again, "reason": "answer does not round-trip after repair",
-            "question": outcome[0], "answer": answer, **first}
 
 
 def _knowable(chat: ChatModel, r: GeneratedQuestion, threshold: float) -> GeneratedQuestion:

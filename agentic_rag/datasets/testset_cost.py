@@ -1,6 +1,6 @@
 """What `generate_testset` costs before it runs (`estimate`: LLM calls and tokens for `n`
-questions), from the rates measured on real runs: draws per kept question, the round trip's
-pass rate, the repair's outcomes. The CLI and `tune` print it before the first call."""
+questions), from the rates measured on real runs: draws per kept question and the round
+trip's pass rate. The CLI and `tune` print it before the first call."""
 
 from __future__ import annotations
 
@@ -14,46 +14,28 @@ from agentic_rag.documents import Chunk
 # passes ROUND_TRIP_PASS of the questions that passed the filters (same pages: 126 of 254)
 DRAWS_PER_KEPT = {"free": 1.5, "span": 2.0}
 ROUND_TRIP_PASS = 0.5
-# the repair (experiments/tune/README.md, "The round trip with repair", 2026-12-04)
-REPAIR_DEFAULT = False
-# the repair of a failed round trip: the share of rewrites that pass the filters and differ
-# from the question (and get a second round trip), and the share of repairs that end in a kept
-# question (Python pages, 2026-12-04: of the 24 repairs that ran, 23 echoed the question, 1
-# failed a filter; none kept)
-REPAIR_PASSES_FILTERS = 0.0
-REPAIR_KEEPS = 0.0
 
 
 def estimate(n: int, chunks: Sequence[Chunk], check_knowable: bool = True,
              unanswerable: float = 0.0, check_unanswerable: bool = False,
-             mode: str = "span", round_trip: bool = False, repair: bool = REPAIR_DEFAULT
-             ) -> dict[str, int]:
+             mode: str = "span", round_trip: bool = False) -> dict[str, int]:
     """The calls and tokens `generate_testset` should take for `n` questions: draws per
     accepted question `DRAWS_PER_KEPT` (the summary reports a run's own rate), each the
     prompt (~180 tokens) + a passage of the chunks' mean size, ~40 tokens out; with
     `round_trip`, one check per question that passed the filters (n / `ROUND_TRIP_PASS`,
-    and as many more draws) ~80 + a passage in, ~15 out; with `repair` too, each failed
-    round trip one rewrite ~200 + a passage in, ~40 out, and a second round trip for each
-    rewrite that passes the filters (`REPAIR_PASSES_FILTERS`), a kept question for
-    `REPAIR_KEEPS` of them (fewer draws); a second call for each unanswerable
+    and as many more draws) ~80 + a passage in, ~15 out; a second call for each unanswerable
     draw (`ask_about`, a ceiling) ~80 in, ~25 out; the closed-book check ~60 in, ~15 out;
     with `check_unanswerable`, the corpus check of each unanswerable question ~60 +
     `CORPUS_CHECK_K` passages in, ~20 out."""
     mean = sum(c.token_count for c in chunks) / len(chunks) if chunks else 0
-    repairing = round_trip and repair
-    kept_share = ROUND_TRIP_PASS + (1 - ROUND_TRIP_PASS) * REPAIR_KEEPS if repairing \
-        else ROUND_TRIP_PASS
-    passed = n / kept_share if round_trip else n
+    passed = n / ROUND_TRIP_PASS if round_trip else n
     draws = round(DRAWS_PER_KEPT.get(mode, 1.5) * passed)
-    fixes = round(passed * (1 - ROUND_TRIP_PASS)) if repairing else 0
-    rt = round(passed + fixes * REPAIR_PASSES_FILTERS) if round_trip else 0
+    rt = round(passed) if round_trip else 0
     k = n if check_knowable else 0
     second = round(draws * unanswerable)
     u = round(n * unanswerable) if check_unanswerable else 0
-    return {"llm_calls": draws + rt + fixes + second + k + u,
+    return {"llm_calls": draws + rt + second + k + u,
             "prompt_tokens_est": round(draws * (180 + mean) + rt * (80 + mean) + second * 80
-                                       + fixes * (200 + mean) + k * 60
-                                       + u * (60 + CORPUS_CHECK_K * (mean + 10))),
-            "completion_tokens_est": draws * 40 + rt * 15 + fixes * 40 + second * 25 + k * 15
-                                     + u * 20,
-            "corpus_checks": u, "round_trips": rt, "repairs": fixes}
+                                       + k * 60 + u * (60 + CORPUS_CHECK_K * (mean + 10))),
+            "completion_tokens_est": draws * 40 + rt * 15 + second * 25 + k * 15 + u * 20,
+            "corpus_checks": u, "round_trips": rt}

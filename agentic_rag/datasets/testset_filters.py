@@ -26,7 +26,7 @@ REASONS = ("llm error", "malformed reply", "answer too long", "answer not in sou
            # issue 38
            "answer made of the question's words", "fragment answer",
            "premise not in the passage", "knowable beyond its share", "no answer span",
-           "answer does not round-trip", "answer does not round-trip after repair",
+           "answer does not round-trip",
            # issue 40: corpora whose documents share a name (a product's pages)
            "names another subject", "ambiguous subject")
 _GENERIC = {"yes", "no", "true", "false", "none", "n/a", "not", "it", "this", "that"}

@@ -3,8 +3,7 @@
 `ask` writes a question for a drawn chunk (free mode: the model copies a short answer from the
 passage, then asks for it; span mode: it is given the answer and writes the question; an
 unanswerable draw asks about a made-up sibling of what the passage describes, with a second call
-`ask_about` when the question leaves the name out). `round_trip` answers a span-mode question
-from its own passage; `repair` rewrites one whose round trip failed. `answer_from_corpus` is the optional
+`ask_about` when the question leaves the name out). `answer_from_corpus` is the optional
 unanswerable check against the whole corpus; `closed_book` the knowable check. Every call goes
 through the chat model's reply cache; a failed call comes back as its `LLMError`.
 """
@@ -59,26 +58,13 @@ _SYSTEM_UNANSWERABLE = (
 
 
 # span mode (issue 38): the answer is chosen by rule; the model only writes its question
-# how a question is asked: shared by the span prompt and the repair prompt (the span prompt's
-# text is unchanged by the split: its cached replies still replay)
-_AS_A_USER = (
-    "as a user who has NOT read the passage would ask it: in your own words, not copying phrases "
+_SYSTEM_SPAN = (
+    "You write test questions for a documentation search engine. You are given a passage and "
+    "an ANSWER copied from it. Write one question whose answer is exactly the ANSWER, as a "
+    "user who has NOT read the passage would ask it: in your own words, not copying phrases "
     "from the passage, never containing the ANSWER itself, and specific enough to have one "
     "answer (name the product, module, function, person or place it is about). Ask only "
     "about what the passage says. Reply with JSON {\"question\": ...}.")
-_SYSTEM_SPAN = (
-    "You write test questions for a documentation search engine. You are given a passage and "
-    "an ANSWER copied from it. Write one question whose answer is exactly the ANSWER, "
-    + _AS_A_USER)
-# the repair (issue 38): a question whose round trip failed, rewritten once, told what its
-# passage answered it with
-_SYSTEM_REPAIR = (
-    "You write test questions for a documentation search engine. You are given a passage, an "
-    "ANSWER copied from it, a QUESTION written for that ANSWER, and what the QUESTION was "
-    "answered with from the passage (ANSWERED), which is not the ANSWER: the QUESTION asks for "
-    "something else, or for more than one thing. Rewrite the QUESTION so that its one answer in "
-    "the passage is exactly the ANSWER, not the ANSWERED, "
-    + _AS_A_USER)
 
 
 # the reply of a call that writes only a question (span mode, `ask_about`)
@@ -131,39 +117,14 @@ def _ask_for_span(chat: ChatModel, chunk: Chunk, doc: Document, span: Span) -> A
                        {"role": "user", "content": f"{passage(chunk, doc)}\n\n"
                                                    f"ANSWER: {span.text}"}],
                       json_schema=_QUESTION_SCHEMA, max_tokens=100)
-    return _with_answer(reply, span.text)
-
-
-def _with_answer(reply: Any, answer: str) -> Any:
-    """A {"question": ...} reply rewritten as {"answer": `answer`, "question": ...}, the form
-    the filters read; a malformed one as it is (rejected as such)."""
     try:
         question = reply.json().get("question")
     except (ValueError, TypeError, AttributeError):
-        return reply
+        return reply  # malformed: rejected as such
     if not isinstance(question, str):
         return reply
-    return reply.model_copy(update={"content": json.dumps({"answer": answer,
+    return reply.model_copy(update={"content": json.dumps({"answer": span.text,
                                                            "question": question})})
-
-
-def repair(chat: ChatModel, question: str, answer: str, said: str, chunk: Chunk,
-           doc: Document) -> Any:
-    """One more call for a span-mode question whose round trip failed: the model is shown the
-    passage, the `answer` (its span), the `question` it wrote and what the passage answered
-    it with (`said`), and rewrites the question (`_SYSTEM_REPAIR`, the span prompt's schema
-    and wording). The reply in the generator's form ({"answer", "question"}) for the filters,
-    or the LLMError the call ended with (recorded, not raised)."""
-    try:
-        reply = chat.chat([{"role": "system", "content": _SYSTEM_REPAIR},
-                           {"role": "user", "content": f"{passage(chunk, doc)}\n\n"
-                                                       f"ANSWER: {answer}\n"
-                                                       f"QUESTION: {question}\n"
-                                                       f"ANSWERED: {said}"}],
-                          json_schema=_QUESTION_SCHEMA, max_tokens=100)
-    except LLMError as exc:
-        return exc
-    return _with_answer(reply, answer)
 
 
 _SYSTEM_ABOUT = (

@@ -1,7 +1,7 @@
 """Generate the test sets the tune evidence runs on (issue 38), from the documents only.
 
     PYTHONPATH=. python experiments/tune/generate_sets.py python 20 span [max_draws] [--no-knowable]
-        [--name STEM] [--repair | --no-repair]
+        [--name STEM]
 
 Writes experiments/tune/<corpus>/<STEM or mode>.jsonl (+ .rejected.jsonl, .summary.json) and the LLM
 replies to experiments/tune/<corpus>/llm-replies.jsonl (the pack: a rerun reads them back).
@@ -26,7 +26,7 @@ from agentic_rag.llm.server import serve_local
 
 
 def main(corpus: str, n: int, mode: str, max_draws: int | None = None,
-         knowable: bool = True, name: str | None = None, repair: bool | None = None) -> None:
+         knowable: bool = True, name: str | None = None) -> None:
     cfg = RAGConfig()
     out = Path("experiments/tune") / corpus
     out.mkdir(parents=True, exist_ok=True)
@@ -42,7 +42,6 @@ def main(corpus: str, n: int, mode: str, max_draws: int | None = None,
         res = generate_testset(docs, chat, n=n, seed=0, unanswerable=0.0, chunks=chunks,
                                mode=mode, dev_share=0.5, max_draws=max_draws or 3 * n,
                                check_knowable=knowable,
-                               **({} if repair is None else {"repair": repair}),
                                progress=Progress(n, lambda s: print(s, flush=True),
                                                  "testset", meter))
     res.write(out / f"{name or mode}.jsonl")
@@ -55,5 +54,4 @@ if __name__ == "__main__":
     stem = argv.pop(argv.index("--name") + 1) if "--name" in argv else None
     args = [a for a in argv if not a.startswith("--")]
     main(args[0], int(args[1]), args[2], int(args[3]) if len(args) > 3 else None,
-         knowable="--no-knowable" not in argv, name=stem,
-         repair=True if "--repair" in argv else False if "--no-repair" in argv else None)
+         knowable="--no-knowable" not in argv, name=stem)
