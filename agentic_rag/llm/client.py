@@ -62,7 +62,6 @@ class OpenAIChatModel:
         the reply a grammar-constrained call to it). `retry_malformed=False`: a reply asked to
         be JSON that does not parse raises `LLMError("malformed")` at once, so the caller
         decides (the agent retries once with a corrective message, not the same request)."""
-        import httpx
         import openai
 
         params: dict[str, Any] = {"temperature": self.config.temperature,
@@ -96,7 +95,7 @@ class OpenAIChatModel:
                                    attempt) from exc
                 last_error, kind = f"HTTP {exc.status_code}: {type(exc).__name__}: {exc}", "transport"
             except (openai.APIConnectionError, openai.APIResponseValidationError,
-                    httpx.HTTPError) as exc:
+                    *_http_errors()) as exc:
                 # timeouts, refused / reset connections, truncated bodies
                 last_error, kind = f"{type(exc).__name__}: {exc}", "transport"
             except (ValueError, TypeError, AttributeError, IndexError) as exc:
@@ -124,6 +123,18 @@ class OpenAIChatModel:
 
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504}) | frozenset(range(500, 600))
+
+
+def _http_errors() -> tuple[type[Exception], ...]:
+    """The HTTP library's own errors (a body cut mid-read escapes openai's wrapping): httpx's
+    for older openai releases, httpx2's for those that moved to it; both when both are here."""
+    errors: list[type[Exception]] = []
+    for name in ("httpx", "httpx2"):
+        try:
+            errors.append(__import__(name).HTTPError)
+        except ImportError:
+            pass
+    return tuple(errors)
 
 
 def _json_problem(content: str, schema: dict | None) -> str | None:

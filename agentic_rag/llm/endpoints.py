@@ -64,12 +64,11 @@ class _Member:
                 if self._client is None:
                     import os
 
-                    import httpx
-                    from openai import OpenAI
+                    from openai import OpenAI, Timeout  # openai's own: httpx2 2.17 refuses httpx's
 
                     key = os.environ.get(self.config.api_key_env) or "not-needed-for-local"
-                    timeout = httpx.Timeout(self.config.timeout_s,
-                                            connect=min(connect_timeout_s, self.config.timeout_s))
+                    timeout = Timeout(self.config.timeout_s,
+                                      connect=min(connect_timeout_s, self.config.timeout_s))
                     self._client = OpenAI(base_url=self.base_url, api_key=key, timeout=timeout,
                                           max_retries=0)
                 return self._client
