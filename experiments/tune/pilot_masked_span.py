@@ -1,0 +1,64 @@
+"""Pilot (issue 38, 2026-12-04): the span-first prompt with its answer hidden ([BLANK], the
+cloze-to-question idea) instead of shown, on the first draws of the committed
+span-100-norepair arm (same seed, same chunks, round trip on, knowable check off).
+
+    PYTHONPATH=. python experiments/tune/pilot_masked_span.py 100 30   # n, draw cap
+
+Prints the masked arm's summary, the shown arm's outcome on the same draws, and every kept and
+rejected question. Not part of the package: the masked prompt lost (README, "Hiding the
+answer")."""
+import json, sys, re
+sys.path.insert(0, 'experiments/tune')
+from evidence import documents
+from agentic_rag.config import RAGConfig
+from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.llm.chat import make_chat_model
+from agentic_rag.llm.server import serve_local
+import agentic_rag.datasets.testset_prompts as tp
+from agentic_rag.datasets.testset_sampling import passage
+from agentic_rag.datasets.testset import generate_testset
+
+KIND = {"code": "a name or expression from the code or text", "number": "a number or amount",
+        "term": "a term", "cell": "an entry of the table", "item": "an item of the list",
+        "name": "a name"}
+SYSTEM = ("You write test questions for a documentation search engine. In the passage below, "
+          "one piece of text is hidden: each place it occurs reads [BLANK]. Write one question "
+          "whose answer is exactly the hidden text, as a user who has NOT read the passage "
+          "would ask it: in your own words, not copying phrases from the passage, and specific "
+          "enough to have one answer (name the product, module, function, person or place it is "
+          "about). Never write [BLANK] in the question. Ask only about what the passage says. "
+          "Reply with JSON {\"question\": ...}.")
+
+def masked(chat, chunk, doc, span):
+    text = passage(chunk, doc).replace(span.text, "[BLANK]")
+    reply = chat.chat([{"role": "system", "content": SYSTEM},
+                       {"role": "user", "content": f"{text}\n\nThe hidden text is {KIND[span.kind]}."}],
+                      json_schema=tp._QUESTION_SCHEMA, max_tokens=100)
+    try:
+        q = reply.json().get("question")
+    except Exception:
+        return reply
+    if not isinstance(q, str):
+        return reply
+    return reply.model_copy(update={"content": json.dumps({"answer": span.text, "question": q})})
+
+tp._ask_for_span = masked
+cfg = RAGConfig()
+docs = documents("python")
+chunks = [c for d in docs for c in AgenticChunker(cfg.chunking).chunk(d)]
+n, cap = int(sys.argv[1]), int(sys.argv[2])
+with serve_local(cfg.llm, cfg.home):
+    chat = make_chat_model(cfg.llm, cfg.home)
+    res = generate_testset(docs, chat, n=n, seed=0, unanswerable=0.0, chunks=chunks, mode="span",
+                           dev_share=0.5, max_draws=cap, check_knowable=False)
+print(json.dumps({k: res.summary[k] for k in ("accepted", "drawn", "rejected", "llm_calls", "accepted_share_of_draws")}, indent=1))
+shown = {}
+for line in open("experiments/tune/python/span-100-norepair.rejected.jsonl"):
+    r = json.loads(line); shown[r["chunk_id"]] = r["reason"]
+for line in open("experiments/tune/python/span-100-norepair.jsonl"):
+    r = json.loads(line); shown[r["chunk_id"]] = "kept"
+ids = [r.chunk_id for r in res.records] + [r["chunk_id"] for r in res.rejected]
+print("shown arm on the same draws:", sum(shown.get(i) == "kept" for i in ids), "kept of",
+      sum(i in shown for i in ids), "judged")
+for r in res.records: print("KEPT", repr(r.answer), "|", r.question)
+for r in res.rejected: print("REJ", r["reason"], "|", repr(r.get("answer")), "|", r.get("question"))
