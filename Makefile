@@ -64,22 +64,28 @@ $(PORTABLE_DONE): | $(VENV)/.installed
 #   skylakex   AVX-512 F/CD/VL/DQ/BW, no VNNI (Skylake-SP Xeons; Cascade/Cooper Lake load it)
 #   icelake    AVX-512 + VBMI + VNNI (Ice Lake Xeons, the common cloud CI runners)
 #   zen4       AVX-512 + VBMI + VNNI + BF16 (AMD Zen 4/5; Sapphire Rapids+ Xeons without AMX)
-# Not built: sapphirerapids (AMX): it dies of SIGILL on our Xeons under their hypervisor, and
-# without it ggml picks zen4 there, the variant of the committed reply packs. Add it with
-#   make llama-server LLAMA_CPU_VARIANTS="x64;haswell;alderlake;skylakex;icelake;zen4;sapphirerapids"
+#   sapphirerapids  + AMX (Intel Sapphire Rapids Xeons and later): ggml's AMX matrix product,
+#              1.6x zen4's prompt tokens/s on our Xeons (docs/servers.md), with a 1-line patch
+#              (AMX_TLS_PATCH below): as released it dies of SIGILL there
 # (the server tries ggml's pick before using it and falls back to the next variant that runs).
 # ggml's CMake has no option to choose variants (GGML_CPU_ALL_VARIANTS builds all 14): a
 # 3-line patch to its ggml_add_cpu_backend_variant (skip a variant not in GGML_CPU_VARIANTS).
 # A failed build does not fail `make install`: the portable llama-cpp-python server is used,
 # FAILED says why and the server says so in one line when it starts. `make llama-server`
 # retries (measured: docs/install.md).
-LLAMA_CPU_VARIANTS ?= x64;haswell;alderlake;skylakex;icelake;zen4
+LLAMA_CPU_VARIANTS ?= x64;haswell;alderlake;skylakex;icelake;zen4;sapphirerapids
 LLAMA_SERVER_JOBS ?= $$(nproc)
 LLAMA_SERVER_CMAKE_ARGS ?= -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON \
   -DGGML_CPU_ALL_VARIANTS=ON "-DGGML_CPU_VARIANTS=$(LLAMA_CPU_VARIANTS)" -DBUILD_SHARED_LIBS=ON \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 GGML_VARIANT_PATCH := s/^function(ggml_add_cpu_backend_variant tag_name)$$/&\n    \# agentic-rag: only the variants in GGML_CPU_VARIANTS (a ;-list), when set\n    if (DEFINED GGML_CPU_VARIANTS AND NOT tag_name IN_LIST GGML_CPU_VARIANTS)\n        return()\n    endif()/
+# ggml's AMX kernels keep their scratch tiles in `static thread_local` arrays; in a library
+# loaded at run time (GGML_BACKEND_DL) each access goes through glibc's __tls_get_addr, after
+# which the AMX tile configuration read back palette 1 with every tile's rows and columns 0,
+# so the next _tile_zero raised #UD: SIGILL on our Xeons (Debian 12's glibc 2.36; gdb +
+# sttilecfg, 2026-12-05). As stack arrays (they are scratch within one call) it runs
+AMX_TLS_PATCH := s/alignas(64) static thread_local /alignas(64) /
 
 # a retry: `make llama-server`; the build itself: llama-server-build (its output in build.log)
 llama-server:
@@ -108,6 +114,8 @@ llama-server-build:
 	tar xzf $(LLAMA_SERVER_DIR)/src/llama_cpp_python-*.tar.gz -C $(LLAMA_SERVER_DIR)/src
 	sed -i '$(GGML_VARIANT_PATCH)' $(LLAMA_SERVER_DIR)/src/llama_cpp_python-*/vendor/llama.cpp/ggml/src/CMakeLists.txt
 	grep -q 'IN_LIST GGML_CPU_VARIANTS' $(LLAMA_SERVER_DIR)/src/llama_cpp_python-*/vendor/llama.cpp/ggml/src/CMakeLists.txt
+	sed -i '$(AMX_TLS_PATCH)' $(LLAMA_SERVER_DIR)/src/llama_cpp_python-*/vendor/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp
+	! grep -q 'alignas(64) static thread_local' $(LLAMA_SERVER_DIR)/src/llama_cpp_python-*/vendor/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp
 	cmake -S $(LLAMA_SERVER_DIR)/src/llama_cpp_python-*/vendor/llama.cpp -B $(LLAMA_SERVER_DIR)/build \
 	  $(LLAMA_SERVER_CMAKE_ARGS)
 	cmake --build $(LLAMA_SERVER_DIR)/build --target llama-server -j$(LLAMA_SERVER_JOBS)

@@ -56,7 +56,7 @@ class ServerConfig(_Section):
         None, description="the ggml CPU variant a llama-server built with run-time variants "
         "runs (`zen4`, `icelake`, `haswell`, ...): None = ggml's best for this processor that "
         "answers a test completion (the next built one down when it dies). Pin "
-        "one where ggml's pick faults (AMX under some hypervisors) or to share replies "
+        "one where ggml's pick faults (unpatched AMX) or to share replies "
         "between machines that run the same variant")
 
     @model_validator(mode="after")

@@ -191,7 +191,18 @@ def test_the_real_build_serves_a_variant_that_answers(monkeypatch):
     exe = runnable_binary(str(LLAMA_SERVER_BUILD))
     info = server_binary_info(exe)
     assert info["backend_dl"] and info["cpu_variant"] in llm_binary.VARIANT_RANK
-    assert "sapphirerapids" not in llm_binary.cpu_variants(str(LLAMA_SERVER_BUILD))  # not built
+    assert "sapphirerapids" in llm_binary.cpu_variants(str(LLAMA_SERVER_BUILD))
+    if _has_amx():  # the AMX variant answers (make's AMX_TLS_PATCH): before it, SIGILL
+        assert info["cpu_variant"] == "sapphirerapids"
+
+
+def _has_amx() -> bool:
+    """The processor and the kernel offer AMX's int8 tiles (/proc/cpuinfo's flags)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return " amx_int8" in flags and " amx_tile" in flags
 
 
 def test_a_lost_log_line_is_asked_again_not_read_as_a_linked_build(tmp_path):

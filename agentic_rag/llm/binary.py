@@ -3,7 +3,8 @@
 `served_binary(config)` is the executable a config runs: held to `llm.server.cpu_variant`
 (`variant_binary`: a folder where ggml can load only that variant) or, by default, ggml's pick
 for this processor when a test completion runs on it, else the best built variant below it that
-does (`runnable_binary`, `probe_variant`: AMX under some hypervisors dies with SIGILL).
+does (`runnable_binary`, `probe_variant`: ggml's AMX kernels as released died of SIGILL on
+our Xeons; a build without the Makefile's AMX_TLS_PATCH still would).
 `server_binary_info` is what a run records about it; `listener_pid` / `mapped_cpu_variant`
 tell which variant a server already running on a port has loaded.
 """
@@ -134,7 +135,7 @@ PROBE_TIMEOUT_S = 120.0  # to load the probe model and answer; a hang counts as 
 def runnable_binary(binary: str) -> str:
     """`binary` when ggml's pick of CPU variant for this processor answers a test completion
     (`probe_variant`), else the binary held to the best built variant below it that does
-    (`variant_binary`): a variant that dies (AMX under some hypervisors: SIGILL) is never
+    (`variant_binary`): a variant that dies (unpatched AMX on our Xeons: SIGILL) is never
     served. Says which one runs (logged; a fall-back as a warning). A binary without run-time
     variants is returned as it is. Once per process; the test completions are remembered per
     binary and processor (`variants/probed.json`)."""

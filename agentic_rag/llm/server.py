@@ -306,8 +306,9 @@ class LlamaServer:
         which = "the pinned" if c.cpu_variant else "ggml's"
         return (f"llama-server died of SIGILL (an instruction this machine refuses) in {which} "
                 f"CPU variant {ran!r}: set llm.server.cpu_variant to another one this processor "
-                f"runs (built: {', '.join(built)}; AMX, in `sapphirerapids`, faults under some "
-                "hypervisors, where `zen4` or `icelake` run on AVX-512 and `haswell` on AVX2). "
+                f"runs (built: {', '.join(built)}; AMX, in `sapphirerapids`, faults unless built with "
+                "the Makefile's AMX_TLS_PATCH; `zen4` or `icelake` run on AVX-512, `haswell` "
+                "on AVX2). "
                 f"{reason}")
 
     def _warm_up(self) -> None:

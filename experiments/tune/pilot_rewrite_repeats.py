@@ -23,6 +23,10 @@ from agentic_rag.ingest.chunking import AgenticChunker  # noqa: E402
 from agentic_rag.llm.chat import make_chat_model  # noqa: E402
 from agentic_rag.llm.server import serve_local  # noqa: E402
 
+# the variant these replies were cached under (a Xeon's own pick is AMX `sapphirerapids`
+# since 2026-12-05: its kernels round differently, so its replies are cached apart)
+PACK_VARIANT = {"llm.server.cpu_variant": "zen4"}
+
 REWRITE = ("That question gives its answer away: it contains {what}. A user who asks it would "
            "already know the answer. Rewrite the question so that it does not contain "
            "\"{span}\" nor its words, and so that its answer is still exactly \"{span}\": "
@@ -66,7 +70,7 @@ def ask_for_span(chat, chunk, doc, span):
 
 
 tp._ask_for_span = ask_for_span
-cfg = RAGConfig()
+cfg = RAGConfig().with_overrides(PACK_VARIANT)
 docs = documents("python")
 chunks = [c for d in docs for c in AgenticChunker(cfg.chunking).chunk(d)]
 n, cap = int(sys.argv[1]), int(sys.argv[2])
