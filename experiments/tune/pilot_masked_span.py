@@ -11,19 +11,10 @@ import json
 import sys
 
 sys.path.insert(0, "experiments/tune")
-from evidence import documents  # noqa: E402
+from pilot_run import run_pilot  # noqa: E402
 
 import agentic_rag.datasets.testset_prompts as tp  # noqa: E402
-from agentic_rag.config import RAGConfig  # noqa: E402
-from agentic_rag.datasets.testset import generate_testset  # noqa: E402
 from agentic_rag.datasets.testset_sampling import passage  # noqa: E402
-from agentic_rag.ingest.chunking import AgenticChunker  # noqa: E402
-from agentic_rag.llm.chat import make_chat_model  # noqa: E402
-from agentic_rag.llm.server import serve_local  # noqa: E402
-
-# the variant these replies were cached under (a Xeon's own pick is AMX `sapphirerapids`
-# since 2026-12-05: its kernels round differently, so its replies are cached apart)
-PACK_VARIANT = {"llm.server.cpu_variant": "zen4"}
 
 KIND = {"code": "a name or expression from the code or text", "number": "a number or amount",
         "term": "a term", "cell": "an entry of the table", "item": "an item of the list",
@@ -49,26 +40,7 @@ def masked(chat, chunk, doc, span):
         return reply
     return reply.model_copy(update={"content": json.dumps({"answer": span.text, "question": q})})
 
-tp._ask_for_span = masked
-cfg = RAGConfig().with_overrides(PACK_VARIANT)
-docs = documents("python")
-chunks = [c for d in docs for c in AgenticChunker(cfg.chunking).chunk(d)]
-n, cap = int(sys.argv[1]), int(sys.argv[2])
-with serve_local(cfg.llm, cfg.home):
-    chat = make_chat_model(cfg.llm, cfg.home)
-    res = generate_testset(docs, chat, n=n, seed=0, unanswerable=0.0, chunks=chunks, mode="span",
-                           dev_share=0.5, max_draws=cap, check_knowable=False)
-print(json.dumps({k: res.summary[k] for k in ("accepted", "drawn", "rejected", "llm_calls",
-                                              "accepted_share_of_draws")}, indent=1))
-shown = {}
-for line in open("experiments/tune/python/span-100-norepair.rejected.jsonl"):
-    r = json.loads(line)
-    shown[r["chunk_id"]] = r["reason"]
-for line in open("experiments/tune/python/span-100-norepair.jsonl"):
-    shown[json.loads(line)["chunk_id"]] = "kept"
-ids = [r.chunk_id for r in res.records] + [r["chunk_id"] for r in res.rejected]
-print("shown arm on the same draws:", sum(shown.get(i) == "kept" for i in ids), "kept of",
-      sum(i in shown for i in ids), "judged")
+res = run_pilot(masked, int(sys.argv[1]), int(sys.argv[2]))
 for r in res.records:
     print("KEPT", repr(r.answer), "|", r.question)
 for r in res.rejected:

@@ -12,20 +12,11 @@ import json
 import sys
 
 sys.path.insert(0, "experiments/tune")
-from evidence import documents  # noqa: E402
+from pilot_run import run_pilot  # noqa: E402
 
 import agentic_rag.datasets.testset_prompts as tp  # noqa: E402
-from agentic_rag.config import RAGConfig  # noqa: E402
-from agentic_rag.datasets.testset import generate_testset  # noqa: E402
 from agentic_rag.datasets.testset_filters import answer_in_question_words  # noqa: E402
 from agentic_rag.datasets.testset_sampling import passage  # noqa: E402
-from agentic_rag.ingest.chunking import AgenticChunker  # noqa: E402
-from agentic_rag.llm.chat import make_chat_model  # noqa: E402
-from agentic_rag.llm.server import serve_local  # noqa: E402
-
-# the variant these replies were cached under (a Xeon's own pick is AMX `sapphirerapids`
-# since 2026-12-05: its kernels round differently, so its replies are cached apart)
-PACK_VARIANT = {"llm.server.cpu_variant": "zen4"}
 
 REWRITE = ("That question gives its answer away: it contains {what}. A user who asks it would "
            "already know the answer. Rewrite the question so that it does not contain "
@@ -69,26 +60,7 @@ def ask_for_span(chat, chunk, doc, span):
                                                            "question": question})})
 
 
-tp._ask_for_span = ask_for_span
-cfg = RAGConfig().with_overrides(PACK_VARIANT)
-docs = documents("python")
-chunks = [c for d in docs for c in AgenticChunker(cfg.chunking).chunk(d)]
-n, cap = int(sys.argv[1]), int(sys.argv[2])
-with serve_local(cfg.llm, cfg.home):
-    chat = make_chat_model(cfg.llm, cfg.home)
-    res = generate_testset(docs, chat, n=n, seed=0, unanswerable=0.0, chunks=chunks, mode="span",
-                           dev_share=0.5, max_draws=cap, check_knowable=False)
-print(json.dumps({k: res.summary[k] for k in ("accepted", "drawn", "rejected", "llm_calls",
-                                              "accepted_share_of_draws")}, indent=1))
-shown = {}
-for line in open("experiments/tune/python/span-100-norepair.rejected.jsonl"):
-    r = json.loads(line)
-    shown[r["chunk_id"]] = r["reason"]
-for line in open("experiments/tune/python/span-100-norepair.jsonl"):
-    shown[json.loads(line)["chunk_id"]] = "kept"
-ids = [r.chunk_id for r in res.records] + [r["chunk_id"] for r in res.rejected]
-print("shown arm on the same draws:", sum(shown.get(i) == "kept" for i in ids), "kept of",
-      sum(i in shown for i in ids), "judged")
+res = run_pilot(ask_for_span, int(sys.argv[1]), int(sys.argv[2]))
 kept = {r.chunk_id for r in res.records}
 why = {r["chunk_id"]: r["reason"] for r in res.rejected}
 for x in LOG:
