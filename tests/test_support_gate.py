@@ -269,3 +269,78 @@ def test_the_gate_acts_on_an_amount_question_answered_without_a_figure(chunks, c
     else:  # searched again, told it stated no figure, and the second answer states $10
         assert res.answer == cite(RIGHT, STATES_10) and res.gate_action == "retry"
         assert "stated no figure for the amount asked" in chat.prompts[-1]
+
+
+LIGHT_BLUE = ("--- Document 1 [ccccc] ---\n"
+              "Source: doc_checking_accounts_light_blue_account_001 — Light Blue Account > Limits"
+              " | type: list | score: 0.90\n"
+              "- Out-of-network ATM withdrawal: $2.50 after 2 free each month\n"
+              "- Debit card daily purchase limit: $2,500\n"
+              "| Transfer | Fee |\n|---|---|\n| Outgoing domestic wire | $15.00 |\n")
+LB_DOC = "doc_checking_accounts_light_blue_account_001"
+LB_NAME = ["checking accounts light blue account"]
+
+
+def test_item_lines_read_a_line_with_its_heading_and_its_tables_header():
+    from agentic_rag.evaluation.figures import item_lines, item_words
+    lines = dict(item_lines(LIGHT_BLUE))
+    assert lines == {
+        "Light Blue Account > Limits - Out-of-network ATM withdrawal: $2.50 after 2 free each "
+        "month": frozenset({"2.5", "2"}),
+        "Light Blue Account > Limits - Debit card daily purchase limit: $2,500":
+            frozenset({"2500"}),
+        "Light Blue Account > Limits | Transfer | Fee | | Outgoing domestic wire | $15.00 |":
+            frozenset({"15"})}
+    # the question's words minus question words and the product's name words
+    assert item_words("How much can I spend with my Light Blue debit card each day?",
+                      LB_NAME) == {"spend", "debit", "card", "day"}
+
+
+@pytest.mark.parametrize("how", ["lexical", "embedding"])
+def test_a_figure_stated_only_for_another_item_is_off_item(how):
+    ps = [Passage("ccccc", LB_DOC, LIGHT_BLUE)]
+    q = "What is the daily purchase cap on my Light Blue debit card?"
+
+    def similar(query: str, texts):  # a stand-in model: the share of query words in a text
+        words = set(query.lower().split())
+        return [len(words & set(t.lower().split())) / len(words) for t in texts]
+    kw = {"item_check": how, "name_words": LB_NAME, "similar": similar}
+    right = check_figures(q, "It is $2,500 [ccccc].", ps, ["ccccc"], [LB_DOC], **kw)
+    assert right.ok and right.off_item == ()
+    wrong = check_figures(q, "Each extra withdrawal costs $2.50 [ccccc].", ps, ["ccccc"],
+                          [LB_DOC], **kw)
+    assert wrong.off_item == ("2.5",) and not wrong.ok and wrong.failing == ("2.5",)
+    # off (the default) checks no item; nor is a customer's whole ticket checked
+    assert check_figures(q, "It costs $2.50.", ps, ["ccccc"], [LB_DOC]).ok
+    ticket = q + " " + "I have been a customer for years and " * 12
+    assert check_figures(ticket, "It costs $2.50.", ps, ["ccccc"], [LB_DOC], **kw).ok
+
+
+def test_the_gate_abstains_on_an_off_item_figure(chunks, coverage):
+    # Lime Green's "$10.00" passage is about wire pricing: a question about another item
+    # (the monthly statement) answered with it fails the lexical item check
+    q = "How much is the paper statement for a Lime Green business account?"
+    answer = cite("It is $10.", STATES_10)
+    tool = GateTool(chunks, coverage)
+    tool.first = served_output(chunks, [(STATES_10, 0.9)])  # the wire pricing passage
+    on = AgentConfig(max_steps=1, support=SupportConfig(on_unsupported="abstain",
+                                                        item_check="lexical"))
+    res = run_agent(q, Replies(answer), tool, on)
+    assert res.abstained and res.figures_off_item == ["10"]
+    assert "10 only on lines about another item than the one asked" in res.gate_notes[0]
+    # the same answer to the question it answers passes; and with the check off it passes
+    assert not run_agent(QUESTION, Replies(answer), tool, on).abstained
+    assert not run_agent(q, Replies(answer), tool, cfg("abstain")).abstained
+
+
+def test_retry_tells_the_model_its_figure_was_for_another_item(chunks, coverage):
+    q = "How much is the paper statement for a Lime Green business account?"
+    answer = cite("It is $10.", STATES_10)
+    tool = GateTool(chunks, coverage)
+    tool.first = served_output(chunks, [(STATES_10, 0.9)])
+    chat = Replies(answer)
+    on = AgentConfig(max_steps=1, support=SupportConfig(on_unsupported="retry",
+                                                        item_check="lexical"))
+    res = run_agent(q, chat, tool, on)
+    assert "gave 10, which the passages you cited state for another item" in chat.prompts[-1]
+    assert res.abstained and res.gate_action == "retry" and len(tool.within) == 1
