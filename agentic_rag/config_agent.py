@@ -71,13 +71,6 @@ class SupportConfig(_Section):
         "experiments/agent-support/CHOICE-RULE-AMOUNT.md: on the three dev sets (201 questions) "
         "wrong 0.015 -> 0, 0.060 -> 0.045, 0.042 -> 0.014, correct unchanged; the 4 answers it "
         "turned into 'I don't know' were all wrong")
-    item_check: Literal["off", "lexical", "embedding"] = Field(
-        "off", description="the gate also fails a figure that a cited passage states only on "
-        "lines about another item than the question asks (evaluation.figures, `off_item`; "
-        "questions only, not a message over 64 words): lexical, the line (with its heading "
-        "path) shares none of the question's item words; embedding, no line stating it is the "
-        "served figure line most similar to the question (the index's embedding model). "
-        "on_unsupported then acts on it. Rule: experiments/agent-support/CHOICE-RULE-ITEM.md")
 
 
 class AgentConfig(_Section):

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from agentic_rag.agent.result import passages_by_citation, strip_citations
 from agentic_rag.agent.tool import ToolOutput
 from agentic_rag.evaluation.figures import FigureCheck, Passage, check_figures
@@ -55,30 +53,10 @@ def served_passages(searches: list[ToolOutput]) -> list[Passage]:
 
 
 def check_answer(question: str, answer: str, cited: list[str], searches: list[ToolOutput],
-                 named: list[str], require_figure: bool = False, item_check: str = "off",
-                 tool: object = None) -> FigureCheck:
-    """`check_figures` on the agent's answer: the passages it cites by citation id; the item
-    check reads the named documents' names and, for `embedding`, the tool's index's model."""
+                 named: list[str], require_figure: bool = False) -> FigureCheck:
+    """`check_figures` on the agent's answer: the passages it cites by citation id."""
     return check_figures(question, strip_citations(answer), served_passages(searches),
-                         [citation_id(c) for c in cited], named, require_figure,
-                         item_check, [doc_name(d) for d in named],
-                         similarity(tool) if item_check == "embedding" else None)
-
-
-def similarity(tool: object):  # noqa: ANN201 - Callable[[str, Sequence[str]], list[float]] | None
-    """The cosine of a query to each text under the tool's index's embedding model, each
-    embedded alone with one thread (`AgenticIndex.embed_query`: the same bits in any
-    process); None without an index."""
-    index = getattr(getattr(tool, "pipeline", None), "index", None)
-    embed = getattr(index, "embed_query", None)
-    if embed is None:
-        return None
-
-    def cosines(query: str, texts) -> list[float]:  # noqa: ANN001
-        vecs = np.asarray([embed(t) for t in [query, *texts]], dtype=np.float64)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-12
-        return [float(x) for x in vecs[1:] @ vecs[0]]
-    return cosines
+                         [citation_id(c) for c in cited], named, require_figure)
 
 
 def subject(named: list[str]) -> str:
@@ -97,11 +75,8 @@ def retry_query(question: str, named: list[str]) -> str:
 def retry_note(check: FigureCheck, named: list[str]) -> str:
     """What the re-answer is told about the first answer."""
     about = f"about {subject(named)} " if named else ""
-    missing = check.unsupported + check.wrong_product
-    said = (f"gave {', '.join(missing)}, which no passage {about}that you cited states"
-            if missing else f"gave {', '.join(check.off_item)}, which the passages you cited "
-            "state for another item than the one asked" if check.off_item
-            else "stated no figure for the amount asked")
+    said = (f"gave {', '.join(check.failing)}, which no passage {about}that you cited states"
+            if check.failing else "stated no figure for the amount asked")
     return (f"\n\n(Your previous answer {said}. Answer only with figures stated in a passage "
             f"{about}and cite it; if no passage states it, say \"I don't know\".)")
 
@@ -120,7 +95,4 @@ def describe(check: FigureCheck) -> str:
         parts.append(f"{', '.join(check.wrong_product)} only in passages of other products")
     if check.no_figure:
         parts.append("the question asks for an amount and the answer states none")
-    if check.off_item:
-        parts.append(f"{', '.join(check.off_item)} only on lines about another item than "
-                     "the one asked")
     return "; ".join(parts) or "every figure in a cited passage"

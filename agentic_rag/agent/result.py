@@ -56,7 +56,6 @@ class AgentResult(BaseModel):
     figures: list[str] = Field(default_factory=list)  # canonical figures of the answer checked
     figures_unsupported: list[str] = Field(default_factory=list)  # in no cited passage
     figures_wrong_product: list[str] = Field(default_factory=list)  # only in other products'
-    figures_off_item: list[str] = Field(default_factory=list)  # only on other items' lines
     named_documents: list[str] = Field(default_factory=list)  # what the question names
     gate_action: Literal["none", "flag", "retry", "abstain"] | None = None  # None: not checked
     gate_notes: list[str] = Field(default_factory=list)  # what the gate did, in words

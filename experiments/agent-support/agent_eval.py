@@ -69,15 +69,8 @@ SETTINGS = {
                        "agent.support.on_unsupported": "abstain",
                        "agent.support.amount_needs_figure": True},
 }
-# the seventh (CHOICE-RULE-ITEM.md): + a figure stated only on another item's lines fails
-for _how in ("lexical", "embedding"):
-    SETTINGS[f"item-{_how}+abstain"] = {**SETTINGS["amount+abstain"],
-                                        "agent.support.item_check": _how}
-# every setting before the sixth round ran with the amount rule off, its default then; every
-# one before the seventh with the item check off
+# every setting before the sixth round ran with the amount rule off, its default then
 SETTINGS = {k: v if "agent.support.amount_needs_figure" in v else {**BEFORE_AMOUNT, **v}
-            for k, v in SETTINGS.items()}
-SETTINGS = {k: v if "agent.support.item_check" in v else {**v, "agent.support.item_check": "off"}
             for k, v in SETTINGS.items()}
 BEFORE_AUTO = NAMED_BASE  # the default before named_scope auto
 AGENT = {"agent.max_steps": 1}  # retrieve_first, then the answer: one LLM call per question

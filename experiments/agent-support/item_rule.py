@@ -1,7 +1,8 @@
-"""The seventh round's rule (CHOICE-RULE-ITEM.md) on the agent's rows: per set and candidate,
-the answers the item check turns into "I don't know" — `lost` (scored correct with the check
-off), `saved` (scored wrong) — and Δ correct / Δ wrong vs `amount+abstain` (the check off)
-with paired bootstrap 95 % CIs. No LLM: it reads `agent-*-answers.jsonl`.
+"""The seventh round's rule (CHOICE-RULE-ITEM.md) on the agent's rows (made at 973fb8e, which
+has the item check; removed since): per set and candidate, the answers the item check turns
+into "I don't know" — `lost` (scored correct with the check off), `saved` (scored wrong) — and
+Δ correct / Δ wrong vs `amount+abstain` (the check off) with paired bootstrap 95 % CIs. No
+LLM: it reads `agent-*-answers.jsonl`.
 
     PYTHONPATH=. python experiments/agent-support/item_rule.py dev-item dev-customer-item \
         figures-named-generated-s2-item        # the three dev sets → item-rule-dev.json
