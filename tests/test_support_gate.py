@@ -269,3 +269,20 @@ def test_the_gate_acts_on_an_amount_question_answered_without_a_figure(chunks, c
     else:  # searched again, told it stated no figure, and the second answer states $10
         assert res.answer == cite(RIGHT, STATES_10) and res.gate_action == "retry"
         assert "stated no figure for the amount asked" in chat.prompts[-1]
+
+
+def test_a_placeholder_is_never_an_answer(chunks, coverage):
+    from agentic_rag.evaluation.figures import has_placeholder
+    for slot in ("It is [value not available] months.", "The fee is [insert amount].",
+                 "[N/A]", "The rate is [amount]."):
+        assert has_placeholder(slot), slot
+    for text in ("See [3aefe].", "[Document 2]", "Call [get_input()].", "It is $5 [1].",
+                 'The list ["Task 1"]'):
+        assert not has_placeholder(text), text
+    ps = [Passage("bbbbb", "doc_lime_004", "Domestic outgoing wire: $10.00 per transfer.")]
+    c = check_figures("How long can I borrow?", "Up to [value not available] months.", ps,
+                      ["bbbbb"], [])
+    assert c.placeholder and not c.ok
+    res = run_agent(QUESTION, Replies(cite("It is [value not available].", STATES_10)),
+                    GateTool(chunks, coverage), cfg("abstain"))
+    assert res.abstained and "placeholder" in res.gate_notes[0]

@@ -76,7 +76,8 @@ def retry_note(check: FigureCheck, named: list[str]) -> str:
     """What the re-answer is told about the first answer."""
     about = f"about {subject(named)} " if named else ""
     said = (f"gave {', '.join(check.failing)}, which no passage {about}that you cited states"
-            if check.failing else "stated no figure for the amount asked")
+            if check.failing else "left a placeholder where a fact should be"
+            if check.placeholder else "stated no figure for the amount asked")
     return (f"\n\n(Your previous answer {said}. Answer only with figures stated in a passage "
             f"{about}and cite it; if no passage states it, say \"I don't know\".)")
 
@@ -95,4 +96,6 @@ def describe(check: FigureCheck) -> str:
         parts.append(f"{', '.join(check.wrong_product)} only in passages of other products")
     if check.no_figure:
         parts.append("the question asks for an amount and the answer states none")
+    if check.placeholder:
+        parts.append("the answer holds a placeholder where a fact should be")
     return "; ".join(parts) or "every figure in a cited passage"

@@ -14,6 +14,8 @@ documents whose name the question covers best, `store/coverage.py`), not from a 
 - `no_figure`: the question asks for an amount (`asks_amount`) and the answer states none,
   nor a zero in words (`states_zero`): "The bonus is premium referral rewards." for "What's
   the bonus on ...?" (checked only with `require_figure`).
+- `placeholder`: the answer holds a template placeholder instead of a fact ("... is [value
+  not available] months.", "[insert amount]"): never an answer, whatever the question.
 
 A figure the question itself contains ("my 2 cards", "24 months") is no claim of the answer
 and is not checked, nor is a passage number ("According to Document 4 [382c9]").
@@ -46,10 +48,12 @@ class FigureCheck:
     named: tuple[str, ...] = ()  # documents about what the question names (empty: no check)
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # figure → citation ids
     no_figure: bool = False  # an amount asked, none stated (module doc)
+    placeholder: bool = False  # a template placeholder where a fact should be (module doc)
 
     @property
     def ok(self) -> bool:
-        return not self.unsupported and not self.wrong_product and not self.no_figure
+        return (not self.unsupported and not self.wrong_product and not self.no_figure
+                and not self.placeholder)
 
     @property
     def failing(self) -> tuple[str, ...]:
@@ -81,6 +85,19 @@ _STATES_ZERO = re.compile(
     r"(?:does|do|will)\s*(?:not|n't)\s+(?:be\s+)?(?:charge[ds]?|cost)\b|"
     r"won't\s+(?:be\s+)?charge[ds]?\b|not\s+(?:be\s+)?charged\b|unlimited\b|zero(?![\w-]))",
     re.I)
+
+
+# "[value not available]", "[insert amount]", "[amount]", "[N/A]": a slot the model left
+# unfilled (not a citation "[3aefe]", "[Document 2]", nor code "[get_input()]")
+_PLACEHOLDER = re.compile(
+    r"\[\s*(?:[a-z]+\s+){0,3}?(?:not\s+(?:available|provided|specified|stated|given|found)|"
+    r"insert\b[^\]]*|placeholder|unknown|n/?a|amount|value|figure|number|fee|rate)\s*\]",
+    re.I)
+
+
+def has_placeholder(answer: str) -> bool:
+    """`answer` holds a template placeholder where a fact should be (`_PLACEHOLDER`)."""
+    return bool(_PLACEHOLDER.search(answer))
 
 
 def asks_amount(question: str) -> bool:
@@ -150,4 +167,5 @@ def check_figures(question: str, answer: str, passages: Sequence[Passage],
                  and not states_zero(answer, question))
     return FigureCheck(figures=figures, unsupported=tuple(unsupported),
                        wrong_product=tuple(wrong), against=against, named=named,
-                       sources=sources, no_figure=no_figure)
+                       sources=sources, no_figure=no_figure,
+                       placeholder=has_placeholder(answer))
