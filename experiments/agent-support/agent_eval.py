@@ -69,6 +69,8 @@ SETTINGS = {
                        "agent.support.on_unsupported": "abstain",
                        "agent.support.amount_needs_figure": True},
 }
+# today's default with the gate flagging only: the answers the gate acts on, as the model gave them
+SETTINGS["amount+flag"] = {**SETTINGS["amount+abstain"], **FLAG}
 # every setting before the sixth round ran with the amount rule off, its default then
 SETTINGS = {k: v if "agent.support.amount_needs_figure" in v else {**BEFORE_AMOUNT, **v}
             for k, v in SETTINGS.items()}
