@@ -286,3 +286,28 @@ def test_a_placeholder_is_never_an_answer(chunks, coverage):
     res = run_agent(QUESTION, Replies(cite("It is [value not available].", STATES_10)),
                     GateTool(chunks, coverage), cfg("abstain"))
     assert res.abstained and "placeholder" in res.gate_notes[0]
+
+
+def test_a_passage_number_is_a_figure_a_pointer_or_a_citation(chunks, coverage):
+    from agentic_rag.agent.gate import check_answer, numbered_citations
+    tool = GateTool(chunks, coverage)
+    tool.first = served_output(chunks, [(NAVY_15, 0.9), (STATES_10, 0.8)])  # Document 1, 2
+    searches = [tool.first]
+    assert numbered_citations("It is $10. [2]", searches) == [citation_id(STATES_10)]
+    assert numbered_citations("Per [Document 1] and Document 2: $10.", searches) == \
+        [citation_id(NAVY_15), citation_id(STATES_10)]
+    assert numbered_citations("It is $10. [7]", searches) == []  # no passage numbered 7
+    right, wrong = "The domestic wire fee is $10. [2]", "The domestic wire fee is $15. [2]"
+    # figure (today's default): "2" is a figure no passage states
+    assert check_answer(QUESTION, right, [], searches, []).unsupported == ("2",)
+    # pointer: "[2]" is no figure; the figures are looked for in every served passage
+    assert check_answer(QUESTION, right, [], searches, [], passage_numbers="pointer").ok
+    assert check_answer(QUESTION, wrong, [], searches, [], passage_numbers="pointer").ok
+    # citation: "[2]" cites Document 2, which states $10 and not $15
+    assert check_answer(QUESTION, right, [], searches, [], passage_numbers="citation").ok
+    c = check_answer(QUESTION, wrong, [], searches, [], passage_numbers="citation")
+    assert c.unsupported == ("15",) and c.against == "cited"
+    config = AgentConfig(max_steps=1, support=SupportConfig(on_unsupported="abstain",
+                                                            passage_numbers="citation"))
+    assert not run_agent(QUESTION, Replies(right), tool, config).abstained
+    assert run_agent(QUESTION, Replies(right), tool, cfg("abstain")).abstained

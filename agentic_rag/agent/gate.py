@@ -53,10 +53,44 @@ def served_passages(searches: list[ToolOutput]) -> list[Passage]:
 
 
 def check_answer(question: str, answer: str, cited: list[str], searches: list[ToolOutput],
-                 named: list[str], require_figure: bool = False) -> FigureCheck:
-    """`check_figures` on the agent's answer: the passages it cites by citation id."""
-    return check_figures(question, strip_citations(answer), served_passages(searches),
-                         [citation_id(c) for c in cited], named, require_figure)
+                 named: list[str], require_figure: bool = False,
+                 passage_numbers: str = "figure") -> FigureCheck:
+    """`check_figures` on the agent's answer: the passages it cites by citation id (and, with
+    `passage_numbers="citation"`, by number: `numbered_citations`)."""
+    ids = [citation_id(c) for c in cited]
+    if passage_numbers == "citation":
+        ids += numbered_citations(answer, searches)
+    return check_figures(question, strip_citations(answer), served_passages(searches), ids,
+                         named, require_figure, pointers=passage_numbers != "figure")
+
+
+# a passage's number in its header, with its id ("--- Document 4 [3aefe] ---", `<document
+# index="4" id="3aefe"`, "### [4] ...\n_id: [3aefe]")
+_NUMBERED = re.compile(r'^(?:--- Document (\d+) \[([0-9a-f]{5})\] ---'
+                       r'|<document index="(\d+)" id="([0-9a-f]{5})"'
+                       r'|### \[(\d+)\] [^\n]*\n_id: \[([0-9a-f]{5})\])', re.M)
+# an answer pointing at a passage by number: "[4]", "[Document 4]", "Document 4", "passage 2"
+_BY_NUMBER = re.compile(r"\[(?:(?:document|passage)\s+)?(\d{1,3})\]|"
+                        r"\b(?:document|passage)\s+(\d{1,3})\b", re.I)
+
+
+def numbered_citations(answer: str, searches: list[ToolOutput]) -> list[str]:
+    """The citation ids of the passages `answer` points at by number: the N-th passage of the
+    latest search that served one numbered N."""
+    wanted = [int(a or b) for a, b in _BY_NUMBER.findall(answer)]
+    tables = []
+    for s in reversed(searches):
+        found = {}
+        for m in _NUMBERED.finditer(s.content):
+            n, cid = [g for g in m.groups() if g is not None]
+            found.setdefault(int(n), cid)
+        tables.append(found)
+    out = []
+    for n in wanted:
+        cid = next((t[n] for t in tables if n in t), None)
+        if cid is not None and cid not in out:
+            out.append(cid)
+    return out
 
 
 def subject(named: list[str]) -> str:

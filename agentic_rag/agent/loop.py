@@ -221,14 +221,14 @@ class _AgentRun:
         if (not self.searches or not res.answer or res.abstained
                 or res.stop_reason in ("llm_error", "invalid_action", "nothing_found")):
             return res
-        need = self.cfg.support.amount_needs_figure
+        need, numbers = self.cfg.support.amount_needs_figure, self.cfg.support.passage_numbers
         check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches, [],
-                                  need)
+                                  need, numbers)
         if not check.figures and check.ok:  # nothing to check: no index lookup
             return res.model_copy(update={"gate_action": "none"})
         named = gate.named_documents(self.tool, self.question)
         check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches,
-                                  named, need)
+                                  named, need, numbers)
         action = self.cfg.support.on_unsupported
         fields = {"figures": list(check.figures), "named_documents": named,
                   "figures_unsupported": list(check.unsupported),
@@ -274,7 +274,8 @@ class _AgentRun:
         if again.abstained:
             return again, check, [*notes, "the model answered I don't know"]
         check2 = gate.check_answer(self.question, again.answer, again.cited_chunks,
-                                   self.searches, named, self.cfg.support.amount_needs_figure)
+                                   self.searches, named, self.cfg.support.amount_needs_figure,
+                                   self.cfg.support.passage_numbers)
         notes.append("answered again: " + (f"still {gate.describe(check2)}" if not check2.ok
                                             else "every figure now in a cited passage"
                                             if check2.figures else "no figure to check"))

@@ -138,16 +138,15 @@ def strip_passage_refs(answer: str) -> str:
 
 def check_figures(question: str, answer: str, passages: Sequence[Passage],
                   cited: Iterable[str], named: Iterable[str] = (),
-                  require_figure: bool = False) -> FigureCheck:
+                  require_figure: bool = False, pointers: bool = False) -> FigureCheck:
     """Every figure of `answer` (citations stripped) against the passages it `cited` (all of
     `passages` when it cites none of them), and against the `named` documents (module doc);
-    with `require_figure`, an amount question answered without one fails (`no_figure`)."""
+    with `require_figure`, an amount question answered without one fails (`no_figure`); with
+    `pointers`, a bare "[2]" is a pointer at a passage, not a figure (`strip_passage_refs`)."""
     asked = set(numbers(question))
-    # a bare "[2]" stays a figure here (unlike `strip_passage_refs`): measured 2026-12-04,
-    # stripping it turns 2 of 57 abstentions on the bank's test part into wrong answers (a
-    # Green Account (savings) question named the checking Green Account's pages); the product
-    # match must be mended first (experiments/agent-support/README.md, "The gate and [N]")
-    answer = _PASSAGE_REF.sub(" ", answer)
+    # without `pointers` a bare "[2]" stays a figure (`agent.support.passage_numbers`,
+    # experiments/agent-support/CHOICE-RULE-ORDINAL.md); "Document 4" never is
+    answer = (_ANY_REF if pointers else _PASSAGE_REF).sub(" ", answer)
     figures = tuple(dict.fromkeys(n for n in numbers(answer) if n not in asked))
     cited = set(cited)
     pool = [p for p in passages if p.cid in cited]

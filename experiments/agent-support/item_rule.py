@@ -21,15 +21,18 @@ OFF = "amount+abstain"
 CANDIDATES = ("item-lexical+abstain", "item-embedding+abstain")
 
 
-def compare(tag: str) -> dict:
+def compare(tag: str, off: str = OFF, candidates: tuple[str, ...] = CANDIDATES) -> dict:
+    """Per candidate vs `off` on the rows of `agent-<tag>-answers.jsonl`: totals, the answers
+    turned into "I don't know" (`lost`, `saved`, `turned`), the answers that changed their
+    score (`changed`), and paired bootstrap Δ correct / Δ wrong."""
     rows: dict[str, dict[str, dict]] = {}
     for line in (HERE / f"agent-{tag}-answers.jsonl").open():
         r = json.loads(line)
         rows.setdefault(r["setting"], {})[r["id"]] = r
-    base = rows[OFF]
-    out = {"n": len(base), OFF: {k: sum(r[k] for r in base.values()) / len(base)
+    base = rows[off]
+    out = {"n": len(base), off: {k: sum(r[k] for r in base.values()) / len(base)
                                  for k in ("correct", "wrong", "abstained")}}
-    for name in CANDIDATES:
+    for name in candidates:
         if name not in rows:
             continue
         cand = rows[name]
@@ -45,8 +48,15 @@ def compare(tag: str) -> dict:
                                            [base[i]["wrong"] for i in ids]),
             "turned": [{"id": i, "was": "correct" if base[i]["correct"] else "wrong",
                         "answer": base[i]["answer"], "gate_notes": cand[i]["gate_notes"]}
-                       for i in turned]}
+                       for i in turned],
+            "changed": [{"id": i, "was": _verdict(base[i]), "now": _verdict(cand[i]),
+                         "before": base[i]["answer"], "after": cand[i]["answer"]}
+                        for i in ids if _verdict(base[i]) != _verdict(cand[i])]}
     return out
+
+
+def _verdict(r: dict) -> str:
+    return "correct" if r["correct"] else "wrong" if r["wrong"] else "abstained"
 
 
 def rule(tags: list[str]) -> dict:

@@ -1,0 +1,42 @@
+"""The eighth round's rule (CHOICE-RULE-ORDINAL.md) on the agent's rows: per set, `pointer` and
+`citation` vs today's `amount+abstain` (`item_rule.compare`: totals, paired Δ, every answer
+whose score changes). No LLM: it reads `agent-*-answers.jsonl`.
+
+    PYTHONPATH=. python experiments/agent-support/ordinal_rule.py dev-ordinal dev-customer-ordinal \
+        figures-named-generated-s2-ordinal            # the three dev sets → ordinal-rule-dev.json
+    PYTHONPATH=. python experiments/agent-support/ordinal_rule.py test test-ordinal ...  # once
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from item_rule import HERE, OFF, compare
+
+CANDIDATES = ("pointer+abstain", "citation+abstain")
+
+
+def rule(tags: list[str]) -> dict:
+    per = {t: compare(t, OFF, CANDIDATES) for t in tags}
+    verdict = {}
+    for name in CANDIDATES:
+        n = {t: p["n"] for t, p in per.items()}
+        more_wrong = [t for t, p in per.items()
+                      if round(p[name]["wrong"] * n[t]) > round(p[OFF]["wrong"] * n[t])]
+        gain = sum(round((p[name]["correct"] - p[OFF]["correct"]) * n[t]) for t, p in per.items())
+        verdict[name] = {"correct gained (pooled)": gain, "wrong rises on": more_wrong,
+                         "admissible": not more_wrong and gain > 0}
+    ok = {k: v for k, v in verdict.items() if v["admissible"]}
+    # the most correct answers pooled; a tie goes to `pointer` (listed first)
+    choice = max(ok, key=lambda k: (ok[k]["correct gained (pooled)"], k == CANDIDATES[0])) \
+        if ok else "figure"
+    return {"sets": per, "verdict": verdict, "choice": choice}
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    part = args.pop(0) if args[0] == "test" else "dev"
+    res = rule(args)
+    (HERE / f"ordinal-rule-{part}.json").write_text(json.dumps(res, indent=1) + "\n")
+    print(json.dumps({"verdict": res["verdict"], "choice": res["choice"]}, indent=1))
