@@ -242,6 +242,34 @@ def test_rates_are_measured_in_the_reply_cache_else_the_constants(tmp_path):
     assert speed_factor([(100, 10, 1.0)] * 5) is None  # too few replies to say
 
 
+def test_rates_are_measured_on_the_replies_of_the_model_about_to_run(tmp_path):
+    """A cache holds replies of several builds and CPU variants: the estimate for one reads
+    its own (a fast AMX variant is not charged the time of the zen4 replies before it)."""
+    cache = ChatCache(tmp_path / "llm.sqlite")
+    zen4, amx = "qwen@abc|build=llama-server 1/zen4|n_ctx=8192", \
+        "qwen@abc|build=llama-server 1/sapphirerapids|n_ctx=8192"
+    for n in range(30):
+        p, c = 400 + n, 20
+        cache.put(f"a{n}", ChatReply(content="x", prompt_tokens=p, completion_tokens=c,
+                                     latency_s=0.5 * CONSTANTS.seconds(p, c)), amx)
+        cache.put(f"z{n}", ChatReply(content="x", prompt_tokens=p, completion_tokens=c,
+                                     latency_s=3.0 * CONSTANTS.seconds(p, c)), zen4)
+    path = [tmp_path / "llm.sqlite"]
+    fast = measured_rates(path, model=amx)
+    assert fast.prompt_per_s == pytest.approx(CONSTANTS.prompt_per_s / 0.5)
+    assert "30 latest replies of qwen, llama-server 1/sapphirerapids" in fast.source
+    assert measured_rates(path, model=zen4).prompt_per_s == pytest.approx(
+        CONSTANTS.prompt_per_s / 3.0)
+    # without a model: the newest replies of any (the zen4 ones, stored last, and the AMX ones)
+    assert measured_rates(path).prompt_per_s < fast.prompt_per_s
+    # a model with no replies yet: the constants, saying why
+    none = measured_rates(path, model="qwen@abc|build=llama-server 1/icelake")
+    assert none.prompt_per_s == CONSTANTS.prompt_per_s and "fewer than 20 replies" in none.source
+    # a reply without a model (a cache-only put) is stored but measures nothing
+    cache.put("x", ChatReply(content="x", prompt_tokens=9, latency_s=1.0))
+    assert len(cache.recent(100, amx)) == 30 and cache.get("x") is not None
+
+
 def test_progress_reports_done_total_and_eta():
     lines: list[str] = []
     p = Progress(20, lines.append, "rows")

@@ -54,7 +54,13 @@ def testset(
     from agentic_rag.datasets.testset import generate_testset
     from agentic_rag.datasets.testset_cost import estimate
     from agentic_rag.documents import DocumentError, iter_document_paths, read_document
-    from agentic_rag.experiments.llm_cost import Progress, estimate_line, measured_rates, serves_in_parallel
+    from agentic_rag.experiments.llm_cost import (
+        Progress,
+        estimate_line,
+        measured_rates,
+        planned_model,
+        serves_in_parallel,
+    )
     from agentic_rag.ingest.chunking import AgenticChunker
     from agentic_rag.llm.binary import ServerError
     from agentic_rag.llm.calls import CallMeter, LLMCallCap, MeteredChatModel
@@ -77,8 +83,9 @@ def testset(
     round_trip = round_trip and mode == "span"  # the check reads a span: span mode only
     est = estimate(n, chunks, knowable, unanswerable, corpus_check, mode=mode,
                    round_trip=round_trip)
-    typer.echo(estimate_line(est, measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]),
-                             conc, serves_in_parallel(cfg.llm))
+    rates = measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"],
+                           model=planned_model(cfg.llm))
+    typer.echo(estimate_line(est, rates, conc, serves_in_parallel(cfg.llm))
                + (f"; of the calls, {est['corpus_checks']} check the unanswerable questions "
                   f"against the corpus (one each: {unanswerable:.0%} of n)"
                   if est["corpus_checks"] else ""))

@@ -66,16 +66,20 @@ def speed_factor(samples: list[tuple[int, int, float]]) -> float | None:
     return sum(s for _, _, s in samples) / expected if expected > 0 else None
 
 
-def measured_rates(caches: Iterable[Path], recent: int = RECENT) -> Rates:
+def measured_rates(caches: Iterable[Path], recent: int = RECENT,
+                   model: str | None = None) -> Rates:
     """The rate constants scaled by this endpoint's measured speed (`speed_factor` over
     the last `recent` replies of each existing reply-cache file: replies the model computed,
-    a cache hit is never stored again), else `CONSTANTS`."""
+    a cache hit is never stored again), else `CONSTANTS`. With `model` (the identity about to
+    run: `ChatClient.model_id`), only the replies that identity computed: a cache also holds
+    replies of other models, builds and CPU variants (on the Intel Xeon the AMX variant reads
+    prompts 1.6× faster than `zen4`, whose replies the same cache keeps)."""
     samples, used = [], []
     for path in caches:
         path = Path(path)
         if not path.is_file():
             continue
-        replies = ChatCache(path).recent(recent)
+        replies = ChatCache(path).recent(recent, model)
         got = [(r.prompt_tokens, r.completion_tokens, r.latency_s) for r in replies
                if r.latency_s > 0 and (r.prompt_tokens or r.completion_tokens)]
         if got:
@@ -83,11 +87,39 @@ def measured_rates(caches: Iterable[Path], recent: int = RECENT) -> Rates:
             used.append(str(path))
     factor = speed_factor(samples)
     if factor is None:
+        if model is not None:
+            return Rates(CONSTANTS.prompt_per_s, CONSTANTS.completion_per_s,
+                         f"the rate constants: fewer than {MIN_REPLIES} replies of this model "
+                         f"({_short(model)}) in the reply cache to measure it on")
         return CONSTANTS
+    of = f" of {_short(model)}" if model is not None else ""
     return Rates(CONSTANTS.prompt_per_s / factor, CONSTANTS.completion_per_s / factor,
-                 f"measured on this endpoint: its {len(samples)} latest replies in "
+                 f"measured on this endpoint: its {len(samples)} latest replies{of} in "
                  f"{', '.join(used)} took {factor:.2f}× the time at the rate constants' "
                  f"{CONSTANTS.prompt_per_s:.0f} / {CONSTANTS.completion_per_s:.0f} tokens/s")
+
+
+def _short(model: str) -> str:
+    """A model identity as a reader names it: the weights' name and the build's variant
+    ("qwen2.5-coder-1.5b, llama-server .../sapphirerapids"), not the hashes."""
+    parts = model.split("|")
+    name = parts[0].split("@")[0]
+    build = next((p[len("build="):] for p in parts if p.startswith("build=")), "")
+    return f"{name}, {build}" if build else name
+
+
+def planned_model(llm: LLMConfig) -> str | None:
+    """The identity the replies of a run about to start will carry (`llm.cache.model_identity`:
+    for the embedded server, the weights, the build and the CPU variant it will serve), so its
+    cost is estimated from that model's own replies; None when it cannot be told yet (no
+    built server, a probe that fails: the server's start says why)."""
+    from agentic_rag.llm.binary import ServerError
+    from agentic_rag.llm.cache import model_identity
+
+    try:
+        return model_identity(llm)
+    except (ServerError, OSError, ValueError):
+        return None
 
 
 def serves_in_parallel(llm: LLMConfig) -> bool:

@@ -113,7 +113,11 @@ class ChatCache:
 
     def __init__(self, path: str | Path, pack: str | Path | None = None) -> None:
         self.path = Path(path)
-        self._file = SQLiteFile(self.path, ["chat (key TEXT PRIMARY KEY, reply TEXT)"])
+        # `speed`: each computed reply's tokens and seconds under the model identity that made
+        # it, so a cost estimate measures the model about to run, not whichever ran last
+        self._file = SQLiteFile(self.path, ["chat (key TEXT PRIMARY KEY, reply TEXT)",
+                                            "speed (model TEXT, prompt_tokens INTEGER, "
+                                            "completion_tokens INTEGER, latency_s REAL)"])
         self.pack = Path(pack) if pack is not None else None
         self._packed: dict[str, str] | None = None
         self._pack_lock = threading.Lock()
@@ -144,9 +148,14 @@ class ChatCache:
         return ChatReply.model_validate_json(text).model_copy(update={"cached": True}) \
             if text else None
 
-    def put(self, key: str, reply: ChatReply) -> None:
+    def put(self, key: str, reply: ChatReply, model: str | None = None) -> None:
+        """Store `reply` under `key`; with `model` (the identity that computed it), also its
+        speed (`recent`)."""
         with self._file.connect() as db, db:
             db.execute("INSERT OR REPLACE INTO chat VALUES (?, ?)", (key, reply.model_dump_json()))
+            if model is not None and reply.latency_s > 0:
+                db.execute("INSERT INTO speed VALUES (?, ?, ?, ?)", (
+                    model, reply.prompt_tokens, reply.completion_tokens, reply.latency_s))
         if self.pack is not None:
             packed = self._pack()
             with self._pack_lock:
@@ -157,12 +166,19 @@ class ChatCache:
                             mode="json", exclude={"cached"})}, ensure_ascii=False) + "\n")
                     packed[key] = reply.model_dump_json()
 
-    def recent(self, n: int) -> list[ChatReply]:
+    def recent(self, n: int, model: str | None = None) -> list[ChatReply]:
         """The `n` replies stored last (newest first), as the model returned them: their
-        tokens and latency measure the endpoint's throughput (`llm_cost.measured_rates`)."""
+        tokens and latency measure the endpoint's throughput (`llm_cost.measured_rates`).
+        With `model`, only the replies that identity computed (their tokens and seconds)."""
         if not self.path.exists():
             return []
         with self._file.connect() as db:
+            if model is not None:
+                rows = db.execute("SELECT prompt_tokens, completion_tokens, latency_s FROM speed "
+                                  "WHERE model=? ORDER BY rowid DESC LIMIT ?",
+                                  (model, n)).fetchall()
+                return [ChatReply(prompt_tokens=p, completion_tokens=c, latency_s=t)
+                        for p, c, t in rows]
             rows = db.execute("SELECT reply FROM chat ORDER BY rowid DESC LIMIT ?",
                               (n,)).fetchall()
         return [ChatReply.model_validate_json(r[0]) for r in rows]

@@ -105,7 +105,7 @@ class OpenAIChatModel:
                 problem = _json_problem(reply.content, json_schema) if want_json else None
                 if problem is None:
                     if self.cache is not None:
-                        self.cache.put(key, reply)
+                        self.cache.put(key, reply, self.model_id)
                     return reply
                 last_error, kind = f"{problem}: {reply.content[:200]!r}", "malformed"
                 if reply.finish_reason == "length" and not self.config.temperature:

@@ -158,7 +158,12 @@ class TuneRun:
         """The calls and time to expect, before the first LLM call; a folder too small for
         `n` is refused here."""
         from agentic_rag.datasets.testset_cost import estimate
-        from agentic_rag.experiments.llm_cost import estimate_line, measured_rates, serves_in_parallel
+        from agentic_rag.experiments.llm_cost import (
+            estimate_line,
+            measured_rates,
+            planned_model,
+            serves_in_parallel,
+        )
 
         est = {"llm_calls": 0, "prompt_tokens_est": 0, "completion_tokens_est": 0}
         if fresh:
@@ -177,7 +182,9 @@ class TuneRun:
             est["prompt_tokens_est"] += est["llm_calls"] * 150
             est["completion_tokens_est"] += est["llm_calls"] * 20
         if est["llm_calls"]:
-            rates = measured_rates([Path(self.config.home) / "cache" / "llm.sqlite"])
+            model = getattr(self.chat, "model_id", None) if self.chat is not None \
+                else planned_model(self.config.llm)
+            rates = measured_rates([Path(self.config.home) / "cache" / "llm.sqlite"], model=model)
             self.log("expected: " + estimate_line(est, rates, self.max_concurrency or 1,
                                                   serves_in_parallel(self.config.llm))
                      + (f" (stops at --max-llm-calls {self.max_llm_calls})"
