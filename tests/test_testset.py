@@ -507,3 +507,23 @@ def test_a_made_up_name_missing_from_its_question_gets_a_question_written_for_it
     named = ChatReply(content=json.dumps({"answer": "Gold Kids account",
                                           "question": "Is there a Gold Kids account fee?"}))
     assert ask_about(chat, named) is named and len(chat.calls) == 1
+
+
+def test_a_set_excluding_another_draws_none_of_its_chunks(tmp_path):
+    first = _generate(n=4, seed=0)
+    used = {r.chunk_id for r in first.records} | {r["chunk_id"] for r in first.rejected}
+    again = _generate(n=4, seed=1)  # another seed alone draws chunks of the first set again
+    assert {r.chunk_id for r in again.records} & used
+    fresh = _generate(n=4, seed=1, exclude_chunks=used)
+    drawn = {r.chunk_id for r in fresh.records} | {r["chunk_id"] for r in fresh.rejected}
+    assert drawn and not drawn & used
+    assert fresh.summary["settings"]["excluded_chunks"] == len(used)
+    # the CLI's --exclude reads a written set's chunk ids, and names a bad file
+    from agentic_rag.cli.testset import excluded_chunks
+    paths = first.write(tmp_path / "first.jsonl")
+    assert excluded_chunks([paths["questions"]]) == {r.chunk_id for r in first.records}
+    with pytest.raises(ValueError, match="absent.jsonl: no such file"):
+        excluded_chunks([tmp_path / "absent.jsonl"])
+    (tmp_path / "bad.jsonl").write_text('{"id": "q1"}\n')
+    with pytest.raises(ValueError, match="bad.jsonl: no row has a chunk_id"):
+        excluded_chunks([tmp_path / "bad.jsonl"])

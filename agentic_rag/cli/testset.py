@@ -46,6 +46,10 @@ def testset(
     round_trip: Annotated[bool, typer.Option(
         help="span mode: the model answers each question from its own passage, and a question "
              "whose answer is not its span is rejected (--no-round-trip: skip those calls)")] = True,
+    exclude: Annotated[list[Path] | None, typer.Option(
+        help="a set made before (its questions JSONL; repeatable): its chunks are not drawn, "
+             "so the new set shares no question with it (another --seed alone shares many: "
+             "the same chunk gives the same question)")] = None,
     config: ConfigOpt = None, home: HomeOpt = None,
     max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
 ) -> None:
@@ -76,6 +80,13 @@ def testset(
         _fail(f"no .md/.rst/.txt documents in {', '.join(map(str, docs))}")
     chunker = AgenticChunker(cfg.chunking)
     chunks = [c for d in documents for c in chunker.chunk(d)]
+    try:
+        excluded = excluded_chunks(exclude or [])
+    except ValueError as exc:
+        _fail(str(exc))
+    if excluded:
+        typer.echo(f"not drawn: the {len(excluded & {c.id for c in chunks})} chunks of "
+                   f"{', '.join(map(str, exclude or []))}")
     conc = max_concurrency or cfg.llm.max_concurrency
     typer.echo(f"{len(documents)} documents, {len(chunks)} chunks → {n} questions")
     if mode not in ("span", "free"):
@@ -99,13 +110,38 @@ def testset(
                                    check_unanswerable=corpus_check,
                                    max_concurrency=conc, mode=mode,
                                    max_knowable_share=max_knowable_share,
-                                   round_trip=round_trip,
+                                   round_trip=round_trip, exclude_chunks=excluded,
                                    progress=Progress(n, typer.echo, "testset", meter))
     except LLMCallCap as stop:
         _stopped_at_cap(stop, f"{out} is not written yet")
     except (ServerError, ValueError) as exc:
         _fail(str(exc))
     _echo_testset(res, res.write(out), n, docs, out, meter)
+
+
+def excluded_chunks(paths: list[Path]) -> set[str]:
+    """The `chunk_id`s of the sets at `paths` (`--exclude`): a missing file, a row that is not
+    JSON or a set without chunk ids is an error naming the file (and line)."""
+    out: set[str] = set()
+    for path in paths:
+        if not path.is_file():
+            raise ValueError(f"--exclude {path}: no such file")
+        ids = set()
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                cid = json.loads(line).get("chunk_id")
+            except (json.JSONDecodeError, AttributeError) as exc:
+                raise ValueError(f"--exclude {path}: line {i} is not a JSON object ({exc})") \
+                    from exc
+            if cid:
+                ids.add(cid)
+        if not ids:
+            raise ValueError(f"--exclude {path}: no row has a chunk_id (pass the questions "
+                             "JSONL `agentic-rag testset` wrote)")
+        out |= ids
+    return out
 
 
 def _echo_testset(res, paths: dict, n: int, docs: list[Path], out: Path, meter) -> None:  # noqa: ANN001

@@ -50,7 +50,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -156,6 +156,7 @@ class _Run:
     corpus_checks: int = 0
     lexical: Any = None
     subjects: Any = None  # testset_filters.SubjectCheck, where documents share names
+    exclude: frozenset[str] = frozenset()  # chunk ids never drawn (`exclude_chunks`)
 
     def bm25(self) -> Any:
         """BM25 over the chunks as the index reads them (under their heading paths), built
@@ -172,7 +173,9 @@ class _Run:
         set is the same at any concurrency (a draw whose kind is full is skipped below). In
         span mode an answerable draw from a chunk with no candidate span costs no call: it
         is recorded ("no answer span") and the next chunk is drawn."""
-        for i, chunk in enumerate(sample_chunks(self.chunks, self.seed, self.min_tokens)):
+        order = (c for c in sample_chunks(self.chunks, self.seed, self.min_tokens)
+                 if c.id not in self.exclude)
+        for i, chunk in enumerate(order):
             if i >= self.max_draws or self.full():
                 return
             answerable = not (self.every and i % self.every == self.every - 1)
@@ -199,7 +202,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                      max_concurrency: int = 1, min_tokens: int = 25,
                      progress: Any = None, mode: Literal["span", "free"] = "span",
                      max_knowable_share: float | None = 0.25,
-                     dev_share: float = 0.2, round_trip: bool | None = None) -> TestsetResult:
+                     dev_share: float = 0.2, round_trip: bool | None = None,
+                     exclude_chunks: Iterable[str] = ()) -> TestsetResult:
     """`n` accepted questions (about `unanswerable` of them without an answer in the corpus)
     from `docs`, drawing chunks in `sample_chunks` order until `n` pass the filters or the
     first `max_draws` chunks of that order (default 3 × n; with the round trip
@@ -219,7 +223,10 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     share"); None keeps them all. `dev_share`: the questions' share in the dev split.
     `round_trip` (default: on in span mode): each answerable question that passed the filters
     is answered by the model from its own passage and rejected when that answer is not its
-    reference (`testset_prompts.round_trip`: one call per such question)."""
+    reference (`testset_prompts.round_trip`: one call per such question).
+    `exclude_chunks`: chunk ids never drawn (another set's `chunk_id`s: a set made with
+    another seed alone shares many questions with it, since the same chunk gives the same
+    span and, under greedy decoding, the same question)."""
     _check_args(n, unanswerable, docs, mode, max_knowable_share, dev_share)
     checks_round_trip = mode == "span" if round_trip is None else round_trip
     if max_draws is None:  # the round trip passes about half: as many more draws
@@ -231,7 +238,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     counting = _CountingChat(chat)
     run = _Run(counting, chunks, by_id, mode, quota,
                max(2, round(1 / unanswerable)) if quota[False] else 0, seed,
-               max_draws, min_tokens)
+               max_draws, min_tokens, exclude=frozenset(exclude_chunks))
     gen = getattr(chat, "model_id", type(chat).__name__)
     settings = {"max_copied_words": max_copied_words, "max_answer_words": max_answer_words,
                 "duplicate_jaccard": duplicate_jaccard, "check_unanswerable": check_unanswerable,
@@ -267,7 +274,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     summary["settings"].update({"corpus_check_k": CORPUS_CHECK_K if check_unanswerable else None,
                                 "max_knowable_share": max_knowable_share,
                                 "dev_share": dev_share, "round_trip": checks_round_trip,
-                                "subject_check": run.subjects is not None})
+                                "subject_check": run.subjects is not None,
+                                "excluded_chunks": len(run.exclude)})
     return TestsetResult(records, run.rejected, summary)
 
 
