@@ -57,36 +57,14 @@ def testset(
     LLM (the local model unless llm.base_url / llm.endpoints is set); every call is cached."""
     from agentic_rag.datasets.testset import generate_testset
     from agentic_rag.datasets.testset_cost import estimate
-    from agentic_rag.documents import DocumentError, iter_document_paths, read_document
-    from agentic_rag.experiments.llm_cost import (
-        Progress,
-        estimate_line,
-        measured_rates,
-        planned_model,
-        serves_in_parallel,
-    )
-    from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.experiments.llm_cost import Progress
     from agentic_rag.llm.binary import ServerError
     from agentic_rag.llm.calls import CallMeter, LLMCallCap, MeteredChatModel
     from agentic_rag.llm.chat import make_chat_model
     from agentic_rag.llm.server import serve_local
 
     cfg = _config(config, home)
-    try:
-        documents = [read_document(f, did) for f, did in iter_document_paths(docs)]
-    except DocumentError as exc:
-        _fail(str(exc))
-    if not documents:
-        _fail(f"no .md/.rst/.txt documents in {', '.join(map(str, docs))}")
-    chunker = AgenticChunker(cfg.chunking)
-    chunks = [c for d in documents for c in chunker.chunk(d)]
-    try:
-        excluded = excluded_chunks(exclude or [])
-    except ValueError as exc:
-        _fail(str(exc))
-    if excluded:
-        typer.echo(f"not drawn: the {len(excluded & {c.id for c in chunks})} chunks of "
-                   f"{', '.join(map(str, exclude or []))}")
+    documents, chunks, excluded = _read_docs(docs, cfg, exclude or [])
     conc = max_concurrency or cfg.llm.max_concurrency
     typer.echo(f"{len(documents)} documents, {len(chunks)} chunks → {n} questions")
     if mode not in ("span", "free"):
@@ -94,12 +72,7 @@ def testset(
     round_trip = round_trip and mode == "span"  # the check reads a span: span mode only
     est = estimate(n, chunks, knowable, unanswerable, corpus_check, mode=mode,
                    round_trip=round_trip)
-    rates = measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"],
-                           model=planned_model(cfg.llm))
-    typer.echo(estimate_line(est, rates, conc, serves_in_parallel(cfg.llm))
-               + (f"; of the calls, {est['corpus_checks']} check the unanswerable questions "
-                  f"against the corpus (one each: {unanswerable:.0%} of n)"
-                  if est["corpus_checks"] else ""))
+    _echo_estimate(est, cfg, conc, unanswerable)
     server = serve_local(cfg.llm, cfg.home)
     meter = CallMeter(max_llm_calls)
     try:
@@ -117,6 +90,47 @@ def testset(
     except (ServerError, ValueError) as exc:
         _fail(str(exc))
     _echo_testset(res, res.write(out), n, docs, out, meter)
+
+
+def _read_docs(docs: list[Path], cfg, exclude: list[Path]) -> tuple[list, list, set[str]]:  # noqa: ANN001
+    """The documents of DOCS, their chunks and the chunk ids `--exclude` names; a bad input
+    ends the command naming it."""
+    from agentic_rag.documents import DocumentError, iter_document_paths, read_document
+    from agentic_rag.ingest.chunking import AgenticChunker
+
+    try:
+        documents = [read_document(f, did) for f, did in iter_document_paths(docs)]
+    except DocumentError as exc:
+        _fail(str(exc))
+    if not documents:
+        _fail(f"no .md/.rst/.txt documents in {', '.join(map(str, docs))}")
+    chunker = AgenticChunker(cfg.chunking)
+    chunks = [c for d in documents for c in chunker.chunk(d)]
+    try:
+        excluded = excluded_chunks(exclude)
+    except ValueError as exc:
+        _fail(str(exc))
+    if excluded:
+        typer.echo(f"not drawn: the {len(excluded & {c.id for c in chunks})} chunks of "
+                   f"{', '.join(map(str, exclude))}")
+    return documents, chunks, excluded
+
+
+def _echo_estimate(est: dict, cfg, conc: int, unanswerable: float) -> None:  # noqa: ANN001
+    """The calls, tokens and time to expect, at the rates the model about to run measured."""
+    from agentic_rag.experiments.llm_cost import (
+        estimate_line,
+        measured_rates,
+        planned_model,
+        serves_in_parallel,
+    )
+
+    rates = measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"],
+                           model=planned_model(cfg.llm))
+    typer.echo(estimate_line(est, rates, conc, serves_in_parallel(cfg.llm))
+               + (f"; of the calls, {est['corpus_checks']} check the unanswerable questions "
+                  f"against the corpus (one each: {unanswerable:.0%} of n)"
+                  if est["corpus_checks"] else ""))
 
 
 def excluded_chunks(paths: list[Path]) -> set[str]:

@@ -266,17 +266,22 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     records = _bound_knowable(records, run.rejected, max_knowable_share)
     summary = _summary(records, run.rejected, n, run.draws, seed, gen, unanswerable,
                        max_copied_words, duplicate_jaccard, knowable_f1, len(chunks))
-    summary.update({"mode": mode, "prompt_version": SPAN_PROMPT_VERSION if mode == "span"
-                    else PROMPT_VERSION, "no_answer_span": run.no_span, "llm_calls": counting.calls,
-                    "calls_per_kept": round(counting.calls / len(records), 2) if records else None,
-                    "accepted_share_of_draws": round(len(records) / run.draws, 3)
-                    if run.draws else None, "unanswerable_checked": run.corpus_checks})
+    _run_summary(summary, run, len(records), counting.calls)
     summary["settings"].update({"corpus_check_k": CORPUS_CHECK_K if check_unanswerable else None,
                                 "max_knowable_share": max_knowable_share,
-                                "dev_share": dev_share, "round_trip": checks_round_trip,
-                                "subject_check": run.subjects is not None,
-                                "excluded_chunks": len(run.exclude)})
+                                "dev_share": dev_share, "round_trip": checks_round_trip})
     return TestsetResult(records, run.rejected, summary)
+
+
+def _run_summary(summary: dict[str, Any], run: _Run, kept: int, calls: int) -> None:
+    """What the draw loop adds to `_summary`: mode, prompt version, draws, calls, checks."""
+    summary.update({"mode": run.mode, "prompt_version": SPAN_PROMPT_VERSION if run.mode == "span"
+                    else PROMPT_VERSION, "no_answer_span": run.no_span, "llm_calls": calls,
+                    "calls_per_kept": round(calls / kept, 2) if kept else None,
+                    "accepted_share_of_draws": round(kept / run.draws, 3) if run.draws else None,
+                    "unanswerable_checked": run.corpus_checks})
+    summary["settings"].update({"subject_check": run.subjects is not None,
+                                "excluded_chunks": len(run.exclude)})
 
 
 def _check_args(n: int, unanswerable: float, docs: Sequence[Document], mode: str,
