@@ -80,7 +80,8 @@ class SupportConfig(_Section):
         "experiments/agent-support/CHOICE-RULE-ORDINAL.md (no rise of wrong answers on any dev "
         "set): on the three dev sets (206 questions) pointer turned 10 abstentions into correct "
         "answers and 1 into a wrong one (correct 0.896 -> 0.970, 0.687 -> 0.731, 0.833 -> "
-        "0.861; wrong 1 -> 2 of 72 on generated-s2), citation +6 correct, +1 wrong")
+        "0.861; wrong 1 -> 2 of 72 on generated-s2); citation +8 and -2 correct (net +6), "
+        "+1 wrong")
 
 
 class AgentConfig(_Section):

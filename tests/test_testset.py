@@ -518,6 +518,9 @@ def test_a_set_excluding_another_draws_none_of_its_chunks(tmp_path):
     drawn = {r.chunk_id for r in fresh.records} | {r["chunk_id"] for r in fresh.rejected}
     assert drawn and not drawn & used
     assert fresh.summary["settings"]["excluded_chunks"] == len(used)
+    # an id no chunk of these documents has is not counted as excluded
+    other = _generate(n=4, seed=1, exclude_chunks=used | {"docs/elsewhere.md#prose@0-9"})
+    assert other.summary["settings"]["excluded_chunks"] == len(used)
     # the CLI's --exclude reads a written set's chunk ids, and names a bad file
     from agentic_rag.cli.testset import excluded_chunks
     paths = first.write(tmp_path / "first.jsonl")

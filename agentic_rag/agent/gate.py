@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 
-from agentic_rag.agent.result import passages_by_citation, strip_citations
+from agentic_rag.agent.result import passages_by_citation, passages_by_number, strip_citations
 from agentic_rag.agent.tool import ToolOutput
-from agentic_rag.evaluation.figures import FigureCheck, Passage, check_figures
+from agentic_rag.evaluation.figures import FigureCheck, Passage, check_figures, passage_refs
 from agentic_rag.retrieve.context import citation_id
 from agentic_rag.store.lexical import doc_name
 
@@ -64,28 +64,14 @@ def check_answer(question: str, answer: str, cited: list[str], searches: list[To
                          named, require_figure, pointers=passage_numbers != "figure")
 
 
-# a passage's number in its header, with its id ("--- Document 4 [3aefe] ---", `<document
-# index="4" id="3aefe"`, "### [4] ...\n_id: [3aefe]")
-_NUMBERED = re.compile(r'^(?:--- Document (\d+) \[([0-9a-f]{5})\] ---'
-                       r'|<document index="(\d+)" id="([0-9a-f]{5})"'
-                       r'|### \[(\d+)\] [^\n]*\n_id: \[([0-9a-f]{5})\])', re.M)
-# an answer pointing at a passage by number: "[4]", "[Document 4]", "Document 4", "passage 2"
-_BY_NUMBER = re.compile(r"\[(?:(?:document|passage)\s+)?(\d{1,3})\]|"
-                        r"\b(?:document|passage)\s+(\d{1,3})\b", re.I)
-
-
 def numbered_citations(answer: str, searches: list[ToolOutput]) -> list[str]:
-    """The citation ids of the passages `answer` points at by number: the N-th passage of the
-    latest search that served one numbered N."""
-    wanted = [int(a or b) for a, b in _BY_NUMBER.findall(answer)]
-    tables = []
-    for s in reversed(searches):
-        found = {}
-        for m in _NUMBERED.finditer(s.content):
-            n, cid = [g for g in m.groups() if g is not None]
-            found.setdefault(int(n), cid)
-        tables.append(found)
-    out = []
+    """The citation ids of the passages `answer` points at by number (`figures.passage_refs`):
+    the N-th passage of the latest search that served one numbered N."""
+    wanted = passage_refs(answer)
+    if not wanted:
+        return []
+    tables = [passages_by_number(s.content) for s in reversed(searches)]
+    out: list[str] = []
     for n in wanted:
         cid = next((t[n] for t in tables if n in t), None)
         if cid is not None and cid not in out:

@@ -135,10 +135,20 @@ def strip_citations(answer: str) -> str:
     return re.sub(r"\s+([.,;:!?])", r"\1", " ".join(text.split()))
 
 
-_PASSAGE_HEAD = re.compile(  # a passage's header in each `context.header_style`
-    r'^(?:--- Document \d+ \[(?P<dashes>[0-9a-f]{5})\] ---'
-    r'|<document index="\d+" id="(?P<xml>[0-9a-f]{5})"'
-    r'|### \[\d+\] [^\n]*\n_id: \[(?P<markdown>[0-9a-f]{5})\])', re.M)
+_PASSAGE_HEAD = re.compile(  # a passage's header in each `context.header_style`, its number
+    r'^(?:--- Document (?P<n1>\d+) \[(?P<dashes>[0-9a-f]{5})\] ---'
+    r'|<document index="(?P<n2>\d+)" id="(?P<xml>[0-9a-f]{5})"'
+    r'|### \[(?P<n3>\d+)\] [^\n]*\n_id: \[(?P<markdown>[0-9a-f]{5})\])', re.M)
+
+
+def passages_by_number(content: str) -> dict[int, str]:
+    """One search's citation ids by the number its header gives the passage ("--- Document
+    4 [3aefe] ---": 4 → "3aefe"; the first passage with a number, if two share it)."""
+    out: dict[int, str] = {}
+    for m in _PASSAGE_HEAD.finditer(content):
+        n = m.group("n1") or m.group("n2") or m.group("n3")
+        out.setdefault(int(n), m.group("dashes") or m.group("xml") or m.group("markdown"))
+    return out
 
 
 def passages_by_citation(content: str) -> dict[str, str]:

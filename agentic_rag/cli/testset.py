@@ -110,7 +110,7 @@ def _read_docs(docs: list[Path], cfg, exclude: list[Path]) -> tuple[list, list, 
         excluded = excluded_chunks(exclude)
     except ValueError as exc:
         _fail(str(exc))
-    if excluded:
+    if excluded:  # `generate_testset` skips those of these documents' chunks (its summary)
         typer.echo(f"not drawn: the {len(excluded & {c.id for c in chunks})} chunks of "
                    f"{', '.join(map(str, exclude))}")
     return documents, chunks, excluded

@@ -238,7 +238,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     counting = _CountingChat(chat)
     run = _Run(counting, chunks, by_id, mode, quota,
                max(2, round(1 / unanswerable)) if quota[False] else 0, seed,
-               max_draws, min_tokens, exclude=frozenset(exclude_chunks))
+               max_draws, min_tokens,
+               exclude=frozenset(exclude_chunks) & {c.id for c in chunks})
     gen = getattr(chat, "model_id", type(chat).__name__)
     settings = {"max_copied_words": max_copied_words, "max_answer_words": max_answer_words,
                 "duplicate_jaccard": duplicate_jaccard, "check_unanswerable": check_unanswerable,

@@ -130,6 +130,11 @@ _PASSAGE_REF = re.compile(r"\b(?:document|passage)\s+\d+\b", re.I)
 _ANY_REF = re.compile(rf"{_PASSAGE_REF.pattern}|\[\d+\]", re.I)
 
 
+def passage_refs(answer: str) -> list[int]:
+    """The passage numbers `answer` points at ("Document 3", "passage 2", "[1]"), in order."""
+    return [int(re.search(r"\d+", m.group(0)).group(0)) for m in _ANY_REF.finditer(answer)]
+
+
 def strip_passage_refs(answer: str) -> str:
     """`answer` without its pointers at passages ("Document 3", "passage 2", "[1]"), whose
     ordinals are not figures the answer states: what an evaluation counts as its figures."""
