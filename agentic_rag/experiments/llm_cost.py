@@ -2,7 +2,9 @@
 
 - `measured_rates`: prompt and generated tokens per second of this endpoint: the
   constants (measured on this machine, below) scaled by how long the reply
-  cache's latest replies took against them, else the constants; `Rates.source` says which.
+  cache's latest replies of the model about to run (`planned_model`, or the running chat
+  model's `model_id`: every estimate passes it) took against them, else the constants;
+  `Rates.source` says which.
 - `estimate_line`: the calls, tokens and wall time a run is about to spend. The time is
   divided by the calls in flight only when the endpoint serves calls in parallel (assumed
   for a configured `llm.base_url`, a hosted API); the embedded llama.cpp server has one

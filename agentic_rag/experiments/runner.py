@@ -43,6 +43,7 @@ from agentic_rag.experiments.llm_cost import (
     estimate_line,
     local_server_meta,
     measured_rates,
+    planned_model,
     serves_in_parallel,
 )
 from agentic_rag.experiments.measure import evaluation_settings, failed
@@ -280,7 +281,8 @@ def _announce_llm(spec: SweepSpec, ds: Dataset, configs: list, cache_dir: Path, 
     share = llm_rows / max(1, len(configs) * spec.repeats * min(spec.llm_sample, len(ds.queries)))
     fp = ds.corpus_fingerprint()
     homes = sorted({cfg.index_hash(fp) for _, _, cfg in configs})
-    rates = measured_rates(cache_dir / f"index-{h}" / "cache" / "llm.sqlite" for h in homes)
+    rates = measured_rates((cache_dir / f"index-{h}" / "cache" / "llm.sqlite" for h in homes),
+                           model=planned_model(spec.base.llm))
     est = {k: round(v * share) for k, v in full.items()}
     log(f"LLM metrics {groups} on {min(spec.llm_sample, len(ds.queries))} queries per config, "
         f"{llm_rows} row(s) to compute. "

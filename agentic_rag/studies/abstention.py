@@ -157,6 +157,7 @@ def run_abstention(cfg: RAGConfig, docs: str | Path, questions: str | Path,
         agent_cost,
         estimate_line,
         measured_rates,
+        planned_model,
         serves_in_parallel,
     )
     from agentic_rag.llm.calls import MeteredChatModel
@@ -174,7 +175,8 @@ def run_abstention(cfg: RAGConfig, docs: str | Path, questions: str | Path,
     log(f"{n_no} unanswerable + {len(queries) - n_no} answerable questions from {questions}; "
         f"policy {cfg.agent.policy}, index {cfg.home}")
     log(estimate_line(agent_cost(len(queries)),
-                      measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"]), 1,
+                      measured_rates([Path(cfg.home) / "cache" / "llm.sqlite"],
+                                     model=planned_model(cfg.llm)), 1,
                       serves_in_parallel(cfg.llm)))
     out = Path(out) if out else questions.with_name(f"{questions.stem}.abstention.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -271,7 +271,8 @@ def _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path,  # noqa
     n = sum(1 for _ in _pending(args, cells, items, done))
     if n:
         print(f"agent pass: {n} question × cell runs to do. " + estimate_line(
-            agent_cost(n), rates=measured_rates([Path(args.home) / "llm.sqlite"]),
+            agent_cost(n), rates=measured_rates([Path(args.home) / "llm.sqlite"],
+                                                model=getattr(chat, "model_id", None)),
             concurrency=conc, parallel=False), flush=True)
     progress = Progress(n, lambda m: print(m, flush=True), "agent pass", meter)
 
@@ -319,7 +320,8 @@ def _judge_pass(args, items, chat, rows_path, judged_path,  # noqa: ANN001
             and _key(row) not in done]
     if todo:
         print(f"judge pass: {len(todo)} rows to judge. " + estimate_line(
-            judge_cost(len(todo)), rates=measured_rates([Path(args.home) / "llm.sqlite"]),
+            judge_cost(len(todo)), rates=measured_rates([Path(args.home) / "llm.sqlite"],
+                                                        model=getattr(chat, "model_id", None)),
             concurrency=conc, parallel=False), flush=True)
     progress = Progress(len(todo), lambda m: print(m, flush=True), "judge pass", meter)
 

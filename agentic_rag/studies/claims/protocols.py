@@ -338,7 +338,12 @@ def _announce_llm(base: RAGConfig, chosen: set[str], cache_dir: str | Path, conc
                   log: Callable[[str], Any], llm_sample: int | None = None) -> None:
     """The chosen LLM protocols' ceiling (`llm_budget`: calls, tokens), and its wall time at
     the rates measured in the protocols' reply caches, else the rate constants."""
-    from agentic_rag.experiments.llm_cost import estimate_line, measured_rates, serves_in_parallel
+    from agentic_rag.experiments.llm_cost import (
+        estimate_line,
+        measured_rates,
+        planned_model,
+        serves_in_parallel,
+    )
     from agentic_rag.studies.agent_eval.options import HOME
 
     budget = llm_budget(base, llm_sample)
@@ -351,7 +356,8 @@ def _announce_llm(base: RAGConfig, chosen: set[str], cache_dir: str | Path, conc
     caches = [*sorted(Path(cache_dir).glob("index-*/cache/llm.sqlite")), Path(HOME) / "llm.sqlite",
               Path(cache_dir) / "cache" / "llm.sqlite"]  # validate-detectors' replies
     log(f"LLM protocols {sorted(ids)}: " + estimate_line(
-        est, measured_rates(caches), concurrency, serves_in_parallel(base.llm)))
+        est, measured_rates(caches, model=planned_model(base.llm)), concurrency,
+        serves_in_parallel(base.llm)))
 
 
 def llm_budget(base: RAGConfig | None = None, llm_sample: int | None = None) -> pd.DataFrame:
