@@ -51,8 +51,27 @@ def fewshot(chat, chunk, doc, span):  # noqa: ANN001, ANN201
     return reply.model_copy(update={"content": json.dumps({"answer": span.text, "question": q})})
 
 
+def discordant(res) -> dict:  # noqa: ANN001
+    """Per draw judged by both arms: kept by the few-shot arm only, by the zero-shot arm only,
+    and the exact two-sided sign test on those (the rule)."""
+    from math import comb
+
+    from pilot_run import SHOWN
+    shown = {json.loads(x)["chunk_id"]: False for x in open(f"{SHOWN}.rejected.jsonl")}
+    shown.update({json.loads(x)["chunk_id"]: True for x in open(f"{SHOWN}.jsonl")})
+    mine = {r.chunk_id: True for r in res.records}
+    mine.update({r["chunk_id"]: False for r in res.rejected})
+    both = [c for c in mine if c in shown]
+    a = sum(mine[c] and not shown[c] for c in both)
+    b = sum(shown[c] and not mine[c] for c in both)
+    n, k = a + b, min(a, b)
+    p = min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
+    return {"judged by both": len(both), "few-shot only": a, "zero-shot only": b, "p": p}
+
+
 if __name__ == "__main__":
     res = run_pilot(fewshot, int(sys.argv[1]), int(sys.argv[2]))
+    print(json.dumps(discordant(res)))
     for r in res.records:
         print("KEPT", repr(r.answer), "|", r.question)
     for r in res.rejected:
