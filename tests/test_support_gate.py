@@ -311,3 +311,87 @@ def test_a_passage_number_is_a_figure_a_pointer_or_a_citation(chunks, coverage):
                                                             passage_numbers="citation"))
     assert not run_agent(QUESTION, Replies(right), tool, config).abstained
     assert run_agent(QUESTION, Replies(right), tool, cfg("abstain")).abstained
+
+
+def test_reversed_passages_keep_their_headers_and_reverse_by_document(chunks):
+    from agentic_rag.agent.result import passages_by_citation, passages_by_number, reversed_passages
+    from agentic_rag.retrieve.context import GROUP_HEAD
+    served = [(NAVY_15, 0.9), (STATES_10, 0.8), (NO_AMOUNT, 0.7)]
+    content = "(You already searched for 'x'.)\n\n" + served_output(chunks, served).content
+    back = reversed_passages(content)
+    assert back.startswith("(You already searched for 'x'.)")  # text before the passages
+    assert list(passages_by_citation(back)) == [citation_id(c) for c, _ in reversed(served)]
+    assert passages_by_citation(back) == passages_by_citation(content)  # each passage whole
+    assert passages_by_number(back) == passages_by_number(content)  # numbers unchanged
+    # grouped by document: the documents reversed, each with its title line
+    grouped = served_output(chunks, served, RAGConfig().context.model_copy(
+        update={"group_by_document": True})).content
+    back = reversed_passages(grouped)
+    assert back.count(GROUP_HEAD) == grouped.count(GROUP_HEAD) == 3  # three documents
+    assert list(passages_by_citation(back)) == [citation_id(c) for c, _ in reversed(served)]
+    assert back.startswith(GROUP_HEAD) and back.index("lime_green") < back.index("navy_blue")
+    for group in back.split(GROUP_HEAD)[1:]:  # each title line still heads its own passage
+        assert len(passages_by_citation(group)) == 1
+    assert reversed_passages("No relevant passages found.") == "No relevant passages found."
+
+
+def _reorder(mode: str, action: str = "abstain") -> AgentConfig:
+    return AgentConfig(max_steps=1, support=SupportConfig(on_unsupported=action,
+                                                          reorder_check=mode))
+
+
+def _two_passages(chunks, coverage) -> GateTool:  # noqa: ANN001
+    tool = GateTool(chunks, coverage)
+    tool.first = served_output(chunks, [(STATES_10, 0.9), (NO_AMOUNT, 0.8)])
+    return tool
+
+
+@pytest.mark.parametrize("mode", ["all", "any"])
+def test_the_reorder_check_asks_again_with_the_passages_reversed(chunks, coverage, mode):
+    tool = _two_passages(chunks, coverage)
+    first, order = cite(RIGHT, STATES_10), [citation_id(STATES_10), citation_id(NO_AMOUNT)]
+    chat = Replies(first, "It costs $10.00 per transfer.")
+    res = run_agent(QUESTION, chat, tool, _reorder(mode))
+    assert res.answer == first and res.gate_action == "none"  # restated: kept
+    assert [s.via for s in res.steps] == ["policy", "native", "reorder"]
+    seen = [[p for p in order if p in prompt] for prompt in chat.prompts]
+    assert [sorted(order, key=prompt.index) for prompt in chat.prompts] == [order, order[::-1]]
+    assert seen[0] == seen[1] == order
+    # another figure the second time: "I don't know", naming what the second answer said
+    res = run_agent(QUESTION, Replies(first, "The fee is $15.00."), tool, _reorder(mode))
+    assert res.abstained and res.gate_action == "abstain"
+    assert res.gate_notes[0].startswith("reorder check failed: 10 not given again")
+    assert "$15.00" in res.gate_notes[0]
+    # an abstention the second time restates nothing
+    res = run_agent(QUESTION, Replies(first, "I don't know."), tool, _reorder(mode))
+    assert res.abstained
+
+
+def test_the_reorder_check_all_needs_every_figure_any_one(chunks, coverage):
+    from agentic_rag.agent.gate import restates
+    from agentic_rag.evaluation.figures import FigureCheck
+    checked = FigureCheck(figures=("3", "5"))
+    assert restates(QUESTION, checked, "3% of the amount, at least $5.", "all")
+    assert not restates(QUESTION, checked, "3% of the amount.", "all")
+    assert restates(QUESTION, checked, "3% of the amount.", "any")
+    assert not restates(QUESTION, checked, "It is $7. [3fa9c]", "any")  # a citation id is no figure
+
+
+def test_the_reorder_check_is_off_by_default_and_skips_answers_without_figures(chunks, coverage):
+    assert SupportConfig().reorder_check == "off"
+    tool = _two_passages(chunks, coverage)
+    chat = Replies(cite(RIGHT, STATES_10), "The fee is $15.00.")
+    assert run_agent(QUESTION, chat, tool, cfg("abstain")).gate_action == "none"
+    assert len(chat.prompts) == 1  # no second call
+    chat = Replies("You can send wires from online banking.", "The fee is $15.00.")
+    res = run_agent("How do I send a wire from my Lime Green account?", chat, tool,
+                    _reorder("all"))
+    assert not res.abstained and len(chat.prompts) == 1
+
+
+def test_a_failed_reorder_check_under_retry_says_why(chunks, coverage):
+    tool = _two_passages(chunks, coverage)
+    chat = Replies(cite(RIGHT, STATES_10), "The fee is $15.00.", cite(RIGHT, STATES_10))
+    res = run_agent(QUESTION, chat, tool, _reorder("all", "retry"))
+    assert "gave 10, which you did not give again" in chat.prompts[-1]
+    assert res.gate_action == "retry" and res.answer == cite(RIGHT, STATES_10)
