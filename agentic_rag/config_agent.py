@@ -82,13 +82,6 @@ class SupportConfig(_Section):
         "answers and 1 into a wrong one (correct 0.896 -> 0.970, 0.687 -> 0.731, 0.833 -> "
         "0.861; wrong 1 -> 2 of 72 on generated-s2); citation +8 and -2 correct (net +6), "
         "+1 wrong")
-    reorder_check: Literal["off", "all", "any"] = Field(
-        "off", description="ask the answer turn once more with the served passages in reverse "
-        "order (agent/gate.py `reversed_passages`) when an answer passes the figure check and "
-        "states a figure, and fail it (on_unsupported acts) unless the second answer states "
-        "all (`all`) or at least one (`any`) of the figures checked: a figure the model would "
-        "not give again from the same passages is a guess between candidates. One more LLM "
-        "call per such answer. Rule: experiments/agent-support/CHOICE-RULE-REORDER.md")
 
 
 class AgentConfig(_Section):

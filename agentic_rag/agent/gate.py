@@ -20,7 +20,6 @@ import re
 
 from agentic_rag.agent.result import passages_by_citation, passages_by_number, strip_citations
 from agentic_rag.agent.tool import ToolOutput
-from agentic_rag.evaluation.answers import is_abstention
 from agentic_rag.evaluation.figures import FigureCheck, Passage, check_figures, passage_refs
 from agentic_rag.retrieve.context import citation_id
 from agentic_rag.store.lexical import doc_name
@@ -65,19 +64,6 @@ def check_answer(question: str, answer: str, cited: list[str], searches: list[To
                          named, require_figure, pointers=passage_numbers != "figure")
 
 
-def restates(question: str, first: FigureCheck, second: str, mode: str,
-             passage_numbers: str = "figure") -> bool:
-    """Whether `second` (the answer given again from the passages in reverse order) restates
-    the figures `first` was checked for: all of them (`mode="all"`) or one (`"any"`); an
-    abstention restates none (`agent.support.reorder_check`)."""
-    if is_abstention(second):
-        return False
-    again = set(check_figures(question, strip_citations(second), [], [],
-                              pointers=passage_numbers != "figure").figures)
-    hits = [f for f in first.figures if f in again]
-    return len(hits) == len(first.figures) if mode == "all" else bool(hits)
-
-
 def numbered_citations(answer: str, searches: list[ToolOutput]) -> list[str]:
     """The citation ids of the passages `answer` points at by number (`figures.passage_refs`):
     the N-th passage of the latest search that served one numbered N."""
@@ -111,9 +97,7 @@ def retry_note(check: FigureCheck, named: list[str]) -> str:
     about = f"about {subject(named)} " if named else ""
     said = (f"gave {', '.join(check.failing)}, which no passage {about}that you cited states"
             if check.failing else "left a placeholder where a fact should be"
-            if check.placeholder else "stated no figure for the amount asked"
-            if check.no_figure else f"gave {', '.join(check.figures)}, which you did not give "
-            "again from the same passages in another order")
+            if check.placeholder else "stated no figure for the amount asked")
     return (f"\n\n(Your previous answer {said}. Answer only with figures stated in a passage "
             f"{about}and cite it; if no passage states it, say \"I don't know\".)")
 
@@ -134,7 +118,4 @@ def describe(check: FigureCheck) -> str:
         parts.append("the question asks for an amount and the answer states none")
     if check.placeholder:
         parts.append("the answer holds a placeholder where a fact should be")
-    if check.reasked is not None:
-        parts.append(f"{', '.join(check.figures)} not given again from the passages in reverse "
-                     f"order (then: {check.reasked[:160]!r})")
     return "; ".join(parts) or "every figure in a cited passage"

@@ -47,17 +47,15 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from agentic_rag.agent import gate
-from agentic_rag.agent.result import AgentResult, AgentStep, parse_citations, reversed_passages
+from agentic_rag.agent.result import AgentResult, AgentStep, parse_citations
 from agentic_rag.agent.support import answer_support
 from agentic_rag.agent.tool import TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
 from agentic_rag.config import AgentConfig
-from agentic_rag.evaluation.figures import FigureCheck
 from agentic_rag.llm.types import ChatModel, ChatReply, LLMError
 from agentic_rag.retrieve.context import citation_id
 
@@ -181,8 +179,7 @@ class _AgentRun:
         self.t0 = time.perf_counter()
 
     # ---- the prompt of each turn ------------------------------------------------------------
-    def _messages(self, turn: Literal["decide", "answer"],
-                  reverse: bool = False) -> list[dict[str, Any]]:
+    def _messages(self, turn: Literal["decide", "answer"]) -> list[dict[str, Any]]:
         if turn == "answer":
             system = SYSTEM_ANSWER
         else:
@@ -196,10 +193,7 @@ class _AgentRun:
             after = DECIDE_JSON.format(question=self.question, queries=queries)
         else:
             after = PROMPT_AFTER.format(question=self.question)
-        searches = [s.content for s in self.searches]
-        if reverse:  # the support gate's reorder check: the same passages, last first
-            searches = [reversed_passages(c) for c in reversed(searches)]
-        passages = "\n\n".join(searches)
+        passages = "\n\n".join(s.content for s in self.searches)
         return [{"role": "system", "content": system},
                 {"role": "user", "content": PASSAGES + passages + notes + after}]
 
@@ -240,13 +234,8 @@ class _AgentRun:
                   "figures_unsupported": list(check.unsupported),
                   "figures_wrong_product": list(check.wrong_product)}
         if check.ok:
-            check = self._reorder_check(check)
-            if check.ok:  # with the reorder check's call among its steps
-                return res.model_copy(update={**fields, "gate_action": "none",
-                                              "steps": list(self.steps)})
-            notes = [f"reorder check failed: {gate.describe(check)}"]
-        else:
-            notes = [f"figure check failed: {gate.describe(check)}"]
+            return res.model_copy(update={**fields, "gate_action": "none"})
+        notes = [f"figure check failed: {gate.describe(check)}"]
         if action == "flag":
             return res.model_copy(update={**fields, "gate_action": "flag", "gate_notes": notes})
         query = gate.retry_query(self.question, named)
@@ -260,24 +249,6 @@ class _AgentRun:
         notes.append("not found: answered I don't know")
         out = self._build(gate.abstention(self.question, query, named), res.stop_reason)
         return out.model_copy(update={**fields, "gate_action": action, "gate_notes": notes})
-
-    def _reorder_check(self, check: FigureCheck) -> FigureCheck:
-        """`support.reorder_check`: the answer turn again with the passages in reverse order;
-        `check` with `reasked` set when the second answer does not restate its figures."""
-        mode = self.cfg.support.reorder_check
-        if mode == "off" or not check.figures:
-            return check
-        n = max((s.step for s in self.steps), default=0) + 1
-        try:
-            reply = self.chat.chat(self._messages("answer", reverse=True),
-                                   max_tokens=self.cfg.answer_max_tokens)
-        except LLMError as exc:  # no second answer: the figure is not shown to be singled out
-            return replace(check, reasked=f"(the call failed: {exc.kind})")
-        self.steps.append(AgentStep(step=n, kind="answer", via="reorder", **_usage(reply)))
-        if gate.restates(self.question, check, reply.content, mode,
-                         self.cfg.support.passage_numbers):
-            return check
-        return replace(check, reasked=reply.content.strip())
 
     def _retry(self, res: AgentResult, check, query: str,  # noqa: ANN001 - FigureCheck
                named: list[str]) -> tuple[AgentResult, object, list[str]]:

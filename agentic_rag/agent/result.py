@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rag.agent.tool import ToolOutput
 from agentic_rag.evaluation.answers import is_abstention
-from agentic_rag.retrieve.context import GROUP_HEAD
 
 
 class AgentStep(BaseModel):
@@ -21,7 +20,6 @@ class AgentStep(BaseModel):
     step: int
     kind: Literal["tool_call", "answer", "invalid_call"]
     via: str  # native | tool_call_text | json | policy (retrieve_first) | tool_choice | json_forced
-    #   | gate (the support gate's retry) | reorder (its reorder check's second answer)
     arguments: dict[str, Any] | None = None
     tool: ToolOutput | None = None
     error: str | None = None
@@ -162,18 +160,3 @@ def passages_by_citation(content: str) -> dict[str, str]:
         cid = m.group("dashes") or m.group("xml") or m.group("markdown")
         out.setdefault(cid, content[m.start():nxt.start() if nxt else len(content)].strip())
     return out
-
-
-_GROUP_LINE = re.compile(r"^" + re.escape(GROUP_HEAD), re.M)
-
-
-def reversed_passages(content: str) -> str:
-    """One search's passages in reverse order, each with its header, number and citation id
-    unchanged (by document when `context.group_by_document` grouped them: the documents
-    reversed, each one's passages in order); text before the first passage stays first."""
-    starts = [m.start() for m in _GROUP_LINE.finditer(content)] or \
-        [m.start() for m in _PASSAGE_HEAD.finditer(content)]
-    if len(starts) < 2:
-        return content
-    blocks = [content[a:b].strip() for a, b in zip(starts, [*starts[1:], len(content)])]
-    return content[:starts[0]] + "\n\n".join(reversed(blocks))

@@ -49,14 +49,11 @@ class FigureCheck:
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # figure → citation ids
     no_figure: bool = False  # an amount asked, none stated (module doc)
     placeholder: bool = False  # a template placeholder where a fact should be (module doc)
-    # the answer given again from the passages in reverse order, when it did not restate the
-    # figures (`agent.support.reorder_check`, agent/gate.py `restates`)
-    reasked: str | None = None
 
     @property
     def ok(self) -> bool:
         return (not self.unsupported and not self.wrong_product and not self.no_figure
-                and not self.placeholder and self.reasked is None)
+                and not self.placeholder)
 
     @property
     def failing(self) -> tuple[str, ...]:

@@ -86,15 +86,13 @@ def _order(hits: Sequence[Hit], priority: str, recency_field: str) -> list[Hit]:
     return by_score
 
 
-GROUP_HEAD = "=== From the document: "  # a document's group line (`group_by_document`)
-
-
 def group_title(hit: Hit) -> str:
     """The line above one document's passages (`context.group_by_document`): its
     human-readable title and its id."""
     c = hit.chunk
     title = str(c.metadata.get("title") or "").strip()
-    return f"{GROUP_HEAD}{title} ({c.doc_id}) ===" if title else f"{GROUP_HEAD}{c.doc_id} ==="
+    return f"=== From the document: {title} ({c.doc_id}) ===" if title else \
+        f"=== From the document: {c.doc_id} ==="
 
 
 def _grouped(hits: list[Hit]) -> list[Hit]:

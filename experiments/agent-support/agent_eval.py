@@ -75,16 +75,13 @@ SETTINGS["amount+flag"] = {**SETTINGS["amount+abstain"], **FLAG}
 for _how in ("pointer", "citation"):
     SETTINGS[f"{_how}+abstain"] = {**SETTINGS["amount+abstain"],
                                    "agent.support.passage_numbers": _how}
-# the ninth (CHOICE-RULE-REORDER.md): the answer asked again from the passages reversed
-for _how in ("all", "any"):
-    SETTINGS[f"reorder-{_how}+abstain"] = {**SETTINGS["amount+abstain"],
-                                           "agent.support.reorder_check": _how}
+# the ninth round's reorder-all/any+abstain (CHOICE-RULE-REORDER.md) ran at eea4038: the
+# mechanism was removed after its verdict
 # every setting before the sixth round ran with the amount rule off, its default then; every
 # one before the eighth read "[4]" as a figure
 SETTINGS = {k: v if "agent.support.amount_needs_figure" in v else {**BEFORE_AMOUNT, **v}
             for k, v in SETTINGS.items()}
-SETTINGS = {k: {"agent.support.passage_numbers": "figure", "agent.support.reorder_check": "off",
-                **v} for k, v in SETTINGS.items()}
+SETTINGS = {k: {"agent.support.passage_numbers": "figure", **v} for k, v in SETTINGS.items()}
 BEFORE_AUTO = NAMED_BASE  # the default before named_scope auto
 AGENT = {"agent.max_steps": 1}  # retrieve_first, then the answer: one LLM call per question
 
