@@ -204,6 +204,17 @@ def test_a_chunk_without_an_answer_span_costs_no_call():
     ("What is the default text encoding of `open`?", False),
     ("What does the status code 404 of `http.HTTPStatus` mean?", False),
     ("Which exception does `asyncio.wait_for` raise on timeout?", False),
+    # questions kept from Node.js API pages (2026-12-05) and the banking pages
+    ("What is the MAC address of the eth0 interface in the given network configuration?", True),
+    ("What is the total CPU time reported by `os.cpus()` in the given JSON data?", True),
+    ("What is the spend target for planting trees based on the given information?", True),
+    ("What is the maximum amount withdrawn from a foreign ATM using the provided fee structure?",
+     True),
+    ("What version of the documentation search engine introduced `path.delimiter`?", True),
+    ("What module in the documentation provides background on transaction control?", True),
+    ("What does `path.join` do with the given arguments?", False),  # the call's own arguments
+    ("Which Node.js version added the `timeout.hasRef()` method?", False),
+    ("Where does the documentation of the Blue Account list its fees?", False),
 ])
 def test_questions_that_point_at_their_snippet_refer_to_the_passage(question, deictic):
     from agentic_rag.datasets.testset_filters import _DEICTIC
