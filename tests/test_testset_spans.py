@@ -215,6 +215,7 @@ def test_a_chunk_without_an_answer_span_costs_no_call():
     ("What does `path.join` do with the given arguments?", False),  # the call's own arguments
     ("Which Node.js version added the `timeout.hasRef()` method?", False),
     ("Where does the documentation of the Blue Account list its fees?", False),
+    ("Which fee is listed in the documentation for the Blue Account?", False),  # names it
 ])
 def test_questions_that_point_at_their_snippet_refer_to_the_passage(question, deictic):
     from agentic_rag.datasets.testset_filters import _DEICTIC

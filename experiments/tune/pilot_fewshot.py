@@ -56,9 +56,8 @@ def discordant(res) -> dict:  # noqa: ANN001
     and the exact two-sided sign test on those (the rule)."""
     from math import comb
 
-    from pilot_run import SHOWN
-    shown = {json.loads(x)["chunk_id"]: False for x in open(f"{SHOWN}.rejected.jsonl")}
-    shown.update({json.loads(x)["chunk_id"]: True for x in open(f"{SHOWN}.jsonl")})
+    from pilot_run import shown_outcomes
+    shown = {c: why == "kept" for c, why in shown_outcomes().items()}
     mine = {r.chunk_id: True for r in res.records}
     mine.update({r["chunk_id"]: False for r in res.rejected})
     both = [c for c in mine if c in shown]

@@ -37,13 +37,16 @@ def run_pilot(ask_for_span: Callable[..., Any], n: int, cap: int) -> TestsetResu
                                mode="span", dev_share=0.5, max_draws=cap, check_knowable=False)
     print(json.dumps({k: res.summary[k] for k in ("accepted", "drawn", "rejected", "llm_calls",
                                                   "accepted_share_of_draws")}, indent=1))
-    shown = {}
-    for line in open(f"{SHOWN}.rejected.jsonl"):
-        r = json.loads(line)
-        shown[r["chunk_id"]] = r["reason"]
-    for line in open(f"{SHOWN}.jsonl"):
-        shown[json.loads(line)["chunk_id"]] = "kept"
+    shown = shown_outcomes()
     ids = [r.chunk_id for r in res.records] + [r["chunk_id"] for r in res.rejected]
     print("shown arm on the same draws:", sum(shown.get(i) == "kept" for i in ids), "kept of",
           sum(i in shown for i in ids), "judged")
     return res
+
+
+def shown_outcomes() -> dict[str, str]:
+    """The committed arm's outcome per drawn chunk: "kept" or its rejection reason."""
+    shown = {json.loads(x)["chunk_id"]: json.loads(x)["reason"]
+             for x in open(f"{SHOWN}.rejected.jsonl")}
+    shown.update({json.loads(x)["chunk_id"]: "kept" for x in open(f"{SHOWN}.jsonl")})
+    return shown
