@@ -247,6 +247,40 @@ def test_longest_match_names_the_longer_product(banking):
         "doc_checking_accounts_blue_account"}
 
 
+def test_shared_match_names_both_products_a_bare_shared_name_names(banking):
+    """issue 40's tenth round: "Green Account" is the name of a checking and of a savings
+    account, told apart by "(checking)" / "(savings)". A question saying neither qualifier
+    names both under `shared` (`longest` takes the checking one: its missing word is
+    commoner); one saying a qualifier, or naming a longer name, names one; names without a
+    qualifier never tie ("Bronze Rewards Card" is not "Business Bronze Rewards Card")."""
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.store.coverage import TitleCoverage
+    from agentic_rag.store.lexical import LexicalIndex
+
+    cfg = RAGConfig()
+    chunks = AgenticChunker(cfg.chunking).chunk_many(banking)
+    cov = TitleCoverage(LexicalIndex(cfg.lexical).build(chunks, [c.index_text() for c in chunks]))
+
+    def products(q: str, match: str) -> set[str]:
+        return {d.rsplit("_", 1)[0] for d in cov.named_documents(q, match=match)}
+
+    both = {"doc_checking_accounts_green_account_(checking)",
+            "doc_savings_accounts_green_account_(savings)"}
+    q = "What is the APY on my Green Account?"
+    assert products(q, "longest") == {"doc_checking_accounts_green_account_(checking)"}
+    assert products(q, "shared") == both
+    assert products("What is the APY on my Green Account savings?", "shared") == {
+        "doc_savings_accounts_green_account_(savings)"}
+    assert products("What is the monthly fee of the Green Account (checking)?", "shared") == {
+        "doc_checking_accounts_green_account_(checking)"}
+    q = "What is the daily limit for mobile check deposits on the Lime Green Account?"
+    assert products(q, "shared") == {"doc_business_checking_accounts_lime_green"}
+    q = "How much is the foreign transaction fee for a Bronze Rewards Card?"
+    assert products(q, "shared") == products(q, "longest") == {
+        "doc_credit_cards_bronze_rewards_card"}
+
+
 def test_the_gate_names_what_the_pipeline_matches():
     """`agent.gate.named_documents` asks the index with the pipeline's `fusion.named_match`,
     so the support gate's product check and retrieval agree on what the question names."""

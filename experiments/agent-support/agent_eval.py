@@ -75,6 +75,8 @@ SETTINGS["amount+flag"] = {**SETTINGS["amount+abstain"], **FLAG}
 for _how in ("pointer", "citation"):
     SETTINGS[f"{_how}+abstain"] = {**SETTINGS["amount+abstain"],
                                    "agent.support.passage_numbers": _how}
+# the tenth (CHOICE-RULE-SHARED.md): the names a question names alike ("Green Account")
+SETTINGS["shared+abstain"] = {**SETTINGS["amount+abstain"], "fusion.named_match": "shared"}
 # the ninth round's reorder-all/any+abstain (CHOICE-RULE-REORDER.md) ran at eea4038: the
 # mechanism was removed after its verdict
 # every setting before the sixth round ran with the amount rule off, its default then; every
