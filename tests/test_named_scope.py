@@ -302,3 +302,29 @@ def test_the_gate_names_what_the_pipeline_matches():
         pipeline = _Pipeline()
 
     assert named_documents(_Tool(), "q") == ["d1"] and asked == ["longest"]
+
+
+def test_the_tenth_rule_recomputed_from_the_committed_dev_rows_adopts_shared():
+    """CHOICE-RULE-SHARED.md from the committed answers (agent-dev-shared-answers.jsonl, 65
+    shared-name dev questions): correct not lower, wrong not higher, a gain; and the default is
+    what the rule chose."""
+    import json
+    from pathlib import Path
+
+    from agentic_rag.config import RAGConfig
+
+    here = Path(__file__).parent.parent / "experiments" / "agent-support"
+    ids = [json.loads(x)["id"] for x in (here / "shared-dev" / "dev.jsonl").open()]
+    rows = [json.loads(x) for x in (here / "agent-dev-shared-answers.jsonl").open()]
+    by = {(r["setting"], r["id"]): r for r in rows}
+    assert len(ids) == len(set(ids)) == 65 and len(by) == 130
+
+    def count(setting: str, key: str) -> int:
+        return sum(int(by[(setting, i)][key]) for i in ids)
+
+    today, cand = "amount+abstain", "shared+abstain"
+    assert (count(today, "correct"), count(cand, "correct")) == (14, 33)
+    assert (count(today, "wrong"), count(cand, "wrong")) == (11, 10)
+    assert count(cand, "correct") >= count(today, "correct")
+    assert count(cand, "wrong") <= count(today, "wrong")
+    assert RAGConfig().fusion.named_match == "shared"
