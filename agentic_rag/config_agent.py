@@ -83,12 +83,6 @@ class SupportConfig(_Section):
         "0.861; wrong 1 -> 2 of 72 on generated-s2); citation +8 and -2 correct (net +6), "
         "+1 wrong")
 
-    alike_note: bool = Field(
-        False, description="when the question's name fits several products (fusion.named_match "
-        "shared: 'Green Account' names the Green Account (checking) and (savings)), the answer "
-        "turn is told so and asked to answer for each, naming it (agent.gate.alike_products); "
-        "issue 40's eleventh round, experiments/agent-support/CHOICE-RULE-ALIKE.md")
-
 
 class AgentConfig(_Section):
     """The agent loop around the `search_documents` tool (`agent.py`)."""

@@ -85,42 +85,6 @@ def subject(named: list[str]) -> str:
     return names[0] if len(names) == 1 else " / ".join(names[:3])
 
 
-_QUALIFIED = re.compile(r"^(?P<name>.*?)\s*\((?P<qualifier>[^()]+)\)$")
-
-
-def alike_products(named: list[str], question: str = "") -> list[str]:
-    """The products a question names alike (`fusion.named_match: shared`), as a customer reads
-    their names: one per document name (`lexical.doc_name`), the words before the qualifier
-    that all of them end with and `question` says (all of those when it says none), then the
-    qualifier ("Green Account (checking)", "Green Account (savings)", not "Accounts Green
-    Account ..."); [] when the documents are one product's."""
-    names = list(dict.fromkeys(doc_name(d) for d in named if doc_name(d)))
-    if len(names) < 2:
-        return []
-    parts = [m.groups() if (m := _QUALIFIED.match(n)) else (n, "") for n in names]
-    heads = [p[0].split() for p in parts]
-    common = 0
-    while common < min(map(len, heads)) and len({h[-1 - common] for h in heads}) == 1:
-        common += 1
-    said = set(re.findall(r"[a-z0-9]+", question.lower()))
-    told = 0
-    while told < common and heads[0][-1 - told] in said:
-        told += 1
-    keep = told or common
-    shown = []
-    for words, (_, qualifier) in zip(heads, parts):
-        base = " ".join(w.capitalize() for w in words[len(words) - keep:] or words)
-        shown.append(f"{base} ({qualifier})" if qualifier else base)
-    return shown
-
-
-def alike_note(products: list[str]) -> str:
-    """The answer turn's extra line when the question's name fits several products."""
-    listed = ", ".join(f'"{p}"' for p in products)
-    return (f"\n\n(The name in the question fits {len(products)} products: {listed}; the "
-            "question does not say which one. Give the answer for each of them, naming it.)")
-
-
 def retry_query(question: str, named: list[str]) -> str:
     """The missing fact as a query: the question's content words, the subject's first."""
     words = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]*", question)

@@ -176,7 +176,6 @@ class _AgentRun:
         self.action_failures = 0
         self.searches: list[ToolOutput] = []  # served outputs, in order
         self.failed: list[str] = []  # errors of search calls that could not run
-        self.alike: list[str] | None = None  # products the question names alike (_alike)
         self.t0 = time.perf_counter()
 
     # ---- the prompt of each turn ------------------------------------------------------------
@@ -193,20 +192,10 @@ class _AgentRun:
             queries = "; ".join(json.dumps(s.query_used) for s in self.searches)
             after = DECIDE_JSON.format(question=self.question, queries=queries)
         else:
-            after = PROMPT_AFTER.format(question=self.question) + self._alike()
+            after = PROMPT_AFTER.format(question=self.question)
         passages = "\n\n".join(s.content for s in self.searches)
         return [{"role": "system", "content": system},
                 {"role": "user", "content": PASSAGES + passages + notes + after}]
-
-    def _alike(self) -> str:
-        """`agent.support.alike_note`: the line saying the question's name fits several
-        products (gate.alike_products), "" otherwise; looked up once per question."""
-        if not self.cfg.support.alike_note or self.tool is None:
-            return ""
-        if self.alike is None:
-            self.alike = gate.alike_products(gate.named_documents(self.tool, self.question),
-                                              self.question)
-        return gate.alike_note(self.alike) if self.alike else ""
 
     # ---- results --------------------------------------------------------------------------
     def _build(self, answer: str, stop_reason: str, error: str | None = None) -> AgentResult:

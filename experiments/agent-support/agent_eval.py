@@ -77,8 +77,8 @@ for _how in ("pointer", "citation"):
                                    "agent.support.passage_numbers": _how}
 # the tenth (CHOICE-RULE-SHARED.md): the names a question names alike ("Green Account")
 SETTINGS["shared+abstain"] = {**SETTINGS["amount+abstain"], "fusion.named_match": "shared"}
-# the eleventh (CHOICE-RULE-ALIKE.md): + the answer turn told the name fits several products
-SETTINGS["alike+abstain"] = {**SETTINGS["shared+abstain"], "agent.support.alike_note": True}
+# the eleventh round's alike+abstain (CHOICE-RULE-ALIKE.md) ran at 2c1a99e: the switch was
+# removed after its verdict
 # the ninth round's reorder-all/any+abstain (CHOICE-RULE-REORDER.md) ran at eea4038: the
 # mechanism was removed after its verdict
 # every setting before the sixth round ran with the amount rule off, its default then; every
