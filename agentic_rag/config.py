@@ -214,18 +214,14 @@ class FusionConfig(_Section):
         "which ranks the page stating the asked item's words; bm25 for questions only "
         "(named_question_words). Default dense + bm25 since issue 40's fourth round (chosen "
         "on the bank's dev questions: experiments/agent-support/CHOICE-RULE-QUESTION.md)")
-    named_match: Literal["coverage", "longest", "shared"] = Field(
-        "shared", description="which names the query names (AgenticIndex.named_documents): "
-        "coverage, the names whose words it covers best (IDF-weighted share); longest, "
-        "the same after dropping a name whose name words in the query are a strict "
+    named_match: Literal["coverage", "longest"] = Field(
+        "longest", description="which names the query names (AgenticIndex.named_documents): "
+        "coverage, the names whose words it covers best (IDF-weighted share); longest "
+        "(default), the same after dropping a name whose name words in the query are a strict "
         "subset of another's (maximal munch: 'Lime Green Account' names Lime Green, not the "
         "Green Account; chosen in issue 40's fifth round, held-out generated questions doc@5 "
-        "0.898 -> 0.943: experiments/agent-support/CHOICE-RULE-LONGEST.md); shared (default), "
-        "longest plus the names the query names alike: names told apart by a parenthesised "
-        "qualifier it does not say ('Green Account' names the Green Account (checking) and "
-        "(savings); coverage.TitleCoverage.named_alike; chosen in issue 40's tenth round on "
-        "65 shared-name dev questions, the agent's correct 0.215 -> 0.508, wrong 0.169 -> "
-        "0.154: CHOICE-RULE-SHARED.md). The support gate's product check uses the same match")
+        "0.898 -> 0.943: experiments/agent-support/CHOICE-RULE-LONGEST.md). The support "
+        "gate's product check uses the same match")
     named_question_words: int = Field(
         QUESTION_WORDS, ge=0, le=100_000, description="the named lists beyond the dense one "
         "(named_retrievers) are built only for a query of at most this many words, a question; "

@@ -247,40 +247,6 @@ def test_longest_match_names_the_longer_product(banking):
         "doc_checking_accounts_blue_account"}
 
 
-def test_shared_match_names_both_products_a_bare_shared_name_names(banking):
-    """issue 40's tenth round: "Green Account" is the name of a checking and of a savings
-    account, told apart by "(checking)" / "(savings)". A question saying neither qualifier
-    names both under `shared` (`longest` takes the checking one: its missing word is
-    commoner); one saying a qualifier, or naming a longer name, names one; names without a
-    qualifier never tie ("Bronze Rewards Card" is not "Business Bronze Rewards Card")."""
-    from agentic_rag.config import RAGConfig
-    from agentic_rag.ingest.chunking import AgenticChunker
-    from agentic_rag.store.coverage import TitleCoverage
-    from agentic_rag.store.lexical import LexicalIndex
-
-    cfg = RAGConfig()
-    chunks = AgenticChunker(cfg.chunking).chunk_many(banking)
-    cov = TitleCoverage(LexicalIndex(cfg.lexical).build(chunks, [c.index_text() for c in chunks]))
-
-    def products(q: str, match: str) -> set[str]:
-        return {d.rsplit("_", 1)[0] for d in cov.named_documents(q, match=match)}
-
-    both = {"doc_checking_accounts_green_account_(checking)",
-            "doc_savings_accounts_green_account_(savings)"}
-    q = "What is the APY on my Green Account?"
-    assert products(q, "longest") == {"doc_checking_accounts_green_account_(checking)"}
-    assert products(q, "shared") == both
-    assert products("What is the APY on my Green Account savings?", "shared") == {
-        "doc_savings_accounts_green_account_(savings)"}
-    assert products("What is the monthly fee of the Green Account (checking)?", "shared") == {
-        "doc_checking_accounts_green_account_(checking)"}
-    q = "What is the daily limit for mobile check deposits on the Lime Green Account?"
-    assert products(q, "shared") == {"doc_business_checking_accounts_lime_green"}
-    q = "How much is the foreign transaction fee for a Bronze Rewards Card?"
-    assert products(q, "shared") == products(q, "longest") == {
-        "doc_credit_cards_bronze_rewards_card"}
-
-
 def test_the_gate_names_what_the_pipeline_matches():
     """`agent.gate.named_documents` asks the index with the pipeline's `fusion.named_match`,
     so the support gate's product check and retrieval agree on what the question names."""
@@ -304,27 +270,23 @@ def test_the_gate_names_what_the_pipeline_matches():
     assert named_documents(_Tool(), "q") == ["d1"] and asked == ["longest"]
 
 
-def test_the_tenth_rule_recomputed_from_the_committed_dev_rows_adopts_shared():
-    """CHOICE-RULE-SHARED.md from the committed answers (agent-dev-shared-answers.jsonl, 65
-    shared-name dev questions): correct not lower, wrong not higher, a gain; and the default is
-    what the rule chose."""
-    import json
+def test_the_tenth_rule_on_the_dev_set_it_defined_keeps_longest():
+    """CHOICE-RULE-SHARED.md recomputed from the committed answers: on the 65 questions as
+    built `shared` passed, but 12 of them came from chunks earlier sets drew (4 of the held-out
+    generated-s4's: `--exclude` matched nothing across folder names). On the 53 the rule
+    defined, wrong answers rise 6 -> 8: not admissible, so `longest` stays the default."""
+    import importlib.util
     from pathlib import Path
 
     from agentic_rag.config import RAGConfig
 
-    here = Path(__file__).parent.parent / "experiments" / "agent-support"
-    ids = [json.loads(x)["id"] for x in (here / "shared-dev" / "dev.jsonl").open()]
-    rows = [json.loads(x) for x in (here / "agent-dev-shared-answers.jsonl").open()]
-    by = {(r["setting"], r["id"]): r for r in rows}
-    assert len(ids) == len(set(ids)) == 65 and len(by) == 130
-
-    def count(setting: str, key: str) -> int:
-        return sum(int(by[(setting, i)][key]) for i in ids)
-
-    today, cand = "amount+abstain", "shared+abstain"
-    assert (count(today, "correct"), count(cand, "correct")) == (14, 33)
-    assert (count(today, "wrong"), count(cand, "wrong")) == (11, 10)
-    assert count(cand, "correct") >= count(today, "correct")
-    assert count(cand, "wrong") <= count(today, "wrong")
-    assert RAGConfig().fusion.named_match == "shared"
+    path = Path(__file__).parent.parent / "experiments" / "agent-support" / "shared_dev.py"
+    spec = importlib.util.spec_from_file_location("shared_dev", path)
+    shared_dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shared_dev)
+    out = shared_dev.verdict(write=False)
+    built, defined = out["as built"], out["as the rule defined it"]
+    assert built["n"] == 65 and built["admissible"]
+    assert defined["n"] == 53 and (defined["longest"]["wrong"], defined["shared"]["wrong"]) == (6, 8)
+    assert not defined["admissible"] and not out["without generated-s4's chunks"]["admissible"]
+    assert RAGConfig().fusion.named_match == "longest"

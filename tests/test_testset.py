@@ -509,6 +509,22 @@ def test_a_made_up_name_missing_from_its_question_gets_a_question_written_for_it
     assert ask_about(chat, named) is named and len(chat.calls) == 1
 
 
+def test_exclude_matches_the_same_files_under_another_folder_name():
+    """Chunk ids carry their folder's name (`bank-products/doc_a.md#prose@0-10`): a set made
+    from a copy of the folder under another name (`green-docs/`) must still skip them. Before
+    this, issue 40's shared-dev set excluded 0 chunks and drew 4 of generated-s4's."""
+    from agentic_rag.datasets.testset import excluded_here
+
+    ids = ["green-docs/doc_a.md#prose@0-10", "green-docs/doc_a.md#table@10-20",
+           "green-docs/sub/doc_b.md#prose@0-5", "single.md#prose@0-3"]
+    theirs = {"bank-products/doc_a.md#prose@0-10", "bank-products/sub/doc_b.md#prose@0-5",
+              "bank-products/doc_c.md#prose@0-10", "single.md#prose@0-3"}
+    assert excluded_here(theirs, ids) == {ids[0], ids[2], ids[3]}
+    assert excluded_here({"green-docs/doc_a.md#table@10-20"}, ids) == {ids[1]}
+    assert excluded_here({"bank-products/doc_a.md#prose@0-11"}, ids) == set()  # another range
+    assert excluded_here(set(), ids) == set()
+
+
 def test_a_set_excluding_another_draws_none_of_its_chunks(tmp_path):
     first = _generate(n=4, seed=0)
     used = {r.chunk_id for r in first.records} | {r["chunk_id"] for r in first.rejected}

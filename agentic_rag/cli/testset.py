@@ -49,7 +49,8 @@ def testset(
     exclude: Annotated[list[Path] | None, typer.Option(
         help="a set made before (its questions JSONL; repeatable): its chunks are not drawn, "
              "so the new set shares no question with it (another --seed alone shares many: "
-             "the same chunk gives the same question)")] = None,
+             "the same chunk gives the same question); matched by file and range within the "
+             "folder, so a set made from a copy of the folder under another name counts")] = None,
     config: ConfigOpt = None, home: HomeOpt = None,
     max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
 ) -> None:
@@ -111,8 +112,15 @@ def _read_docs(docs: list[Path], cfg, exclude: list[Path]) -> tuple[list, list, 
     except ValueError as exc:
         _fail(str(exc))
     if excluded:  # `generate_testset` skips those of these documents' chunks (its summary)
-        typer.echo(f"not drawn: the {len(excluded & {c.id for c in chunks})} chunks of "
-                   f"{', '.join(map(str, exclude))}")
+        from agentic_rag.datasets.testset import excluded_here
+
+        ids = [c.id for c in chunks]
+        for path in exclude:
+            theirs = excluded_chunks([path])
+            here = excluded_here(theirs, ids)
+            typer.echo(f"not drawn: the {len(here)} chunks of {path}" + (
+                "" if here else f" (warning: none of its {len(theirs)} chunk ids is a chunk of "
+                f"these documents: e.g. {sorted(theirs)[0]!r}; here e.g. {ids[0]!r})"))
     return documents, chunks, excluded
 
 

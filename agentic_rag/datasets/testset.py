@@ -226,7 +226,8 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     reference (`testset_prompts.round_trip`: one call per such question).
     `exclude_chunks`: chunk ids never drawn (another set's `chunk_id`s: a set made with
     another seed alone shares many questions with it, since the same chunk gives the same
-    span and, under greedy decoding, the same question)."""
+    span and, under greedy decoding, the same question); matched within their folder
+    (`excluded_here`), so a set made from a copy of the folder under another name counts."""
     _check_args(n, unanswerable, docs, mode, max_knowable_share, dev_share)
     checks_round_trip = mode == "span" if round_trip is None else round_trip
     if max_draws is None:  # the round trip passes about half: as many more draws
@@ -239,7 +240,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     run = _Run(counting, chunks, by_id, mode, quota,
                max(2, round(1 / unanswerable)) if quota[False] else 0, seed,
                max_draws, min_tokens,
-               exclude=frozenset(exclude_chunks) & {c.id for c in chunks})
+               exclude=frozenset(excluded_here(exclude_chunks, [c.id for c in chunks])))
     gen = getattr(chat, "model_id", type(chat).__name__)
     settings = {"max_copied_words": max_copied_words, "max_answer_words": max_answer_words,
                 "duplicate_jaccard": duplicate_jaccard, "check_unanswerable": check_unanswerable,
@@ -272,6 +273,23 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
                                 "max_knowable_share": max_knowable_share,
                                 "dev_share": dev_share, "round_trip": checks_round_trip})
     return TestsetResult(records, run.rejected, summary)
+
+
+def _within_folder(chunk_id: str) -> str:
+    """A chunk id without its folder's name: ids are `<folder>/<path in it>#<kind>@<range>`
+    (`documents.iter_document_paths`), so the same file chunked from a copied or renamed
+    folder has the same id here."""
+    doc, _, rest = chunk_id.partition("#")
+    return f"{doc.split('/', 1)[1]}#{rest}" if "/" in doc else chunk_id
+
+
+def excluded_here(exclude: Iterable[str], chunk_ids: Sequence[str]) -> set[str]:
+    """The chunk ids of these documents that `exclude` (another set's `chunk_id`s) names:
+    the same id, or the same file and range under another folder name (a set made from
+    `bank-products/` excludes the chunks of the same files copied to `green-docs/`)."""
+    wanted = set(exclude)
+    moved = {_within_folder(x) for x in wanted}
+    return {c for c in chunk_ids if c in wanted or _within_folder(c) in moved}
 
 
 def _run_summary(summary: dict[str, Any], run: _Run, kept: int, calls: int) -> None:

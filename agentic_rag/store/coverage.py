@@ -25,7 +25,6 @@ retriever list that is empty then takes no part in fusion (`FusionRetriever.evid
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -47,7 +46,6 @@ def chunk_fields(chunk: Chunk) -> list[str]:
     return [f for f in fields if f]
 
 
-_QUALIFIER = re.compile(r"\(([^()]+)\)")  # "green_account_(savings)_001": "savings"
 SHARED_NAMES = 0.25  # share of documents sharing a name from which entity scope applies
 
 
@@ -122,9 +120,6 @@ class TitleCoverage:
         self._with: dict[str, frozenset[str]] = {}  # token → documents whose text has it
         names = lexical._tokenize([doc_name(d) for d in ids]) if ids else []  # noqa: SLF001
         self._names = {d: frozenset(t) for d, t in zip(ids, names) if t}
-        quals = [(d, m.group(1)) for d in ids if (m := _QUALIFIER.search(d.rsplit("/", 1)[-1]))]
-        self._qualifiers = {d: frozenset(t) for (d, _), t in zip(
-            quals, lexical._tokenize([x for _, x in quals]) if quals else []) if t}  # noqa: SLF001
         self._name_docs: dict[str, int] = {}  # token → documents whose name carries it
         for words in self._names.values():
             for t in words:
@@ -139,9 +134,7 @@ class TitleCoverage:
         `max_share` of the documents, or of no more than carry it in their name (a name made
         of words every document uses names nothing). With `match="longest"` a name whose name
         words in the question (`name_matches`) are a strict subset of another candidate's is
-        dropped first (`longest_names`); `match="shared"` does the same, then adds the names
-        the question names alike (`named_alike`: the bare "Green Account" names both the
-        checking and the savings account). Empty when the question names no document's
+        dropped first (`longest_names`). Empty when the question names no document's
         subject."""
         q = self.tokens(question)
         if not q or not self._names:
@@ -156,7 +149,7 @@ class TitleCoverage:
         # too, but "lime" is the Lime Green name's alone)
         key = {d: (round(coverage(f, q, idf), 9), round(sum(idf.get(t, 0.0) for t in f & q), 9))
                for d, f in self._names.items() if f & rare}
-        if match in ("longest", "shared"):
+        if match == "longest":
             key = {d: key[d] for d in longest_names(self.name_matches(question), key)}
         if not key:
             return []
@@ -164,38 +157,7 @@ class TitleCoverage:
         if best[0] < min_coverage:
             return []
         named = sorted(d for d, k in key.items() if k == best)
-        if match == "shared":
-            named = self.named_alike(q, named, [d for d, k in key.items()
-                                                if k[0] >= min_coverage], max_share)
         return named if len(named) <= max(1, max_share * len(self._names)) else []
-
-    def named_alike(self, q: set[str], named: list[str], candidates: list[str],
-                    max_share: float = 0.1) -> list[str]:
-        """`named` and every other candidate the question `q` (tokens) names alike. Documents
-        that share a name tell themselves apart by a parenthesised qualifier ("Green Account
-        (checking)", "Green Account (savings)", as titles "Mercury (planet)"); a question that
-        says the name but no word of either qualifier names both. A candidate is added when it
-        and every document of `named` carry a qualifier the question does not say, the
-        question says the same words of their names, and every word of their names it leaves
-        out is a qualifier's or a class word (carried by more than `max_share` of the names:
-        "check", "save", "business"). Coverage alone takes the one whose missing word is
-        commoner. Names without a qualifier never tie this way ("Bronze Rewards Card" is not
-        "Business Bronze Rewards Card")."""
-        most = max_share * len(self._names)
-        qual = self._qualifiers
-
-        def unsaid(d: str) -> bool:  # its qualifier not said, nothing else but class words
-            if not qual.get(d) or qual[d] & q:
-                return False
-            return all(t in qual[d] or self._name_docs.get(t, 0) > most
-                       for t in self._names[d] - q)
-
-        if not all(unsaid(d) for d in named):
-            return named
-        said = {self._names[d] & q for d in named}
-        alike = [d for d in candidates
-                 if d not in named and self._names[d] & q in said and unsaid(d)]
-        return sorted([*named, *alike])
 
     def name_matches(self, question: str, max_share: float = 0.25
                      ) -> dict[str, frozenset[str]]:

@@ -96,10 +96,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
                              "fusion.weights": {"dense": 1.0, "bm25": 0.3, "named_bm25": 1.0}},
     # the fifth round (CHOICE-RULE-LONGEST.md): a name whose name words in the question are a
     # strict subset of another's is not what it names ("Lime Green" over "Green Account")
-    "longest name": {"fusion.named_match": "longest"},  # the default of rounds 5-9
-    # the tenth (CHOICE-RULE-SHARED.md): + the names a question names alike ("Green Account":
-    # the checking and the savings account); today's default
-    "shared name": {"fusion.named_match": "shared"},
+    "longest name": {"fusion.named_match": "longest"},  # today's default (on BEFORE_LONGEST)
     "chunks 128": {"chunking.max_tokens": 128},  # small chunks served as they are
     "small-to-big 128→256": dict(S2B),
     "small-to-big + title 0.5": {**S2B, "fusion.retrievers": TITLE,

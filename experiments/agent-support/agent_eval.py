@@ -75,8 +75,8 @@ SETTINGS["amount+flag"] = {**SETTINGS["amount+abstain"], **FLAG}
 for _how in ("pointer", "citation"):
     SETTINGS[f"{_how}+abstain"] = {**SETTINGS["amount+abstain"],
                                    "agent.support.passage_numbers": _how}
-# the tenth (CHOICE-RULE-SHARED.md): the names a question names alike ("Green Account")
-SETTINGS["shared+abstain"] = {**SETTINGS["amount+abstain"], "fusion.named_match": "shared"}
+# the tenth round's shared+abstain (CHOICE-RULE-SHARED.md, fusion.named_match: shared) ran at
+# a7bbfe4: the value was removed after its verdict (shared_dev.py verdict)
 # the eleventh round's alike+abstain (CHOICE-RULE-ALIKE.md) ran at 2c1a99e: the switch was
 # removed after its verdict
 # the ninth round's reorder-all/any+abstain (CHOICE-RULE-REORDER.md) ran at eea4038: the

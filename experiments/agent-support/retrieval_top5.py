@@ -12,7 +12,8 @@ bootstrap CIs vs the default (experiments/stats.py).
       # the third (strategies.LEXICAL_NAMES, on today's default) -> retrieval-top5-lexical-dev.json
       # (`question`: the fourth, strategies.QUESTION_NAMES -> retrieval-top5-question-<split>.json;
       #  `longest`: the fifth, strategies.LONGEST_NAMES on BEFORE_LONGEST -> -longest-<split>;
-      #  `shared`: the tenth, today's default (shared) and "longest name" -> -shared-<split>)
+      #  `shared`: the tenth, at a7bbfe4 (named_match shared, then the default, and "longest
+      #  name") -> -shared-<set>, renamed by set; the value was removed after its verdict)
     PYTHONPATH=. python experiments/agent-support/retrieval_top5.py test <index home> lexical \
         "default,named scope off,<chosen>"      # the test part, once, with the chosen setting
 """
@@ -94,9 +95,6 @@ if __name__ == "__main__":
         print(json.dumps(run(sys.argv[1], sys.argv[2], names, "-question", DENSE_NAMED), indent=1))
     elif len(sys.argv) > 3 and sys.argv[3] == "longest":  # the fifth, on the default then
         print(json.dumps(run(sys.argv[1], sys.argv[2], LONGEST_NAMES, "-longest", BEFORE_LONGEST),
-                         indent=1))
-    elif len(sys.argv) > 3 and sys.argv[3] == "shared":  # the tenth, on today's default (shared)
-        print(json.dumps(run(sys.argv[1], sys.argv[2], ("default", "longest name"), "-shared", {}),
                          indent=1))
     else:
         print(json.dumps(run(sys.argv[1], sys.argv[2]), indent=1))

@@ -13,6 +13,8 @@
         experiments/agent-support/shared-dev/bare.jsonl <index home>   # -> customer/shared-dev.jsonl
     PYTHONPATH=. python experiments/agent-support/shared_dev.py dev
       # -> shared-dev/dev.jsonl: bare + customer-phrased (+ customer s2/s3's bare ones), distinct
+    PYTHONPATH=. python experiments/agent-support/shared_dev.py verdict
+      # -> shared-rule-dev.json: the rule on the set as built and as the rule defined it
 
 Sources (every gold answer verified verbatim in its gold documents):
 - template: `datasets/products.py` with every fact of the two products, those whose id is not
@@ -127,7 +129,50 @@ def dev_set() -> list[dict]:
     return out
 
 
+def drawn_before(sets: tuple[str, ...] = ("generated", "generated-s1", "generated-s2",
+                                          "generated-s3", "generated-s4")) -> list[str]:
+    """The dev questions of the new set (shared-dev/products*.jsonl, and their rewrites) whose
+    chunk an earlier set drew: the rule meant them excluded, but `--exclude` matched 0 chunks
+    (the earlier sets' ids say `bank-products/`, the new one's `green-docs/`; fixed since:
+    `testset.excluded_here`)."""
+    from agentic_rag.datasets.testset import excluded_here
+
+    theirs = [r["chunk_id"] for name in sets for r in _jsonl(HERE / name / "products.jsonl")]
+    drawn = _jsonl(OUT / "products.jsonl") + _jsonl(OUT / "products.rejected.jsonl")
+    used = excluded_here(theirs, [r["chunk_id"] for r in drawn])
+    chunk_of = {r["id"]: r["chunk_id"] for r in _jsonl(OUT / "products.jsonl")}
+    for r in _jsonl(OUT / "products.rejected.jsonl"):  # subject_rejects' ids
+        doc = r.get("doc_id", "").replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".md")
+        chunk_of.setdefault(f"rj-{r['chunk_id'].rsplit('@', 1)[-1]}-{doc[-3:]}", r["chunk_id"])
+    return [r["id"] for r in _jsonl(OUT / "dev.jsonl")
+            if chunk_of.get(r["id"].removesuffix("-c")) in used]
+
+
+def verdict(write: bool = True) -> dict:
+    """CHOICE-RULE-SHARED.md on the dev set as built (65) and as the rule defined it (the new
+    set's questions from chunks no earlier set drew; and without generated-s4's alone)."""
+    rows = _jsonl(HERE / "agent-dev-shared-answers.jsonl")
+    ids = [r["id"] for r in _jsonl(OUT / "dev.jsonl")]
+    out = {}
+    for name, drop in (("as built", []), ("without generated-s4's chunks",
+                                          drawn_before(("generated-s4",))),
+                       ("as the rule defined it", drawn_before())):
+        keep = set(ids) - set(drop)
+        n = {s: {k: int(sum(r[k] for r in rows if r["setting"] == s and r["id"] in keep))
+                 for k in ("correct", "wrong", "abstained")}
+             for s in ("amount+abstain", "shared+abstain")}
+        old, new = n["amount+abstain"], n["shared+abstain"]
+        out[name] = {"n": len(keep), "dropped": sorted(drop), "longest": old, "shared": new,
+                     "admissible": new["correct"] >= old["correct"] and new["wrong"] <= old["wrong"]}
+    if write:
+        (HERE / "shared-rule-dev.json").write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "verdict":
+        print(json.dumps(verdict(), indent=1))
+        sys.exit(0)
     made = bare_set() if sys.argv[1] == "bare" else dev_set()
     from collections import Counter
     print(len(made), dict(Counter(r["source"] for r in made)))
