@@ -150,7 +150,10 @@ def drawn_before(sets: tuple[str, ...] = ("generated", "generated-s1", "generate
 
 def verdict(write: bool = True) -> dict:
     """CHOICE-RULE-SHARED.md on the dev set as built (65) and as the rule defined it (the new
-    set's questions from chunks no earlier set drew; and without generated-s4's alone)."""
+    set's questions from chunks no earlier set drew; and without generated-s4's alone).
+    `admissible` is the rule's count conditions (correct not lower, wrong not higher); its CI
+    condition on Δ correct is not computed here (no verdict below depends on it: every set that
+    fails, fails on wrong answers)."""
     rows = _jsonl(HERE / "agent-dev-shared-answers.jsonl")
     ids = [r["id"] for r in _jsonl(OUT / "dev.jsonl")]
     out = {}
