@@ -62,3 +62,20 @@ def test_list_options_take_several_values_after_one_flag(args, want):
     from agentic_rag.cli.app import spread_values
 
     assert spread_values(args, {"--cells", "--runs"}) == want
+
+
+def test_testset_refuses_a_question_set_among_the_documents(tmp_path):
+    """`--exclude a.jsonl b.jsonl` (or `--exclude dir{,-s1}/x.jsonl` in a shell) hands b.jsonl to
+    DOCS; it was read as a document (issue 40's shared-dev run: 94 of 148 draws were chunks of
+    such files). It is an error naming the file, before any LLM call."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe fee is $5.00.\n")
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for f in (first, second):
+        f.write_text('{"id": "q1", "question": "q?", "answer": "$5.00", "chunk_id": "docs/a.md#prose@0-9"}\n')
+    res = runner.invoke(app, ["testset", str(docs), "--exclude", str(first), str(second),
+                              "--out", str(tmp_path / "out.jsonl"), "--home", str(tmp_path / "h")])
+    assert res.exit_code == 2, res.output
+    assert "b.jsonl: a question set (JSONL/JSON) among the documents" in res.output
+    assert "once per file" in res.output

@@ -99,6 +99,10 @@ def _read_docs(docs: list[Path], cfg, exclude: list[Path]) -> tuple[list, list, 
     from agentic_rag.documents import DocumentError, iter_document_paths, read_document
     from agentic_rag.ingest.chunking import AgenticChunker
 
+    stray = [p for p in docs if p.is_file() and p.suffix.lower() in (".jsonl", ".json")]
+    if stray:  # `--exclude a.jsonl b.jsonl` (or a shell's braces) hands b.jsonl to DOCS
+        _fail(f"{stray[0]}: a question set (JSONL/JSON) among the documents; a set to exclude "
+              "goes after --exclude, once per file (--exclude a.jsonl --exclude b.jsonl)")
     try:
         documents = [read_document(f, did) for f, did in iter_document_paths(docs)]
     except DocumentError as exc:

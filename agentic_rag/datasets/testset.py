@@ -226,8 +226,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
     reference (`testset_prompts.round_trip`: one call per such question).
     `exclude_chunks`: chunk ids never drawn (another set's `chunk_id`s: a set made with
     another seed alone shares many questions with it, since the same chunk gives the same
-    span and, under greedy decoding, the same question); matched within their folder
-    (`excluded_here`), so a set made from a copy of the folder under another name counts."""
+    span and, under greedy decoding, the same question), matched within their folder."""
     _check_args(n, unanswerable, docs, mode, max_knowable_share, dev_share)
     checks_round_trip = mode == "span" if round_trip is None else round_trip
     if max_draws is None:  # the round trip passes about half: as many more draws

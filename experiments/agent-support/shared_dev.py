@@ -6,6 +6,8 @@
     .venv/bin/agentic-rag testset /tmp/green-docs --n 30 --mode span --unanswerable 0 --seed 10 \\
         --exclude experiments/agent-support/generated{,-s1,-s2,-s3,-s4}/products.jsonl \\
         --out experiments/agent-support/shared-dev/products.jsonl
+      # (as run, and wrong: only the first file reached --exclude, the other four were read as
+      #  documents; repeat --exclude per file. README, "Tenth round")
     AGENT_SUPPORT_GEN=shared-dev PYTHONPATH=. python experiments/agent-support/generated_products.py rows
     PYTHONPATH=. python experiments/agent-support/shared_dev.py bare
       # -> shared-dev/bare.jsonl: template + LLM-written questions, qualifier removed
