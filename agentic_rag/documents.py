@@ -168,13 +168,19 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
 
 
 def iter_document_paths(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str]]:
-    """Expand files and folders into (file, doc_id); ids are paths relative to the folder's parent."""
+    """Expand files and folders into (file, doc_id); ids are paths relative to the folder's parent.
+    A file given by itself must be a document (`DOC_SUFFIXES`), as a folder's files are."""
     for p in map(Path, paths):
         if p.is_dir():
             for f in sorted(p.rglob("*")):
                 if f.is_file() and f.name.lower().endswith(DOC_SUFFIXES):
                     yield f, (Path(p.resolve().name) / f.relative_to(p)).as_posix()
         elif p.is_file():
+            if not p.name.lower().endswith(DOC_SUFFIXES):  # as a folder's files are chosen
+                hint = ("; a question set given after `testset --exclude a.jsonl` is read as a "
+                        "document: repeat --exclude before each file"
+                        if p.suffix.lower() in (".jsonl", ".json") else "")
+                raise DocumentError(f"{p}: not a document ({', '.join(DOC_SUFFIXES)}){hint}")
             yield p, p.name
         else:
             raise DocumentError(f"{p}: no such file or folder")

@@ -67,7 +67,8 @@ def test_list_options_take_several_values_after_one_flag(args, want):
 def test_testset_refuses_a_question_set_among_the_documents(tmp_path):
     """`--exclude a.jsonl b.jsonl` (or `--exclude dir{,-s1}/x.jsonl` in a shell) hands b.jsonl to
     DOCS; it was read as a document (issue 40's shared-dev run: 94 of 148 draws were chunks of
-    such files). It is an error naming the file, before any LLM call."""
+    such files). It is an error naming the file, before any LLM call
+    (`documents.iter_document_paths`, so `index` and `tune` refuse it too)."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nThe fee is $5.00.\n")
@@ -77,5 +78,12 @@ def test_testset_refuses_a_question_set_among_the_documents(tmp_path):
     res = runner.invoke(app, ["testset", str(docs), "--exclude", str(first), str(second),
                               "--out", str(tmp_path / "out.jsonl"), "--home", str(tmp_path / "h")])
     assert res.exit_code == 2, res.output
-    assert "b.jsonl: a question set (JSONL/JSON) among the documents" in res.output
-    assert "once per file" in res.output
+    assert "b.jsonl: not a document" in res.output
+    assert "repeat --exclude before each file" in res.output
+    # a file given by itself is chosen as a folder's files are: by suffix
+    from agentic_rag.documents import DocumentError, iter_document_paths
+
+    (tmp_path / "notes.csv").write_text("a,b\n")
+    with pytest.raises(DocumentError, match=r"notes.csv: not a document \(\.md"):
+        list(iter_document_paths([tmp_path / "notes.csv"]))
+    assert [i for _, i in iter_document_paths([docs / "a.md"])] == ["a.md"]

@@ -99,10 +99,6 @@ def _read_docs(docs: list[Path], cfg, exclude: list[Path]) -> tuple[list, list, 
     from agentic_rag.documents import DocumentError, iter_document_paths, read_document
     from agentic_rag.ingest.chunking import AgenticChunker
 
-    stray = [p for p in docs if p.is_file() and p.suffix.lower() in (".jsonl", ".json")]
-    if stray:  # `--exclude a.jsonl b.jsonl` (or a shell's braces) hands b.jsonl to DOCS
-        _fail(f"{stray[0]}: a question set (JSONL/JSON) among the documents; a set to exclude "
-              "goes after --exclude, once per file (--exclude a.jsonl --exclude b.jsonl)")
     try:
         documents = [read_document(f, did) for f, did in iter_document_paths(docs)]
     except DocumentError as exc:
@@ -112,20 +108,19 @@ def _read_docs(docs: list[Path], cfg, exclude: list[Path]) -> tuple[list, list, 
     chunker = AgenticChunker(cfg.chunking)
     chunks = [c for d in documents for c in chunker.chunk(d)]
     try:
-        excluded = excluded_chunks(exclude)
+        per_file = {path: excluded_chunks([path]) for path in exclude}
     except ValueError as exc:
         _fail(str(exc))
-    if excluded:  # `generate_testset` skips those of these documents' chunks (its summary)
+    if per_file:  # `generate_testset` skips those of these documents' chunks (its summary)
         from agentic_rag.datasets.testset import excluded_here
 
         ids = [c.id for c in chunks]
-        for path in exclude:
-            theirs = excluded_chunks([path])
+        for path, theirs in per_file.items():
             here = excluded_here(theirs, ids)
             typer.echo(f"not drawn: the {len(here)} chunks of {path}" + (
                 "" if here else f" (warning: none of its {len(theirs)} chunk ids is a chunk of "
                 f"these documents: e.g. {sorted(theirs)[0]!r}; here e.g. {ids[0]!r})"))
-    return documents, chunks, excluded
+    return documents, chunks, set().union(*per_file.values())
 
 
 def _echo_estimate(est: dict, cfg, conc: int, unanswerable: float) -> None:  # noqa: ANN001

@@ -17,6 +17,8 @@
       # -> shared-dev/dev.jsonl: bare + customer-phrased (+ customer s2/s3's bare ones), distinct
     PYTHONPATH=. python experiments/agent-support/shared_dev.py verdict
       # -> shared-rule-dev.json: the rule on the set as built and as the rule defined it
+    PYTHONPATH=. python experiments/agent-support/shared_dev.py recheck /tmp/green-docs
+      # the run's draws by kind, its "ambiguous subject" rejections checked on the 21 pages alone
 
 Sources (every gold answer verified verbatim in its gold documents):
 - template: `datasets/products.py` with every fact of the two products, those whose id is not
@@ -46,8 +48,9 @@ _QUAL = [(re.compile(r"\s*\((?:checking|savings)\)", re.I), ""),
          (re.compile(r"\b(Green Account(?:'s)?) (?:checking|savings)(?: account)?\b", re.I),
           r"\1"),
          (re.compile(r"\b(?:checking|savings) (Green Account)", re.I), r"\1")]
-QUALIFIED = re.compile(r"checking|savings|\bsave", re.I)
-BARE = re.compile(r"(?<!lime )(?<!light )(?<!dark )(?<!hunter )(?<!ever)\bgreen account\b", re.I)
+sys.path.insert(0, str(HERE))
+from generated_products import original_id  # noqa: E402
+from shared_names import names_bare  # noqa: E402
 
 
 def bare(question: str) -> str | None:
@@ -56,7 +59,12 @@ def bare(question: str) -> str | None:
     for rx, sub in _QUAL:
         question = rx.sub(sub, question)
     question = re.sub(r"\s{2,}", " ", question).strip()
-    return question if BARE.search(question) and not QUALIFIED.search(question) else None
+    return question if names_bare(question) else None
+
+
+def reject_id(r: dict) -> str:
+    """The dev id of a question the new set's subject check rejected (`subject_rejects`)."""
+    return f"rj-{r['chunk_id'].rsplit('@', 1)[-1]}-{original_id(r.get('doc_id', ''))[-3:]}"
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -95,9 +103,6 @@ def subject_rejects() -> list[dict]:
     from agentic_rag.datasets.corpora import banking_documents
     from agentic_rag.evaluation.support import numbers
 
-    sys.path.insert(0, str(HERE))
-    from generated_products import original_id
-
     docs = {d.id: d for d in banking_documents()}
     out = []
     for r in _jsonl(OUT / "products.rejected.jsonl"):
@@ -106,7 +111,7 @@ def subject_rejects() -> list[dict]:
         if r["reason"] != "ambiguous subject" or not q or not numbers(r.get("answer") or ""):
             continue
         assert r["answer"] in docs[doc].text, r
-        out.append({"id": f"rj-{r['chunk_id'].rsplit('@', 1)[-1]}-{doc[-3:]}", "question": q,
+        out.append({"id": reject_id(r), "question": q,
                     "original": r["question"], "answer": r["answer"], "doc_ids": [doc],
                     "source": "llm: shared-dev, rejected by the subject check only",
                     "made_by": "llm: agentic-rag testset"})
@@ -120,7 +125,7 @@ def dev_set() -> list[dict]:
             rows.append({**r, "source": f"customer ({r['source']})", "id": f"{r['id']}-c"})
     for name in ("generated-s2", "generated-s3"):
         for r in _jsonl(HERE / "customer" / f"{name}.jsonl"):
-            if BARE.search(r["question"]) and not QUALIFIED.search(r["question"]):
+            if names_bare(r["question"]):
                 rows.append({**r, "source": f"customer {name}"})
     out, seen = [], set()
     for r in rows:
@@ -144,8 +149,7 @@ def drawn_before(sets: tuple[str, ...] = ("generated", "generated-s1", "generate
     used = excluded_here(theirs, [r["chunk_id"] for r in drawn])
     chunk_of = {r["id"]: r["chunk_id"] for r in _jsonl(OUT / "products.jsonl")}
     for r in _jsonl(OUT / "products.rejected.jsonl"):  # subject_rejects' ids
-        doc = r.get("doc_id", "").replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".md")
-        chunk_of.setdefault(f"rj-{r['chunk_id'].rsplit('@', 1)[-1]}-{doc[-3:]}", r["chunk_id"])
+        chunk_of.setdefault(reject_id(r), r["chunk_id"])
     return [r["id"] for r in _jsonl(OUT / "dev.jsonl")
             if chunk_of.get(r["id"].removesuffix("-c")) in used]
 
@@ -174,9 +178,37 @@ def verdict(write: bool = True) -> dict:
     return out
 
 
+def recheck(folder: str) -> dict:
+    """What the JSONL files read as documents did to the new run (no LLM): its draws by
+    document kind, and the "ambiguous subject" rejections checked again by the same
+    `SubjectCheck` over `folder`'s pages alone (/tmp/green-docs: the 21 pages)."""
+    from collections import Counter
+
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.datasets.testset_filters import SubjectCheck
+    from agentic_rag.documents import iter_document_paths, read_document
+    from agentic_rag.ingest.chunking import AgenticChunker
+
+    drawn = _jsonl(OUT / "products.jsonl") + _jsonl(OUT / "products.rejected.jsonl")
+    kinds = Counter("question set (.jsonl)" if r["chunk_id"].split("#")[0].endswith(".jsonl")
+                    else "page" for r in drawn)
+    docs = [read_document(f, i) for f, i in iter_document_paths([folder])]
+    chunks = [c for d in docs for c in AgenticChunker(RAGConfig().chunking).chunk(d)]
+    check = SubjectCheck.of(chunks, docs)
+    ambiguous = [r for r in _jsonl(OUT / "products.rejected.jsonl")
+                 if r["reason"] == "ambiguous subject"]
+    again = Counter((check.check(r["question"], r["answer"], r["doc_id"]) or
+                     {"reason": "passes"})["reason"] for r in ambiguous)
+    return {"documents": len(docs), "draws": dict(kinds), "ambiguous subject": len(ambiguous),
+            "on the pages alone": dict(again)}
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "verdict":
         print(json.dumps(verdict(), indent=1))
+        sys.exit(0)
+    if sys.argv[1] == "recheck":
+        print(json.dumps(recheck(sys.argv[2] if len(sys.argv) > 2 else "/tmp/green-docs")))
         sys.exit(0)
     made = bare_set() if sys.argv[1] == "bare" else dev_set()
     from collections import Counter

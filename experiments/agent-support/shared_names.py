@@ -28,11 +28,20 @@ SETS = {  # set: (questions, committed answers with an amount+abstain setting)
 BARE = re.compile(r"(?<!lime )(?<!light )(?<!dark )(?<!hunter )(?<!ever)\bgreen account\b", re.I)
 QUALIFIED = re.compile(r"checking|savings|\bsave", re.I)
 
-for name, (questions, answers) in SETS.items():
-    qs = [json.loads(x) for x in (HERE / questions).open()]
-    rows = {r["id"]: r for r in map(json.loads, (HERE / f"{answers}-answers.jsonl").open())
-            if r["setting"] == "amount+abstain"}
-    bare = [q for q in qs if BARE.search(q["question"]) and not QUALIFIED.search(q["question"])]
-    marks = [("C" if rows[q["id"]]["correct"] else "W" if rows[q["id"]]["wrong"] else "A")
-             + ("s" if "savings" in q["doc_ids"][0] else "c") for q in bare if q["id"] in rows]
-    print(f"{name}: {len(qs)} questions, {len(bare)} name the bare Green Account: {' '.join(marks)}")
+
+
+def names_bare(question: str) -> bool:
+    """Does `question` name the Green Account without saying which one?"""
+    return bool(BARE.search(question)) and not QUALIFIED.search(question)
+
+
+if __name__ == "__main__":
+    for name, (questions, answers) in SETS.items():
+        qs = [json.loads(x) for x in (HERE / questions).open()]
+        rows = {r["id"]: r for r in map(json.loads, (HERE / f"{answers}-answers.jsonl").open())
+                if r["setting"] == "amount+abstain"}
+        bare = [q for q in qs if names_bare(q["question"])]
+        marks = [("C" if rows[q["id"]]["correct"] else "W" if rows[q["id"]]["wrong"] else "A")
+                 + ("s" if "savings" in q["doc_ids"][0] else "c") for q in bare if q["id"] in rows]
+        print(f"{name}: {len(qs)} questions, {len(bare)} name the bare Green Account: "
+              f"{' '.join(marks)}")
