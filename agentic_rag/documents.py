@@ -31,7 +31,8 @@ class GoldSpan(BaseModel):
     start: int
     end: int
 CHUNK_TYPES: tuple[str, ...] = ("code", "table", "table_row", "list", "prose", "heading")
-DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt")
+DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".html", ".htm")
+HTML_SUFFIXES = (".html", ".htm")
 
 
 class DocumentError(ValueError):
@@ -142,7 +143,8 @@ class Hit(BaseModel):
 
 
 def read_document(path: str | Path, doc_id: str | None = None) -> Document:
-    """Read one .md / .rst / .txt file; binary or non-UTF-8 content raises `DocumentError`."""
+    """Read one .md / .rst / .txt file, or an .html / .htm page as Markdown (`html_pages`);
+    binary or non-UTF-8 content raises `DocumentError`."""
 
     path = Path(path)
     try:
@@ -151,20 +153,28 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
         raise DocumentError(f"{path}: cannot read file: {exc.strerror}") from None
     if b"\x00" in raw[:8192]:
         raise DocumentError(f"{path}: looks like a binary file (NUL bytes); expected UTF-8 text")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DocumentError(
-            f"{path}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            "convert it to UTF-8 first"
-        ) from None
+    metadata: dict[str, Any] = {}
+    if path.name.lower().endswith(HTML_SUFFIXES):  # its main content, as Markdown
+        from agentic_rag.html_pages import html_to_markdown
+
+        # the bytes: the page's own <meta charset> decides its encoding; a page with no text
+        # in its main content (a redirect stub) reads as an empty document, as an empty .md
+        text, metadata = html_to_markdown(raw), {"converted_from": "html"}
+    else:
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise DocumentError(
+                f"{path}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                "convert it to UTF-8 first"
+            ) from None
     title = ""
     for line in text.splitlines():
         if line.strip() and not set(line.strip()) <= set("=-*#~^"):
             title = line.strip().lstrip("#").strip()
             break
     return Document(id=doc_id or path.as_posix(), text=text, title=title,
-                    source=path.as_posix(), format=detect_format(path.name))
+                    source=path.as_posix(), format=detect_format(path.name), metadata=metadata)
 
 
 def iter_document_paths(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str]]:

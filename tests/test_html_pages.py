@@ -1,0 +1,118 @@
+"""HTML documentation pages read as Markdown: the main content only, and the agent-aware
+chunker keeps their code blocks and tables whole, as it does for a Markdown file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentic_rag import AgenticChunker, read_document
+from agentic_rag.config import ChunkingConfig
+from agentic_rag.documents import iter_document_paths
+from agentic_rag.html_pages import html_to_markdown
+
+# the shape of a Sphinx page: a sidebar, a body with permalinks, a highlighted block, a table
+SPHINX = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>retry — Retrying calls</title>
+<script>var x = "never content";</script><style>.a{}</style></head><body>
+<div class="related" role="navigation"><ul><li><a href="index.html">index</a></li></ul></div>
+<div class="sphinxsidebar"><h3>Quick search</h3><form><input name="q"></form></div>
+<div class="document"><div class="body" role="main">
+<section id="retry"><h1>retry — Retrying calls<a class="headerlink" href="#retry">¶</a></h1>
+<p>The <code class="docutils literal">retry</code> module calls a function again after
+<em>transient</em> errors. See <a href="other.html">the other page</a>.</p>
+<div class="highlight-python notranslate"><div class="highlight"><pre><span></span>
+<span class="kn">from</span> <span class="nn">retry</span> <span class="kn">import</span> retry
+
+<span class="nd">@retry</span>(tries=3, delay=0.5)
+<span class="k">def</span> <span class="nf">fetch</span>():
+    <span class="k">return</span> get(url)
+</pre></div></div>
+<section id="limits"><h2>Limits<a class="headerlink" href="#limits">¶</a></h2>
+<table class="docutils"><thead><tr><th>Setting</th><th>Default</th></tr></thead>
+<tbody><tr><td>tries</td><td>3</td></tr><tr><td>delay_max_s</td><td>60</td></tr></tbody></table>
+<ol><li><p>Install the package.</p></li><li><p>Decorate the call.</p></li></ol>
+</section></section></div></div>
+<div class="footer">&copy; 2026 The Authors. Created using Sphinx.</div>
+<footer>Built with care</footer></body></html>"""
+
+
+def test_a_sphinx_page_keeps_its_content_and_drops_the_chrome():
+    md = html_to_markdown(SPHINX)
+    assert md.startswith("# retry — Retrying calls\n")
+    assert "## Limits\n" in md and "¶" not in md
+    for chrome in ("Quick search", "never content", "index", "Built with care", ".a{}"):
+        assert chrome not in md, chrome
+    assert ("The `retry` module calls a function again after *transient* errors. See the other "
+            "page.") in " ".join(md.split())  # a paragraph keeps the page's line breaks
+    fence = md[md.index("```python\n"):]
+    assert "@retry(tries=3, delay=0.5)\ndef fetch():\n    return get(url)\n```" in fence
+    assert "| Setting | Default |\n| --- | --- |\n| tries | 3 |\n| delay_max_s | 60 |" in md
+    assert "1. Install the package.\n2. Decorate the call." in md
+
+
+def test_an_html_file_is_read_and_chunked_as_markdown(tmp_path):
+    page = tmp_path / "retry.html"
+    page.write_text(SPHINX, encoding="utf-8")
+    doc = read_document(page, "docs/retry.html")
+    assert doc.title == "retry — Retrying calls"
+    assert doc.metadata == {"converted_from": "html"} and doc.format == "markdown"
+    chunks = AgenticChunker(ChunkingConfig(max_tokens=512, overlap_tokens=0)).chunk(doc)
+    by_type = {c.chunk_type: c for c in chunks}
+    code = by_type["code"]
+    assert code.text.startswith("```python") and code.text.rstrip().endswith("```")
+    assert "def fetch():" in code.text and code.heading_path.startswith("retry")
+    assert "| tries | 3 |" in by_type.get("table", by_type.get("table_row")).text
+    for c in chunks:  # offsets point into the converted text
+        if c.chunk_type != "table_row":
+            assert doc.text[c.start_char:c.end_char] == c.text
+
+
+def test_the_page_declares_its_encoding():
+    raw = ('<html><head><meta charset="iso-8859-1"></head><body><main><p>Caf\xe9 hours: 9\u201317'
+           .encode("latin-1", errors="replace") + b"</p></main></body></html>")
+    assert html_to_markdown(raw).strip() == "Café hours: 9?17"
+
+
+def test_main_content_wins_over_the_page_around_it():
+    page = ("<body><nav>Home | Docs</nav><div>Banner text</div><main><h2>Fees</h2>"
+            "<p>A wire costs $15.00.</p><aside>Related: loans</aside></main></body>")
+    assert html_to_markdown(page) == "## Fees\n\nA wire costs $15.00.\n"
+    # no main element: the body, still without its navigation
+    assert html_to_markdown("<body><nav>Home</nav><p>Only text.</p></body>") == "Only text.\n"
+
+
+def test_two_variants_of_one_block_stay_on_their_own_lines():
+    page = ('<main><pre><code class="language-js cjs">const a = require("a");</code>'
+            '<code class="language-js mjs">import a from "a";</code></pre></main>')
+    assert html_to_markdown(page) == '```js\nconst a = require("a");\n\nimport a from "a";\n```\n'
+
+
+def test_an_empty_page_is_an_empty_document_and_folders_take_html(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "redirect.htm").write_text(
+        '<html><head><meta http-equiv="refresh" content="0; url=new.html"></head><body></body></html>')
+    (tmp_path / "docs" / "page.html").write_text("<main><p>Text.</p></main>")
+    (tmp_path / "docs" / "app.js").write_text("never a document")
+    found = dict((did, f) for f, did in iter_document_paths([tmp_path / "docs"]))
+    assert sorted(found) == ["docs/page.html", "docs/redirect.htm"]
+    assert read_document(found["docs/redirect.htm"]).text == ""
+    assert read_document(found["docs/page.html"]).text == "Text.\n"
+
+
+NODE_API = Path("/usr/share/doc/nodejs/api")
+
+
+@pytest.mark.skipif(not (NODE_API / "path.html").exists(), reason="Debian's nodejs docs absent")
+def test_a_real_page_gives_the_headings_of_its_markdown_source():
+    """Node's HTML is rendered from the .md beside it: the same section headings, in order."""
+    import re
+
+    def headings(text: str) -> list[str]:
+        return [re.sub(r"[`\\]", "", m).strip().lower()
+                for m in re.findall(r"^#{1,6} (.+)$", text, re.M)]
+
+    md = (NODE_API / "path.md").read_text(encoding="utf-8")
+    html = read_document(NODE_API / "path.html").text
+    assert headings(html) == headings(md)
+    assert html.count("```js") >= 20
