@@ -37,6 +37,45 @@ def code_language(pre) -> str:
     return ""
 
 
+# a <dl> of API entries (Sphinx's `dl.py.function`, `dl.describe`, ...): each <dt> is a signature
+_OBJECT_CLASSES = {"py", "c", "cpp", "js", "rst", "std", "describe", "function", "class", "method",
+                   "attribute", "data", "exception", "option", "cmdoption", "envvar", "property"}
+
+
+def is_signature(dt) -> bool:
+    """A <dt> that names an API entry (a signature), not a glossary term."""
+    dl = dt.find_parent("dl")
+    return ("sig" in (dt.get("class") or [])
+            or bool(_OBJECT_CLASSES & set((dl.get("class") or []) if dl is not None else [])))
+
+
+def _converter():
+    """markdownify's converter, with definition lists flattened: an API entry's signature
+    becomes a heading one level below the sections (`####`, deeper when nested), so its
+    description, code and tables are chunked under it; a glossary term a bold line. Their
+    bodies are not indented (an indented fence would not read as a code block)."""
+    from markdownify import MarkdownConverter
+
+    class PageConverter(MarkdownConverter):
+        def convert_dt(self, el, text, parent_tags):
+            text = " ".join((text or "").split())
+            if "_inline" in parent_tags or not text:
+                return f" {text} " if text else "\n"
+            if is_signature(el):  # as printed: "os.getenv(key, default=None)", no emphasis
+                text = " ".join(el.get_text("").split())
+                depth = sum(1 for dl in el.find_parents("dl") if is_signature(dl.find("dt") or el))
+                return f"\n\n{'#' * min(6, 3 + depth)} {text}\n\n"
+            return f"\n\n**{text}**\n\n"
+
+        def convert_dd(self, el, text, parent_tags):
+            text = (text or "").strip()
+            if "_inline" in parent_tags:
+                return f" {text} "
+            return f"\n\n{text}\n\n" if text else "\n"
+
+    return PageConverter
+
+
 def main_content(soup):
     """The element holding the page's content (see `MAIN_SELECTORS`)."""
     for selector in MAIN_SELECTORS:
@@ -50,7 +89,6 @@ def html_to_markdown(raw: str | bytes) -> str:
     """The main content of an HTML page as Markdown ("" when it has no text). Bytes are decoded
     as the page declares (`<meta charset>`), else as UTF-8 or the likeliest encoding."""
     from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
 
     soup = BeautifulSoup(raw, "html.parser")
     root = main_content(soup)
@@ -64,7 +102,7 @@ def html_to_markdown(raw: str | bytes) -> str:
         codes = pre.find_all("code", recursive=False)
         for code in codes[1:]:
             code.insert_before("\n\n")
-    converter = MarkdownConverter(heading_style="ATX", bullets="-", strip=["a", "img"],
+    converter = _converter()(heading_style="ATX", bullets="-", strip=["a", "img"],
                                   code_language_callback=code_language,
                                   escape_underscores=False, escape_asterisks=False,
                                   escape_misc=False)

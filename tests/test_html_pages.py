@@ -100,6 +100,25 @@ def test_an_empty_page_is_an_empty_document_and_folders_take_html(tmp_path):
     assert read_document(found["docs/page.html"]).text == "Text.\n"
 
 
+def test_an_api_entry_is_a_heading_over_its_description_and_a_glossary_term_is_bold():
+    page = """<main><h1>os</h1><dl class="py function"><dt class="sig sig-object py" id="os.getenv">
+    <span class="sig-prename descclassname"><span class="pre">os.</span></span><span class="sig-name
+    descname"><span class="pre">getenv</span></span><span class="sig-paren">(</span><em
+    class="sig-param"><span class="n">key</span></em>, <em class="sig-param"><span
+    class="n">default</span><span class="o">=</span><span class="default_value">None</span></em><span
+    class="sig-paren">)</span><a class="headerlink" href="#os.getenv">¶</a></dt>
+    <dd><p>Return the value of the environment variable <em>key</em>.</p>
+    <div class="highlight-python3"><div class="highlight"><pre>os.getenv("HOME")</pre></div></div>
+    <dl class="py method"><dt class="sig sig-object py"><span class="sig-name">inner</span>()</dt>
+    <dd><p>Nested entry.</p></dd></dl></dd></dl>
+    <dl class="glossary"><dt>BDFL</dt><dd><p>Benevolent dictator.</p></dd></dl></main>"""
+    md = html_to_markdown(page)
+    assert "#### os.getenv(key, default=None)\n\nReturn the value of the environment variable *key*." in md
+    assert '```python3\nos.getenv("HOME")\n```' in md  # not indented: still a fence
+    assert "##### inner()\n\nNested entry." in md
+    assert "**BDFL**\n\nBenevolent dictator." in md
+
+
 NODE_API = Path("/usr/share/doc/nodejs/api")
 
 

@@ -1,0 +1,144 @@
+"""The same documentation read from its HTML pages and from its source markup: chunk types, and
+the shipped default pipeline's retrieval on the same questions. No LLM call.
+
+    PYTHONPATH=. python experiments/tune/html_vs_source.py node     # → nodejs/html-vs-source.json
+    PYTHONPATH=. python experiments/tune/html_vs_source.py python   # → python/html-vs-source.json
+
+- node: 8 Node.js API pages, Debian's `nodejs` package (/usr/share/doc/nodejs/api/<page>.html,
+  rendered by Node's doc tool from the .md beside it); the 34 questions `agentic-rag tune`
+  generated from the .md pages (`nodejs/questions.jsonl`: LLM-written, span-first), so any
+  phrasing bias favours the Markdown arm.
+- python: the 52 pages of the Python 3.11 library reference python-library-qa's 66 questions are
+  about (`make datasets`: the .rst sources and the Sphinx HTML of `python3.11-doc`); the HTML
+  page of each gets the .rst page's document id, so the qrels hold. The questions were written
+  by an LLM session reading the pages, not by a person (`datasets/python-library-qa/RUBRIC.md`).
+
+answer@5 = 1 when a question's answer is in one of the top 5 chunks, its heading line included
+(`evaluation.containment.answer_at_k`, SQuAD-normalised; for the HTML arm of python, the answer
+as the page prints it: python-library-qa quotes the .rst, ":exc:`KeyError`" reads "KeyError");
+"loose answer@5" the same with punctuation read as a space (`loose_at_5`), so a signature the
+HTML prints with its module ("os.getenv(key, ...)") holds the answer quoted from the .rst;
+nDCG@10 by document (ir-measures);
+paired bootstrap CIs (HTML − source) over the questions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from agentic_rag.config import RAGConfig
+from agentic_rag.documents import Document, read_document
+from agentic_rag.evaluation.containment import answer_at_k, chunk_view
+from agentic_rag.evaluation.retrieval import doc_run, ir_metrics
+from agentic_rag.experiments.stats import paired_bootstrap
+from agentic_rag.retrieve.pipeline import Pipeline
+
+HERE = Path(__file__).parent
+NODE_API = Path("/usr/share/doc/nodejs/api")
+NODE_PAGES = ["path", "os", "timers", "console", "querystring", "readline", "tty", "dgram"]
+
+
+def node() -> tuple[dict[str, list[Document]], list[dict]]:
+    arms = {fmt: [read_document(NODE_API / f"{p}.{fmt}", f"node-docs/{p}.md") for p in NODE_PAGES]
+            for fmt in ("md", "html")}
+    questions = [{"id": q["id"], "text": q["question"], "answers": [q["answer"]],
+                  "qrels": {d: 1 for d in q["doc_ids"]}, "split": q["split"]}
+                 for q in map(json.loads, (HERE / "nodejs/questions.jsonl").read_text().splitlines())]
+    return {"source": arms["md"], "html": arms["html"]}, questions
+
+
+# a reStructuredText role as the HTML page prints it: :exc:`KeyError` → KeyError,
+# :class:`.datetime` → datetime, :func:`~os.path.join` → join, :ref:`text <label>` → text
+_ROLE = re.compile(r":[\w:.+-]+:`(~?)\.?([^`<]*?)\s*(?:<[^>]*>)?`")
+
+
+def loose_at_5(hits, answers: list[str]) -> float:  # noqa: ANN001
+    """answer@5 with punctuation read as a space: "os.getenv(key, default=None)" holds
+    "getenv(key, default=None)" (the project's SQuAD normalisation deletes punctuation, so
+    there "osgetenvkey" does not hold "getenvkey")."""
+    def norm(s: str) -> str:
+        return " " + " ".join(re.sub(r"[^\w]+", " ", s.lower()).split()) + " "
+    refs = [norm(a) for a in answers if norm(a).strip()]
+    return float(any(r in norm(chunk_view(h)) for h in hits[:5] for r in refs))
+
+
+def rendered(answer: str) -> str:
+    """A python-library-qa answer (quoted from the .rst source) as its HTML page reads."""
+    out = _ROLE.sub(lambda m: m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2), answer)
+    return out.replace("``", "")
+
+
+def python() -> tuple[dict[str, list[Document]], list[dict]]:
+    from agentic_rag.datasets.corpora import _pydocs_root
+    from agentic_rag.datasets.qa import python_library_qa
+
+    ds = python_library_qa()
+    gold = {d for rel in ds.qrels.values() for d in rel}
+    source = [d for d in ds.corpus if d.id in gold]
+    html_root = _pydocs_root().parent  # .../html/_sources → .../html
+    html = [read_document(html_root / d.id.removeprefix("pydocs/").replace(".rst", ".html"), d.id)
+            for d in source]
+    split = ds.fixed_split
+    questions = [{"id": q.id, "text": q.text, "answers": q.answers, "qrels": ds.qrels[q.id],
+                  "split": split.get(q.id, ""), "html_answers": [rendered(a) for a in q.answers]}
+                 for q in ds.queries]
+    return {"source": source, "html": html}, questions
+
+
+def arm(docs: list[Document], questions: list[dict], home: Path,
+        answers: str = "answers") -> tuple[dict, list[dict]]:
+    pipe = Pipeline(RAGConfig().with_overrides({"home": str(home)}))
+    pipe.index.add_documents(docs)
+    chunks = pipe.index.store.get(None, limit=1_000_000)
+    stats = {"documents": len(docs), "characters": sum(len(d.text) for d in docs),
+             "chunks": len(chunks),
+             "by_type": dict(sorted(Counter(c.chunk_type for c in chunks).items()))}
+    rows, run = [], {}
+    for q in questions:
+        _, result = pipe.retrieve(q["text"], k=10)
+        run[q["id"]] = doc_run(result.hits[:10])
+        rows.append({"id": q["id"], "split": q["split"],
+                     "answer@5": answer_at_k(result.hits, q.get(answers, q["answers"]), 5),
+                     "loose answer@5": loose_at_5(result.hits, q.get(answers, q["answers"]))})
+    ndcg = ir_metrics({q["id"]: q["qrels"] for q in questions}, run)
+    for r in rows:
+        r["ndcg@10"] = ndcg[r["id"]]["ndcg@10"]
+    return stats, rows
+
+
+def compare(source: list[dict], html: list[dict]) -> dict:
+    out = {"questions": len(source)}
+    for metric in ("answer@5", "loose answer@5", "ndcg@10"):
+        a, b = [r[metric] for r in source], [r[metric] for r in html]
+        out[metric] = {"source": sum(a) / len(a), "html": sum(b) / len(b),
+                       "html_minus_source": paired_bootstrap(b, a)}
+    return out
+
+
+def main(corpus: str) -> dict:
+    arms, questions = {"node": node, "python": python}[corpus]()
+    with tempfile.TemporaryDirectory() as tmp:
+        results = {name: arm(docs, questions, Path(tmp) / name,
+                             "html_answers" if name == "html" else "answers")
+                   for name, docs in arms.items()}
+    src, html = results["source"][1], results["html"][1]
+    out = {"corpus": corpus, "source": results["source"][0], "html": results["html"][0],
+           "all": compare(src, html)}
+    test = [i for i, r in enumerate(src) if r["split"] == "test"]
+    if test and len(test) < len(src):
+        out["test"] = compare([src[i] for i in test], [html[i] for i in test])
+    out["differ"] = [{"id": x["id"], "source": x["loose answer@5"], "html": y["loose answer@5"]}
+                     for x, y in zip(src, html) if x["loose answer@5"] != y["loose answer@5"]]
+    folder = HERE / {"node": "nodejs", "python": "python"}[corpus]
+    (folder / "html-vs-source.json").write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+if __name__ == "__main__":
+    result = main(sys.argv[1] if len(sys.argv) > 1 else "node")
+    print(json.dumps({k: v for k, v in result.items() if k != "differ"}, indent=1))
