@@ -31,7 +31,7 @@ class GoldSpan(BaseModel):
     start: int
     end: int
 CHUNK_TYPES: tuple[str, ...] = ("code", "table", "table_row", "list", "prose", "heading")
-DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".html", ".htm")
+DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".html", ".htm", ".pdf")
 HTML_SUFFIXES = (".html", ".htm")
 
 
@@ -40,6 +40,7 @@ class DocumentError(ValueError):
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_PAGE_HEADING = re.compile(r"^## Page \d+$")
 
 
 def clean_text(text: str) -> str:
@@ -143,18 +144,25 @@ class Hit(BaseModel):
 
 
 def read_document(path: str | Path, doc_id: str | None = None) -> Document:
-    """Read one .md / .rst / .txt file, or an .html / .htm page as Markdown (`html_pages`);
-    binary or non-UTF-8 content raises `DocumentError`."""
+    """Read one .md / .rst / .txt file, an .html / .htm page (`html_pages`) or a PDF's text
+    (`pdf_pages`) as Markdown; binary, non-UTF-8 or unreadable content raises `DocumentError`."""
 
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise DocumentError(f"{path}: cannot read file: {exc.strerror}") from None
-    if b"\x00" in raw[:8192]:
-        raise DocumentError(f"{path}: looks like a binary file (NUL bytes); expected UTF-8 text")
     metadata: dict[str, Any] = {}
-    if path.name.lower().endswith(HTML_SUFFIXES):  # its main content, as Markdown
+    if path.name.lower().endswith(".pdf"):  # its text layer, as Markdown
+        from agentic_rag.pdf_pages import PdfError, pdf_to_markdown
+
+        try:
+            text, metadata = pdf_to_markdown(raw), {"converted_from": "pdf"}
+        except PdfError as exc:
+            raise DocumentError(f"{path}: {exc}") from None
+    elif b"\x00" in raw[:8192]:
+        raise DocumentError(f"{path}: looks like a binary file (NUL bytes); expected UTF-8 text")
+    elif path.name.lower().endswith(HTML_SUFFIXES):  # its main content, as Markdown
         from agentic_rag.html_pages import html_to_markdown
 
         # the bytes: the page's own <meta charset> decides its encoding; a page with no text
@@ -169,8 +177,9 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
                 "convert it to UTF-8 first"
             ) from None
     title = ""
-    for line in text.splitlines():
-        if line.strip() and not set(line.strip()) <= set("=-*#~^"):
+    for line in text.splitlines():  # a PDF's "## Page 1" is no title
+        if (line.strip() and not set(line.strip()) <= set("=-*#~^")
+                and not _PAGE_HEADING.match(line)):
             title = line.strip().lstrip("#").strip()
             break
     return Document(id=doc_id or path.as_posix(), text=text, title=title,

@@ -3,6 +3,7 @@ the shipped default pipeline's retrieval on the same questions. No LLM call.
 
     PYTHONPATH=. python experiments/tune/html_vs_source.py node     # → nodejs/html-vs-source.json
     PYTHONPATH=. python experiments/tune/html_vs_source.py python   # → python/html-vs-source.json
+    PYTHONPATH=. python experiments/tune/html_vs_source.py pdf      # → shared-mime-info-pdf.json
 
 - node: 8 Node.js API pages, Debian's `nodejs` package (/usr/share/doc/nodejs/api/<page>.html,
   rendered by Node's doc tool from the .md beside it); the 34 questions `agentic-rag tune`
@@ -120,7 +121,38 @@ def compare(source: list[dict], html: list[dict]) -> dict:
     return out
 
 
+SPEC = Path("/usr/share/doc/shared-mime-info")
+
+
+def pdf_recovery() -> dict:
+    """The Shared MIME-info specification as PDF and as HTML (Debian's shared-mime-info): the
+    PDF's headings that are HTML sections, and the HTML's prose sentences (6 words or more,
+    outside code blocks) found in the PDF's text (`loose_at_5`'s normalisation)."""
+    def norm(s: str) -> str:
+        return " " + " ".join(re.sub(r"[^\w]+", " ", s.lower()).split()) + " "
+
+    pdf = read_document(SPEC / "shared-mime-info-spec.pdf").text
+    html = "\n".join(read_document(f).text for f in sorted((SPEC / "shared-mime-info-spec.html")
+                                                              .glob("*.html")))
+    html = re.sub(r"^```.*?^```$", "", html, flags=re.M | re.S)
+    heads = [norm(h.lstrip("#")) for h in re.findall(r"^#+ .*$", pdf, re.M)]
+    html_heads = {norm(h.lstrip("#")) for h in re.findall(r"^#+ .*$", html, re.M)}
+    prose = [ln for ln in html.split("\n\n") if not ln.lstrip().startswith(("#", "|", "-"))]
+    sentences = [x for para in prose for x in re.split(r"(?<=[.!?])\s+", " ".join(para.split()))
+                 if len(x.split()) >= 6]
+    hay = norm(pdf)
+    found = [x for x in sentences if norm(x) in hay]
+    return {"pdf_headings": len(heads), "pdf_headings_in_html": sum(h in html_heads for h in heads),
+            "html_sentences": len(sentences), "found_in_pdf": len(found),
+            "share": len(found) / len(sentences),
+            "not_found_examples": [x for x in sentences if norm(x) not in hay][:8]}
+
+
 def main(corpus: str) -> dict:
+    if corpus == "pdf":
+        out = pdf_recovery()
+        (HERE / "shared-mime-info-pdf.json").write_text(json.dumps(out, indent=1) + "\n")
+        return out
     arms, questions = {"node": node, "python": python}[corpus]()
     with tempfile.TemporaryDirectory() as tmp:
         results = {name: arm(docs, questions, Path(tmp) / name,

@@ -1,0 +1,148 @@
+"""A PDF's text as Markdown (`read_document` calls this for .pdf files), with pypdf.
+
+A PDF has text, not structure, so this recovers what can be recovered cheaply and says what it
+cannot:
+- headings from the PDF's outline (bookmarks): an outline entry's title, found as a line on its
+  page, becomes a heading there (`#` per outline level, one deeper than its parent); not found,
+  it heads its page. A PDF without an outline gets `## Page N` at each page, so every chunk's
+  heading path names its page;
+- a running header or footer (a first or last line repeated on at least half the pages, page
+  numbers included) is dropped;
+- "•" / "◦" / "▪" bullets become "- " list items; a word hyphenated across a line end is
+  joined ("man-" + "agement" → "management", only before a lower-case letter);
+- a line ending a sentence well short of the page's usual line width ends its paragraph.
+Tables and code come out as lines of text: the chunker cannot keep them whole as it does for
+Markdown, HTML or reStructuredText. A line of the PDF's text starting with "#" (a comment in
+an example) is escaped ("\\#"), so it cannot read as a heading. A scanned PDF (no text layer)
+reads as an empty document. The PDF's metadata title is not used (generated PDFs often carry a
+wrong one: "References", "Function and Data Index").
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import Counter
+
+_BULLET = re.compile(r"^\s*[•◦▪●‣∙]\s*")
+_HYPHENATED = re.compile(r"([A-Za-z]{2,})-\n([a-z])")
+_DIGITS = re.compile(r"\d+")
+_PAGE_NUMBERED = re.compile(r"#\s+\D.*|.*\D\s+#")  # "Chapter #: Utilities #", "# Manual"
+
+
+class PdfError(ValueError):
+    """The PDF cannot be read (encrypted, damaged); the caller names the file."""
+
+
+def _outline(reader) -> list[tuple[int, str, int]]:
+    """(depth, title, page index) of every outline entry, in order."""
+    out: list[tuple[int, str, int]] = []
+
+    def walk(items, depth: int) -> None:
+        for item in items:
+            if isinstance(item, list):
+                walk(item, depth + 1)
+                continue
+            try:
+                page = reader.get_destination_page_number(item)
+            except Exception:  # noqa: BLE001 - a broken destination: the entry is skipped
+                continue
+            title = " ".join(str(getattr(item, "title", "") or "").split())
+            if title and page is not None and page >= 0:
+                out.append((depth, title, page))
+
+    try:
+        walk(reader.outline, 0)
+    except Exception:  # noqa: BLE001 - a damaged outline: no headings from it
+        return []
+    return out
+
+
+def _running_lines(pages: list[list[str]]) -> set[str]:
+    """First and last lines (digits ignored) repeated on 3 pages or more, or on at least half
+    of a short PDF's pages: page numbers, "Chapter 3: Utilities 7"."""
+    seen: Counter[str] = Counter()
+    for lines in pages:
+        keys = {_DIGITS.sub("#", ln.strip()) for ln in (lines[:1] + lines[-1:]) if ln.strip()}
+        # elsewhere on the page (text extraction order), a short line a page number starts
+        # or ends
+        keys |= {key for ln in lines if len(ln) < 80
+                 and _PAGE_NUMBERED.fullmatch(key := _DIGITS.sub("#", ln.strip()))}
+        seen.update(keys)
+    return {key for key, n in seen.items() if n >= 2 and (n >= 3 or n >= len(pages) / 2)}
+
+
+def _title_at(lines: list[str], title: str) -> int | None:
+    """The line that prints an outline title, alone or after its number ("3.3 Invoking x",
+    "Chapter 2: x", "A.1 x"), case and hyphens aside."""
+    def key(s: str) -> str:  # "Non-regular" and "Nonregular" alike
+        return " ".join(s.replace("-", "").replace("\u00ad", "").split()).casefold()
+
+    want = re.compile(r"(?:(?:chapter|section|appendix|part)\s+\S+?:?\s+|[\da-z]{1,3}(?:\.\d+)*\.?\s+)?"
+                      + re.escape(key(title)))
+    for i, ln in enumerate(lines):
+        if want.fullmatch(key(ln)):
+            return i
+    return None
+
+
+def _paragraphs(lines: list[str]) -> list[str]:
+    """Bullets as list items; a blank line after a sentence that ends well short of the
+    page's usual line width."""
+    widths = sorted(len(ln) for ln in lines if ln.strip())
+    usual = widths[int(len(widths) * 0.75)] if widths else 0
+    out: list[str] = []
+    in_list = False  # a bullet's item and its wrapped lines, up to a blank line
+    for ln in lines:
+        bullet = _BULLET.match(ln)
+        if bullet:
+            if out and out[-1] and not in_list:
+                out.append("")
+            ln, in_list = "- " + ln[bullet.end():], True
+        out.append(ln.rstrip())
+        if ln.rstrip().endswith((".", ":", "!", "?")) and len(ln) < 0.75 * usual:
+            out.append("")
+            in_list = False
+    return out
+
+
+def pdf_to_markdown(raw: bytes) -> str:
+    """The text of a PDF as Markdown ("" when it has no text layer); `PdfError` when pypdf
+    cannot read it."""
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(raw))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise PdfError("encrypted PDF (a password is needed); decrypt it first")
+        pages = [(page.extract_text() or "").splitlines() for page in reader.pages]
+        outline = _outline(reader)
+    except PyPdfError as exc:
+        raise PdfError(f"not a readable PDF ({exc})") from None
+    running = _running_lines(pages)
+    depth0 = min((d for d, _, _ in outline), default=0)
+    by_page: dict[int, list[tuple[int, str]]] = {}
+    for depth, title, page in outline:
+        by_page.setdefault(page, []).append((depth - depth0 + 1, title))
+    blocks: list[str] = []
+    for number, lines in enumerate(pages):
+        # text starting with "#" (a comment in an example) is escaped: it is no heading
+        lines = [("\\" + ln.lstrip()) if ln.lstrip().startswith("#") else ln
+                 for ln in lines if _DIGITS.sub("#", ln.strip()) not in running]
+        heads = by_page.get(number, [])
+        if not outline and any(ln.strip() for ln in lines):
+            blocks += [f"## Page {number + 1}", ""]
+        top: list[str] = []
+        for level, title in heads:
+            hashes = "#" * min(6, level)
+            at = _title_at(lines, title)
+            if at is None:  # not a line of its page: it heads the page
+                top += [f"{hashes} {title}", ""]
+            else:  # as printed, number included
+                lines[at] = f"\n{hashes} {' '.join(lines[at].split())}\n"
+        blocks += top
+        blocks += _paragraphs(lines) + [""]
+    text = _HYPHENATED.sub(r"\1\2", "\n".join(blocks))
+    text = "\n".join(ln.rstrip() for ln in text.splitlines())
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n" if text.strip() else ""
