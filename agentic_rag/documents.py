@@ -31,7 +31,7 @@ class GoldSpan(BaseModel):
     start: int
     end: int
 CHUNK_TYPES: tuple[str, ...] = ("code", "table", "table_row", "list", "prose", "heading")
-DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".html", ".htm", ".pdf")
+DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".html", ".htm", ".pdf", ".docx")
 HTML_SUFFIXES = (".html", ".htm")
 
 
@@ -144,8 +144,9 @@ class Hit(BaseModel):
 
 
 def read_document(path: str | Path, doc_id: str | None = None) -> Document:
-    """Read one .md / .rst / .txt file, an .html / .htm page (`html_pages`) or a PDF's text
-    (`pdf_pages`) as Markdown; binary, non-UTF-8 or unreadable content raises `DocumentError`."""
+    """Read one .md / .rst / .txt file, or an .html / .htm page or a .docx (`html_pages`) or a
+    PDF's text (`pdf_pages`) as Markdown; binary, non-UTF-8 or unreadable content raises
+    `DocumentError`."""
 
     path = Path(path)
     try:
@@ -159,6 +160,13 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
         try:
             text, metadata = pdf_to_markdown(raw), {"converted_from": "pdf"}
         except PdfError as exc:
+            raise DocumentError(f"{path}: {exc}") from None
+    elif path.name.lower().endswith(".docx"):  # a Word document, through mammoth's HTML
+        from agentic_rag.html_pages import DocxError, docx_to_markdown
+
+        try:
+            text, metadata = docx_to_markdown(raw), {"converted_from": "docx"}
+        except DocxError as exc:
             raise DocumentError(f"{path}: {exc}") from None
     elif b"\x00" in raw[:8192]:
         raise DocumentError(f"{path}: looks like a binary file (NUL bytes); expected UTF-8 text")

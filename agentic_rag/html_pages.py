@@ -5,9 +5,13 @@ Only the page's main content is kept: the first of `[role=main]`, `<main>`, `<ar
 Sphinx's `div.body` or `#content`, else `<body>`. Inside it, navigation, sidebars, footers,
 forms, scripts, copy buttons and heading anchors ("¶", "#") are dropped. Headings become ATX
 (`## Title`), `<pre>` a fenced block tagged with the language its classes name
-(`language-js`, Sphinx's `highlight-python`), tables pipe tables, lists `-` / `1.` items;
+(`language-js`, Sphinx's `highlight-python`), tables pipe tables (a table without `<th>` takes
+its first row as the header), lists `-` / `1.` items;
 links and images keep their text only. The result is deterministic for one library version,
 so chunk offsets (and test-set gold spans) point into the converted text, not the HTML.
+
+Word documents (.docx) take the same path: mammoth turns their paragraph styles into semantic
+HTML (Heading 1 → `<h1>`, list styles → `<ol>`/`<ul>`, tables), which is converted as above.
 """
 
 from __future__ import annotations
@@ -105,7 +109,25 @@ def html_to_markdown(raw: str | bytes) -> str:
     converter = _converter()(heading_style="ATX", bullets="-", strip=["a", "img"],
                                   code_language_callback=code_language,
                                   escape_underscores=False, escape_asterisks=False,
-                                  escape_misc=False)
+                                  escape_misc=False, table_infer_header=True)
     text = converter.convert_soup(root)
     text = "\n".join(line.rstrip() for line in text.splitlines())
     return _BLANK_RUNS.sub("\n\n", text).strip() + "\n" if text.strip() else ""
+
+
+class DocxError(ValueError):
+    """The file is not a readable Word document; the caller names the file."""
+
+
+def docx_to_markdown(raw: bytes) -> str:
+    """A Word document (.docx) as Markdown, through mammoth's HTML ("" when it has no text)."""
+    import io
+    import zipfile
+
+    import mammoth
+
+    try:
+        html = mammoth.convert_to_html(io.BytesIO(raw)).value
+    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise DocxError(f"not a readable .docx (Word 2007 or later) file ({exc})") from None
+    return html_to_markdown(html)

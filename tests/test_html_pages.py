@@ -135,3 +135,33 @@ def test_a_real_page_gives_the_headings_of_its_markdown_source():
     html = read_document(NODE_API / "path.html").text
     assert headings(html) == headings(md)
     assert html.count("```js") >= 20
+
+
+def test_a_word_document_reads_as_markdown_through_its_styles(tmp_path):
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Fee schedule", 1)
+    d.add_paragraph("The Blue Account charges these fees.")
+    d.add_heading("Wires", 2)
+    table = d.add_table(rows=3, cols=2)  # a Word table has no header cells
+    for r, (item, fee) in enumerate([("Item", "Fee"), ("Domestic wire", "$15.00"),
+                                     ("International wire", "$45.00")]):
+        table.cell(r, 0).text, table.cell(r, 1).text = item, fee
+    d.add_paragraph("Open the app.", style="List Number")
+    d.add_paragraph("Choose Transfer.", style="List Number")
+    d.save(tmp_path / "fees.docx")
+    doc = read_document(tmp_path / "fees.docx")
+    assert doc.metadata == {"converted_from": "docx"} and doc.title == "Fee schedule"
+    assert doc.text == ("# Fee schedule\n\nThe Blue Account charges these fees.\n\n## Wires\n\n"
+                        "| Item | Fee |\n| --- | --- |\n| Domestic wire | $15.00 |\n"
+                        "| International wire | $45.00 |\n\n1. Open the app.\n2. Choose Transfer.\n")
+    chunks = AgenticChunker(ChunkingConfig(max_tokens=512, overlap_tokens=0)).chunk(doc)
+    rows = [c for c in chunks if c.chunk_type == "table_row"]
+    assert any("Domestic wire | $15.00" in c.text and c.heading_path == "Fee schedule > Wires"
+               for c in rows + [c for c in chunks if c.chunk_type == "table"])
+    (tmp_path / "old.docx").write_bytes(b"\xd0\xcf\x11\xe0 a Word 97 file, not a zip")
+    from agentic_rag import DocumentError
+
+    with pytest.raises(DocumentError, match=r"old\.docx: not a readable \.docx"):
+        read_document(tmp_path / "old.docx")

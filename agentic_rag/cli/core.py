@@ -60,7 +60,7 @@ def print_hits(hits: list[Hit], width: int = 300) -> None:
 
 @app.command()
 def index(
-    paths: Annotated[list[Path] | None, typer.Argument(help=".md/.rst/.txt/.html/.pdf files or folders")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help=".md/.rst/.txt/.html/.pdf/.docx files or folders")] = None,
     corpus: Annotated[str | None, typer.Option(help="a named corpus instead of paths: "
                                                "default, python-docs, banking")] = None,
     config: ConfigOpt = None, home: HomeOpt = None,

@@ -23,7 +23,7 @@ from agentic_rag.cli.app import (
 
 @app.command()
 def testset(
-    docs: Annotated[list[Path], typer.Argument(help="folders or files of .md/.rst/.txt/.html/.pdf documents")],
+    docs: Annotated[list[Path], typer.Argument(help="folders or files of .md/.rst/.txt/.html/.pdf/.docx documents")],
     out: Annotated[Path, typer.Option(help="the set (JSONL); the rejected questions and a "
                                            "summary are written beside it")] = Path("questions.jsonl"),
     n: Annotated[int, typer.Option(min=1, help="questions to keep")] = 200,
@@ -104,7 +104,7 @@ def _read_docs(docs: list[Path], cfg, exclude: list[Path]) -> tuple[list, list, 
     except DocumentError as exc:
         _fail(str(exc))
     if not documents:
-        _fail(f"no .md/.rst/.txt/.html/.pdf documents in {', '.join(map(str, docs))}")
+        _fail(f"no .md/.rst/.txt/.html/.pdf/.docx documents in {', '.join(map(str, docs))}")
     chunker = AgenticChunker(cfg.chunking)
     chunks = [c for d in documents for c in chunker.chunk(d)]
     try:

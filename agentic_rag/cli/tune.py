@@ -23,7 +23,7 @@ from agentic_rag.cli.app import (
 
 @app.command()
 def tune(
-    folder: Annotated[Path, typer.Argument(help="a folder of .md/.rst/.txt/.html/.pdf documents")],
+    folder: Annotated[Path, typer.Argument(help="a folder of .md/.rst/.txt/.html/.pdf/.docx documents")],
     n: Annotated[int, typer.Option(min=2, help="questions to generate (half dev, half test)")] = 200,
     budget: Annotated[str, typer.Option(
         help="search space: quick (a handful of configs), standard (+ gate modes, more "

@@ -44,7 +44,7 @@ def read_folder(folder: Path) -> list:
     except DocumentError as exc:
         raise TuneError(str(exc)) from None
     if not paths:
-        raise TuneError(f"{folder}: no .md/.rst/.txt/.html/.pdf documents in it")
+        raise TuneError(f"{folder}: no .md/.rst/.txt/.html/.pdf/.docx documents in it")
     docs, bad = [], []
     for path, doc_id in paths:
         try:
