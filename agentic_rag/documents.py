@@ -153,29 +153,13 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
         raw = path.read_bytes()
     except OSError as exc:
         raise DocumentError(f"{path}: cannot read file: {exc.strerror}") from None
-    metadata: dict[str, Any] = {}
-    if path.name.lower().endswith(".pdf"):  # its text layer, as Markdown
-        from agentic_rag.pdf_pages import PdfError, pdf_to_markdown
-
-        try:
-            text, metadata = pdf_to_markdown(raw), {"converted_from": "pdf"}
-        except PdfError as exc:
-            raise DocumentError(f"{path}: {exc}") from None
-    elif path.name.lower().endswith(".docx"):  # a Word document, through mammoth's HTML
-        from agentic_rag.html_pages import DocxError, docx_to_markdown
-
-        try:
-            text, metadata = docx_to_markdown(raw), {"converted_from": "docx"}
-        except DocxError as exc:
-            raise DocumentError(f"{path}: {exc}") from None
+    name, metadata, title = path.name.lower(), {}, ""
+    if name.endswith((".pdf", ".docx", *HTML_SUFFIXES)):
+        text, title = _converted(path, raw)
+        metadata = {"converted_from": "html" if name.endswith(HTML_SUFFIXES)
+                    else name.rsplit(".", 1)[1]}
     elif b"\x00" in raw[:8192]:
         raise DocumentError(f"{path}: looks like a binary file (NUL bytes); expected UTF-8 text")
-    elif path.name.lower().endswith(HTML_SUFFIXES):  # its main content, as Markdown
-        from agentic_rag.html_pages import html_to_markdown
-
-        # the bytes: the page's own <meta charset> decides its encoding; a page with no text
-        # in its main content (a redirect stub) reads as an empty document, as an empty .md
-        text, metadata = html_to_markdown(raw), {"converted_from": "html"}
     else:
         try:
             text = raw.decode("utf-8-sig")
@@ -184,23 +168,67 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
                 f"{path}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
                 "convert it to UTF-8 first"
             ) from None
-    title = ""
-    for line in text.splitlines():  # a PDF's "## Page 1" is no title
+    return Document(id=doc_id or path.as_posix(), text=text, title=title or first_line(text),
+                    source=path.as_posix(), format=detect_format(path.name), metadata=metadata)
+
+
+def first_line(text: str) -> str:
+    """A document's title by default: its first line that is not an underline, nor a PDF's
+    "## Page 1"."""
+    for line in text.splitlines():
         if (line.strip() and not set(line.strip()) <= set("=-*#~^")
                 and not _PAGE_HEADING.match(line)):
-            title = line.strip().lstrip("#").strip()
-            break
-    return Document(id=doc_id or path.as_posix(), text=text, title=title,
-                    source=path.as_posix(), format=detect_format(path.name), metadata=metadata)
+            return line.strip().lstrip("#").strip()
+    return ""
+
+
+def _converted(path: Path, raw: bytes) -> tuple[str, str]:
+    """(Markdown, title) of a PDF (`pdf_pages`), an HTML page or a .docx (`html_pages`); the
+    title "" where the first line of the text is to be used. An HTML page decodes as its own
+    <meta charset> says; one with no text in its main content (a redirect stub) reads as an
+    empty document, as an empty .md does."""
+    from agentic_rag.html_pages import DocxError, convert_page, docx_to_markdown
+    from agentic_rag.pdf_pages import PdfError, pdf_to_markdown
+
+    try:
+        if path.name.lower().endswith(".pdf"):
+            return pdf_to_markdown(raw), ""
+        if path.name.lower().endswith(".docx"):
+            return docx_to_markdown(raw)
+        return convert_page(raw)
+    except (PdfError, DocxError) as exc:
+        raise DocumentError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise DocumentError(f"{path}: nested too deeply to convert") from None
+
+
+# folders a documentation folder holds that are not its documents: hidden ones (.git, .venv),
+# dependencies, and a built Sphinx site's copies of its sources, assets and highlighted code
+SKIPPED_FOLDERS = {"node_modules", "__pycache__", "site-packages", "_sources", "_static",
+                   "_images", "_downloads", "_modules"}
+# a built Sphinx site's generated pages (index, module index, search): no content of their own
+SPHINX_GENERATED = re.compile(r"(genindex(-\w+)?|py-modindex|search)\.html?")
+
+
+def skipped_in_folder(rel: Path, folder: Path) -> bool:
+    """Whether a folder walk leaves out `rel` (a path inside `folder`): under a hidden or
+    `SKIPPED_FOLDERS` folder, or a Sphinx site's generated page (where `searchindex.js`
+    stands beside it)."""
+    if any(part.startswith(".") or part in SKIPPED_FOLDERS for part in rel.parts[:-1]):
+        return True
+    return bool(SPHINX_GENERATED.fullmatch(rel.name.lower())
+                and (folder / rel).with_name("searchindex.js").exists())
 
 
 def iter_document_paths(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str]]:
     """Expand files and folders into (file, doc_id); ids are paths relative to the folder's parent.
-    A file given by itself must be a document (`DOC_SUFFIXES`), as a folder's files are."""
+    A folder's documents are its files with a `DOC_SUFFIXES` suffix, recursively, but not those
+    `skipped_in_folder`; a file given by itself must be a document too."""
     for p in map(Path, paths):
         if p.is_dir():
             for f in sorted(p.rglob("*")):
-                if f.is_file() and f.name.lower().endswith(DOC_SUFFIXES):
+                if (f.is_file() and f.name.lower().endswith(DOC_SUFFIXES)
+                        and not skipped_in_folder(f.relative_to(p), p)):
                     yield f, (Path(p.resolve().name) / f.relative_to(p)).as_posix()
         elif p.is_file():
             if not p.name.lower().endswith(DOC_SUFFIXES):  # as a folder's files are chosen

@@ -2,8 +2,9 @@
 lists whole (`read_document` calls this for .html / .htm files).
 
 Only the page's main content is kept: the first of `[role=main]`, `<main>`, `<article>`,
-Sphinx's `div.body` or `#content`, else `<body>`. Inside it, navigation, sidebars, footers,
-forms, scripts, copy buttons and heading anchors ("¶", "#") are dropped. Headings become ATX
+Sphinx's `div.body` or `#content`, else `<body>`. Inside it, navigation bars, footers, forms,
+scripts, copy buttons and heading anchors ("¶", "#") are dropped (`DROP_SELECTORS`); the
+title is the first `<h1>` there, else `<title>`. Headings become ATX
 (`## Title`), `<pre>` a fenced block tagged with the language its classes name
 (`language-js`, Sphinx's `highlight-python`), tables pipe tables (a table without `<th>` takes
 its first row as the header), lists `-` / `1.` items;
@@ -16,17 +17,24 @@ HTML (Heading 1 → `<h1>`, list styles → `<ol>`/`<ul>`, tables), which is con
 
 from __future__ import annotations
 
+import functools
 import re
 
 # the page's main content, most specific first (Node.js, MkDocs, Docusaurus, Sphinx, Jekyll)
 MAIN_SELECTORS = ("[role=main]", "main", "article", "div.body", "#content")
-# never content, wherever they sit inside it
-DROP_SELECTORS = ("script", "style", "noscript", "template", "nav", "aside", "footer", "form",
-                  "button", "input", "select", "textarea", "svg", "iframe", "a.headerlink",
-                  ".copy-button", ".headerlink", ".sphinxsidebar", ".related")
+# never content, wherever they sit inside it: scripts, forms, navigation bars (Sphinx's
+# sidebar and related links, DocBook's navheader/navfooter and table.nav, gtk-doc's
+# table.navigation, texinfo's div.header), permalinks. Not <aside>: docutils writes footnotes,
+# sidebars and topics as <aside>.
+DROP_SELECTORS = ("script", "style", "noscript", "template", "nav", "footer", "form", "button",
+                  "input", "select", "textarea", "svg", "iframe", "[role=navigation]",
+                  ".headerlink", ".copy-button", ".sphinxsidebar", ".related", ".breadcrumbs",
+                  ".navheader", ".navfooter", "table.nav", "table.navigation", "div.header")
 _ANCHOR_TEXT = {"#", "¶", "§", "🔗", ""}
 _LANGUAGE = re.compile(r"(?:language|lang|highlight-source|highlight)-([\w+#.-]+)$")
 _BLANK_RUNS = re.compile(r"\n{3,}")
+# text that Markdown would read as a heading or a fence at a line start ("# Modify this")
+_MARKUP_AT_LINE_START = re.compile(r"(^|\n)([ \t]*)(#|```|~~~)")
 
 
 def code_language(pre) -> str:
@@ -53,14 +61,19 @@ def is_signature(dt) -> bool:
             or bool(_OBJECT_CLASSES & set((dl.get("class") or []) if dl is not None else [])))
 
 
+@functools.cache
 def _converter():
     """markdownify's converter, with definition lists flattened: an API entry's signature
     becomes a heading one level below the sections (`####`, deeper when nested), so its
     description, code and tables are chunked under it; a glossary term a bold line. Their
-    bodies are not indented (an indented fence would not read as a code block)."""
+    bodies are not indented (an indented fence would not read as a code block). Text that
+    would read as a heading or a fence at a line start is escaped (`\\#`)."""
     from markdownify import MarkdownConverter
 
     class PageConverter(MarkdownConverter):
+        def escape(self, text, parent_tags):
+            return _MARKUP_AT_LINE_START.sub(r"\1\2\\\3", super().escape(text, parent_tags))
+
         def convert_dt(self, el, text, parent_tags):
             text = " ".join((text or "").split())
             if "_inline" in parent_tags or not text:
@@ -80,6 +93,21 @@ def _converter():
     return PageConverter
 
 
+def merge_signatures(root) -> None:
+    """Consecutive signatures over one description ("bytes.expandtabs" and
+    "bytearray.expandtabs") become one heading, "a / b", so the description sits under both."""
+    for dt in root.find_all("dt"):
+        if dt.parent is None or not is_signature(dt):
+            continue
+        nxt = dt.find_next_sibling()
+        while nxt is not None and nxt.name == "dt" and is_signature(nxt):
+            dt.append(" / ")
+            for child in list(nxt.children):
+                dt.append(child.extract())
+            nxt.decompose()
+            nxt = dt.find_next_sibling()
+
+
 def main_content(soup):
     """The element holding the page's content (see `MAIN_SELECTORS`)."""
     for selector in MAIN_SELECTORS:
@@ -89,12 +117,23 @@ def main_content(soup):
     return soup.body or soup
 
 
-def html_to_markdown(raw: str | bytes) -> str:
-    """The main content of an HTML page as Markdown ("" when it has no text). Bytes are decoded
-    as the page declares (`<meta charset>`), else as UTF-8 or the likeliest encoding."""
+def page_title(soup, root) -> str:
+    """The page's first <h1> in its main content, else its <title>, permalinks aside."""
+    for node in (root.find("h1"), soup.find("title")):
+        if node is not None:
+            text = " ".join(node.get_text(" ").split()).rstrip("¶#§ ")
+            if text:
+                return text
+    return ""
+
+
+def convert_page(raw: str | bytes) -> tuple[str, str]:
+    """(the main content of an HTML page as Markdown, its title); ("", "") when it has no
+    text. Bytes are decoded as the page declares (`<meta charset>`), else as UTF-8 or the
+    likeliest encoding. lxml parses it as browsers do (`<li>` and `<td>` without end tags)."""
     from bs4 import BeautifulSoup
 
-    soup = BeautifulSoup(raw, "html.parser")
+    soup = BeautifulSoup(raw, "lxml")
     root = main_content(soup)
     for selector in DROP_SELECTORS:
         for node in root.select(selector):
@@ -106,21 +145,30 @@ def html_to_markdown(raw: str | bytes) -> str:
         codes = pre.find_all("code", recursive=False)
         for code in codes[1:]:
             code.insert_before("\n\n")
+    merge_signatures(root)
+    title = page_title(soup, root)
     converter = _converter()(heading_style="ATX", bullets="-", strip=["a", "img"],
-                                  code_language_callback=code_language,
-                                  escape_underscores=False, escape_asterisks=False,
-                                  escape_misc=False, table_infer_header=True)
+                             code_language_callback=code_language,
+                             escape_underscores=False, escape_asterisks=False,
+                             escape_misc=False, table_infer_header=True)
     text = converter.convert_soup(root)
     text = "\n".join(line.rstrip() for line in text.splitlines())
-    return _BLANK_RUNS.sub("\n\n", text).strip() + "\n" if text.strip() else ""
+    if not text.strip():
+        return "", ""
+    return _BLANK_RUNS.sub("\n\n", text).strip() + "\n", title
+
+
+def html_to_markdown(raw: str | bytes) -> str:
+    """The main content of an HTML page as Markdown ("" when it has no text)."""
+    return convert_page(raw)[0]
 
 
 class DocxError(ValueError):
     """The file is not a readable Word document; the caller names the file."""
 
 
-def docx_to_markdown(raw: bytes) -> str:
-    """A Word document (.docx) as Markdown, through mammoth's HTML ("" when it has no text)."""
+def docx_to_markdown(raw: bytes) -> tuple[str, str]:
+    """A Word document (.docx) as (Markdown, title), through mammoth's HTML."""
     import io
     import zipfile
 
@@ -130,4 +178,4 @@ def docx_to_markdown(raw: bytes) -> str:
         html = mammoth.convert_to_html(io.BytesIO(raw)).value
     except (zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise DocxError(f"not a readable .docx (Word 2007 or later) file ({exc})") from None
-    return html_to_markdown(html)
+    return convert_page(html)

@@ -6,8 +6,9 @@ cannot:
   page, becomes a heading there (`#` per outline level, one deeper than its parent); not found,
   it heads its page. A PDF without an outline gets `## Page N` at each page, so every chunk's
   heading path names its page;
-- a running header or footer (a first or last line repeated on at least half the pages, page
-  numbers included) is dropped;
+- a running header or footer (a page's first or last line repeated, digits aside, on 3 pages or
+  more, or on half of a shorter PDF) is dropped; one that text extraction prints mid-page is
+  kept (a line repeated inside the text may be content);
 - "•" / "◦" / "▪" bullets become "- " list items; a word hyphenated across a line end is
   joined ("man-" + "agement" → "management", only before a lower-case letter);
 - a line ending a sentence well short of the page's usual line width ends its paragraph.
@@ -27,7 +28,6 @@ from collections import Counter
 _BULLET = re.compile(r"^\s*[•◦▪●‣∙]\s*")
 _HYPHENATED = re.compile(r"([A-Za-z]{2,})-\n([a-z])")
 _DIGITS = re.compile(r"\d+")
-_PAGE_NUMBERED = re.compile(r"#\s+\D.*|.*\D\s+#")  # "Chapter #: Utilities #", "# Manual"
 
 
 class PdfError(ValueError):
@@ -59,31 +59,28 @@ def _outline(reader) -> list[tuple[int, str, int]]:
 
 
 def _running_lines(pages: list[list[str]]) -> set[str]:
-    """First and last lines (digits ignored) repeated on 3 pages or more, or on at least half
-    of a short PDF's pages: page numbers, "Chapter 3: Utilities 7"."""
+    """First and last lines of a page (digits ignored: page numbers) repeated on 3 pages or
+    more, or on at least half of a PDF of fewer pages. Only those two lines: a line repeated
+    inside the text is content (a table's rows), even where a header printed mid-page by the
+    text's extraction order is kept."""
     seen: Counter[str] = Counter()
     for lines in pages:
-        keys = {_DIGITS.sub("#", ln.strip()) for ln in (lines[:1] + lines[-1:]) if ln.strip()}
-        # elsewhere on the page (text extraction order), a short line a page number starts
-        # or ends
-        keys |= {key for ln in lines if len(ln) < 80
-                 and _PAGE_NUMBERED.fullmatch(key := _DIGITS.sub("#", ln.strip()))}
-        seen.update(keys)
+        seen.update({_DIGITS.sub("#", ln.strip()) for ln in (lines[:1] + lines[-1:]) if ln.strip()})
     return {key for key, n in seen.items() if n >= 2 and (n >= 3 or n >= len(pages) / 2)}
 
 
-def _title_at(lines: list[str], title: str) -> int | None:
-    """The line that prints an outline title, alone or after its number ("3.3 Invoking x",
-    "Chapter 2: x", "A.1 x"), case and hyphens aside."""
+def _title_at(lines: list[str], title: str, start: int = 0) -> int | None:
+    """The line (at or after `start`) that prints an outline title, alone or after its number
+    ("3.3 Invoking x", "Chapter 2: x", "A.1 x"), case and hyphens aside; a numbered line first
+    (a figure's label may repeat a section's title above it)."""
     def key(s: str) -> str:  # "Non-regular" and "Nonregular" alike
         return " ".join(s.replace("-", "").replace("\u00ad", "").split()).casefold()
 
-    want = re.compile(r"(?:(?:chapter|section|appendix|part)\s+\S+?:?\s+|[\da-z]{1,3}(?:\.\d+)*\.?\s+)?"
-                      + re.escape(key(title)))
-    for i, ln in enumerate(lines):
-        if want.fullmatch(key(ln)):
-            return i
-    return None
+    numbered = re.compile(r"(?:(?:chapter|section|appendix|part)\s+\S+?:?|[\da-z]{1,3}(?:\.\d+)*\.?)"
+                          r"\s+" + re.escape(key(title)))
+    found = [i for i in range(start, len(lines)) if numbered.fullmatch(key(lines[i]))]
+    found = found or [i for i in range(start, len(lines)) if key(lines[i]) == key(title)]
+    return found[0] if found else None
 
 
 def _paragraphs(lines: list[str]) -> list[str]:
@@ -109,17 +106,23 @@ def _paragraphs(lines: list[str]) -> list[str]:
 def pdf_to_markdown(raw: bytes) -> str:
     """The text of a PDF as Markdown ("" when it has no text layer); `PdfError` when pypdf
     cannot read it."""
+    import logging
+
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # its repairs, logged without the file
     try:
         reader = PdfReader(io.BytesIO(raw))
         if reader.is_encrypted and not reader.decrypt(""):
             raise PdfError("encrypted PDF (a password is needed); decrypt it first")
         pages = [(page.extract_text() or "").splitlines() for page in reader.pages]
         outline = _outline(reader)
-    except PyPdfError as exc:
-        raise PdfError(f"not a readable PDF ({exc})") from None
+    except PdfError:
+        raise
+    except (PyPdfError, TypeError, AttributeError, KeyError, IndexError, ValueError,
+            NotImplementedError, ZeroDivisionError) as exc:  # a damaged file, in pypdf's ways
+        raise PdfError(f"not a readable PDF ({type(exc).__name__}: {exc})") from None
     running = _running_lines(pages)
     depth0 = min((d for d, _, _ in outline), default=0)
     by_page: dict[int, list[tuple[int, str]]] = {}
@@ -134,13 +137,14 @@ def pdf_to_markdown(raw: bytes) -> str:
         if not outline and any(ln.strip() for ln in lines):
             blocks += [f"## Page {number + 1}", ""]
         top: list[str] = []
+        after = 0  # an outline entry is printed after the one before it on the same page
         for level, title in heads:
             hashes = "#" * min(6, level)
-            at = _title_at(lines, title)
+            at = _title_at(lines, title, after)
             if at is None:  # not a line of its page: it heads the page
                 top += [f"{hashes} {title}", ""]
             else:  # as printed, number included
-                lines[at] = f"\n{hashes} {' '.join(lines[at].split())}\n"
+                lines[at], after = f"\n{hashes} {' '.join(lines[at].split())}\n", at + 1
         blocks += top
         blocks += _paragraphs(lines) + [""]
     text = _HYPHENATED.sub(r"\1\2", "\n".join(blocks))

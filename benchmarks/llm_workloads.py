@@ -42,9 +42,9 @@ ARMS = {"old-default": {"AGENTIC_RAG_LLAMA_SERVER": "none"}, "new-default": {}}
 
 def python_pages(dest: Path) -> Path:
     """The ten library pages as a documents folder (the Python docs of `make datasets`)."""
-    from agentic_rag.datasets.corpora import _pydocs_root  # the loaders' own lookup
+    from agentic_rag.datasets.corpora import pydocs_root  # the loaders' own lookup
 
-    src = _pydocs_root() / "library"
+    src = pydocs_root() / "library"
     dest.mkdir(parents=True, exist_ok=True)
     for name in PAGES:
         shutil.copy(src / f"{name}.rst.txt", dest / f"{name}.rst")

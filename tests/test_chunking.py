@@ -180,3 +180,29 @@ def test_pathological_table_like_input_is_linear():
     text = ("| a " * 2000 + "\n") * 250  # ~2 MB, completes in ~1 s with the line parser
     blocks = parse_blocks(text)
     assert len(blocks) == 1 and blocks[0].kind == "paragraph"
+
+
+def test_an_item_far_over_the_budget_is_cut_and_a_long_step_is_not():
+    """A step up to ITEM_CEILING x max_tokens stays whole; a table of contents nested in one
+    item, or a generated index's one-row table, is cut into pieces within max_tokens."""
+    from agentic_rag.ingest.chunking import ITEM_CEILING
+
+    cfg = ChunkingConfig(max_tokens=64, overlap_tokens=0)
+    chunker = AgenticChunker(cfg)
+    step = "1. " + " ".join(f"word{i}" for i in range(60)) + "\n2. Then stop.\n"
+    doc = Document(id="steps.md", text=step)
+    chunks = chunker.chunk(doc)
+    assert [c.metadata.get("step") for c in chunks] == [1, 2]  # the long step whole
+    assert chunker.counter.count(chunks[0].text) > cfg.max_tokens
+    toc = "- Tutorial\n" + "".join(f"  - Section {i} of the tutorial\n" for i in range(200))
+    row = "| Index | Pages |\n| --- | --- |\n| " + " ".join(f"entry{i}," for i in range(400)) + " | 3 |\n"
+    for text, kinds in ((toc, {"list"}), (row, {"table", "table_row"})):
+        doc = Document(id="big.md", text=text)
+        assert chunker.counter.count(text) > ITEM_CEILING * cfg.max_tokens
+        chunks = chunker.chunk(doc)
+        assert {c.chunk_type for c in chunks} == kinds and len(chunks) > 10
+        header = 20 if "Index" in text else 0  # a row part repeats the table's header
+        assert max(c.token_count for c in chunks) <= cfg.max_tokens + header
+        _check_offsets(doc, chunks)
+        covered = "".join(c.text for c in chunks if c.chunk_type != "table_row")
+        assert "Section 199" in covered or "entry399" in covered

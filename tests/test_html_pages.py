@@ -76,8 +76,10 @@ def test_the_page_declares_its_encoding():
 
 def test_main_content_wins_over_the_page_around_it():
     page = ("<body><nav>Home | Docs</nav><div>Banner text</div><main><h2>Fees</h2>"
-            "<p>A wire costs $15.00.</p><aside>Related: loans</aside></main></body>")
-    assert html_to_markdown(page) == "## Fees\n\nA wire costs $15.00.\n"
+            "<p>A wire costs $15.00 [1].</p><aside class='footnote'><p>[1] Per transfer.</p></aside>"
+            "<div role='navigation'>Previous | Next</div></main></body>")
+    # docutils writes footnotes, sidebars and topics as <aside>: content, kept
+    assert html_to_markdown(page) == "## Fees\n\nA wire costs $15.00 [1].\n\n[1] Per transfer.\n"
     # no main element: the body, still without its navigation
     assert html_to_markdown("<body><nav>Home</nav><p>Only text.</p></body>") == "Only text.\n"
 
@@ -165,3 +167,56 @@ def test_a_word_document_reads_as_markdown_through_its_styles(tmp_path):
 
     with pytest.raises(DocumentError, match=r"old\.docx: not a readable \.docx"):
         read_document(tmp_path / "old.docx")
+
+
+def test_html_as_browsers_parse_it_and_text_that_looks_like_markdown():
+    assert html_to_markdown("<ul><li>one<li>two<li>three</ul>") == "- one\n- two\n- three\n"
+    assert html_to_markdown("<table><tr><th>a<th>b<tr><td>1<td>2</table>") == (
+        "| a | b |\n| --- | --- |\n| 1 | 2 |\n")
+    # a line of text starting with "#" is no heading, nor "```" a fence
+    assert html_to_markdown("<p>Install:<br># Modify this<br>```<br>x</p>") == (
+        "Install:\n\\# Modify this\n\\```\nx\n")
+
+
+def test_the_title_is_the_first_h1_not_the_navigation_bar(tmp_path):
+    page = tmp_path / "fees.html"
+    page.write_text("<html><head><title>Fees - Bank docs</title></head><body>"
+                    "<div class='header'>Next: Loans, Up: Top [Index]</div>"
+                    "<table class='nav'><tr><td>Prev</td><td>Bank docs</td></tr></table>"
+                    "<h1>Fees<a class='headerlink' href='#fees'>¶</a></h1><p>A wire: $15.</p>"
+                    "</body></html>")
+    doc = read_document(page)
+    assert doc.title == "Fees" and doc.text == "# Fees\n\nA wire: $15.\n"
+    page.write_text("<html><head><title>Fees - Bank docs</title></head><body><p>A wire.</p>")
+    assert read_document(page).title == "Fees - Bank docs"  # no <h1>: the <title>
+
+
+def test_signatures_over_one_description_share_its_heading():
+    page = ('<div class="body"><dl class="py method"><dt class="sig">bytes.expandtabs(tabsize=8)'
+            '</dt><dt class="sig">bytearray.expandtabs(tabsize=8)</dt><dd><p>Return a copy.</p>'
+            "</dd></dl></div>")
+    assert html_to_markdown(page) == (
+        "#### bytes.expandtabs(tabsize=8) / bytearray.expandtabs(tabsize=8)\n\nReturn a copy.\n")
+
+
+def test_a_page_nested_too_deeply_is_named(tmp_path):
+    from agentic_rag import DocumentError
+
+    (tmp_path / "deep.html").write_text("<font size=2>word " * 600)
+    with pytest.raises(DocumentError, match=r"deep\.html: nested too deeply"):
+        read_document(tmp_path / "deep.html")
+
+
+def test_a_built_sphinx_site_gives_its_pages_not_its_copies_or_generated_pages(tmp_path):
+    site = tmp_path / "html"
+    for rel in ("index.html", "library/os.html", "genindex.html", "genindex-A.html",
+                "py-modindex.html", "search.html", "searchindex.js", "_sources/library/os.rst.txt",
+                "_static/basic.css", "_static/doctools.html", "_modules/os.html",
+                ".git/README.md", "node_modules/pkg/README.md"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text("<main><p>x</p></main>")
+    assert sorted(d for _, d in iter_document_paths([site])) == [
+        "html/index.html", "html/library/os.html"]
+    # without searchindex.js it is no Sphinx site: a page named search.html is a document
+    (site / "searchindex.js").unlink()
+    assert "html/search.html" in {d for _, d in iter_document_paths([site])}

@@ -30,7 +30,9 @@ def cache_dir() -> Path:
     return Path(os.environ.get("AGENTIC_RAG_DATA", "datasets/cache"))
 
 
-def _pydocs_root() -> Path:
+def pydocs_root() -> Path:
+    """The `_sources` folder of the Python 3.11 documentation (`make datasets`); its parent is
+    the built HTML site."""
     for base in (cache_dir() / "python3.11-doc", Path("/")):
         root = base / PYDOCS_SUBDIR
         if root.is_dir():
@@ -44,7 +46,7 @@ def _pydocs_root() -> Path:
 
 def python_docs(sections: tuple[str, ...] = DEFAULT_PYDOC_SECTIONS) -> list[Document]:
     """The .rst sources of the given top-level sections (e.g. tutorial, howto, faq, library)."""
-    root = _pydocs_root()
+    root = pydocs_root()
     docs = []
     for section in sections:
         folder = root / section

@@ -9,6 +9,9 @@ structure an agent needs intact:
   is too long) AND one `table_row` chunk per row, rendered with the header;
 - a list / procedure is one chunk if it fits, else split between items (steps),
   never inside one; chunks carry their step numbers;
+- an item or table row longer than `ITEM_CEILING` × `max_tokens` (a generated index page's
+  one-row table, a whole table of contents nested in one item) is not a step: it is cut at
+  its lines, then as prose, into pieces within `max_tokens`;
 - consecutive paragraphs under one heading are packed together and split
   recursively (paragraph → line → sentence → word) by tokens with overlap.
 
@@ -25,6 +28,7 @@ from agentic_rag.ingest.tokens import TokenCounter, make_token_counter
 
 _PROSE_SEPARATORS = ("\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ")
 _CODE_BOUNDARY_PREFIXES = ("def ", "class ", "async def ", "@")
+ITEM_CEILING = 4  # a list item or table row is kept whole up to this many times max_tokens
 
 
 def chunk_id(doc_id: str, chunk_type: str, start: int, end: int) -> str:
@@ -137,19 +141,37 @@ class AgenticChunker:
         else:  # header-repeating parts, split between rows
             groups = _pack([(it.start, it.end) for it in b.items],
                            lambda s, e: self.counter.count(f"{header}\n{text[s:e]}"),
-                           cfg.max_tokens)
+                           cfg.max_tokens, split=self._oversize_split(text))
             for gi, (s, e) in enumerate(groups):
                 start = b.start if gi == 0 else s
                 body = text[start:e] if gi == 0 or not header else f"{header}\n{text[s:e]}"
                 out.append(self._make(doc, b, "table", start, e, text=body, rows=n_rows,
                                       part=gi + 1, parts=len(groups)))
         if cfg.table_rows:
+            split = self._oversize_split(text)
             for ri, it in enumerate(b.items, 1):
-                row = text[it.start:it.end]
-                body = f"{header}\n{row}" if header else row
-                out.append(self._make(doc, b, "table_row", it.start, it.end, text=body,
-                                      row=ri, rows=n_rows))
+                pieces = split(it.start, it.end)
+                for s, e in pieces if len(pieces) == 1 else _pack(
+                        pieces, lambda s, e: self.counter.count(text[s:e]), cfg.max_tokens):
+                    row = text[s:e]
+                    body = f"{header}\n{row}" if header else row
+                    out.append(self._make(doc, b, "table_row", s, e, text=body,
+                                          row=ri, rows=n_rows))
         return out
+
+    def _oversize_split(self, text: str):  # noqa: ANN202
+        """(s, e) → [(s, e)] for an item within `ITEM_CEILING` × max_tokens, else its lines,
+        a line still over max_tokens cut as prose."""
+        cap, count = self.config.max_tokens, self.counter.count
+
+        def split(s: int, e: int) -> list[tuple[int, int]]:
+            if count(text[s:e]) <= ITEM_CEILING * cap:
+                return [(s, e)]
+            out: list[tuple[int, int]] = []
+            for ls, le in _line_spans(text, s, e):
+                out.extend((a, b) for a, b, _ in _atoms(text, ls, le, count, cap))
+            return [(a, b) for a, b in out if text[a:b].strip()]
+        return split
 
     # -- lists / procedures -----------------------------------------------------------
     def _list(self, doc: Document, b: Block) -> list[Chunk]:
@@ -158,7 +180,8 @@ class AgenticChunker:
             return [self._make(doc, b, "list", b.start, b.end, ordered=b.ordered,
                                **_step_meta(b.items))]
         groups = _pack([(it.start, it.end) for it in b.items],
-                       lambda s, e: self.counter.count(text[s:e]), self.config.max_tokens)
+                       lambda s, e: self.counter.count(text[s:e]), self.config.max_tokens,
+                       split=self._oversize_split(text))
         out, k = [], 0
         for s, e in groups:  # groups are unions of whole items, in order: steps are never cut
             first = k

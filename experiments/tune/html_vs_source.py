@@ -58,12 +58,16 @@ def node() -> tuple[dict[str, list[Document]], list[dict]]:
 _ROLE = re.compile(r":[\w:.+-]+:`(~?)\.?([^`<]*?)\s*(?:<[^>]*>)?`")
 
 
+def loose(s: str) -> str:
+    """Lower case, punctuation read as a space, padded: " os getenv key default none "."""
+    return " " + " ".join(re.sub(r"[^\w]+", " ", s.lower()).split()) + " "
+
+
 def loose_at_5(hits, answers: list[str]) -> float:  # noqa: ANN001
     """answer@5 with punctuation read as a space: "os.getenv(key, default=None)" holds
     "getenv(key, default=None)" (the project's SQuAD normalisation deletes punctuation, so
     there "osgetenvkey" does not hold "getenvkey")."""
-    def norm(s: str) -> str:
-        return " " + " ".join(re.sub(r"[^\w]+", " ", s.lower()).split()) + " "
+    norm = loose
     refs = [norm(a) for a in answers if norm(a).strip()]
     return float(any(r in norm(chunk_view(h)) for h in hits[:5] for r in refs))
 
@@ -75,13 +79,13 @@ def rendered(answer: str) -> str:
 
 
 def python() -> tuple[dict[str, list[Document]], list[dict]]:
-    from agentic_rag.datasets.corpora import _pydocs_root
+    from agentic_rag.datasets.corpora import pydocs_root
     from agentic_rag.datasets.qa import python_library_qa
 
     ds = python_library_qa()
     gold = {d for rel in ds.qrels.values() for d in rel}
     source = [d for d in ds.corpus if d.id in gold]
-    html_root = _pydocs_root().parent  # .../html/_sources → .../html
+    html_root = pydocs_root().parent  # .../html/_sources → .../html
     html = [read_document(html_root / d.id.removeprefix("pydocs/").replace(".rst", ".html"), d.id)
             for d in source]
     split = ds.fixed_split
@@ -126,14 +130,15 @@ SPEC = Path("/usr/share/doc/shared-mime-info")
 
 def pdf_recovery() -> dict:
     """The Shared MIME-info specification as PDF and as HTML (Debian's shared-mime-info): the
-    PDF's headings that are HTML sections, and the HTML's prose sentences (6 words or more,
-    outside code blocks) found in the PDF's text (`loose_at_5`'s normalisation)."""
-    def norm(s: str) -> str:
-        return " " + " ".join(re.sub(r"[^\w]+", " ", s.lower()).split()) + " "
-
+    PDF's headings that are HTML sections, the HTML's prose sentences (6 words or more, outside
+    code blocks, lists and tables) and the lines of its code blocks found in the PDF's text
+    (`loose`)."""
+    norm = loose
     pdf = read_document(SPEC / "shared-mime-info-spec.pdf").text
     html = "\n".join(read_document(f).text for f in sorted((SPEC / "shared-mime-info-spec.html")
                                                               .glob("*.html")))
+    code = [ln for block in re.findall(r"^```[^\n]*\n(.*?)^```$", html, flags=re.M | re.S)
+            for ln in block.splitlines() if loose(ln).strip()]
     html = re.sub(r"^```.*?^```$", "", html, flags=re.M | re.S)
     heads = [norm(h.lstrip("#")) for h in re.findall(r"^#+ .*$", pdf, re.M)]
     html_heads = {norm(h.lstrip("#")) for h in re.findall(r"^#+ .*$", html, re.M)}
@@ -145,7 +150,9 @@ def pdf_recovery() -> dict:
     return {"pdf_headings": len(heads), "pdf_headings_in_html": sum(h in html_heads for h in heads),
             "html_sentences": len(sentences), "found_in_pdf": len(found),
             "share": len(found) / len(sentences),
-            "not_found_examples": [x for x in sentences if norm(x) not in hay][:8]}
+            "not_found_examples": [x for x in sentences if norm(x) not in hay][:8],
+            "html_code_lines": len(code), "code_lines_in_pdf": sum(norm(x) in hay for x in code),
+            "code_not_found": [x for x in code if norm(x) not in hay][:12]}
 
 
 def main(corpus: str) -> dict:
