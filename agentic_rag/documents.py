@@ -1,14 +1,10 @@
-"""The records that flow through the pipeline: `Document` in, `Chunk` out, `Hit` back.
-
-Also reading documents from disk, with a clear error for binary / non-UTF-8 files.
-"""
+"""The records that flow through the pipeline: `Document` in, `Chunk` out, `Hit` back, and
+`DocumentError`, which names the file. Reading files into documents is `ingest.readers`."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -31,8 +27,6 @@ class GoldSpan(BaseModel):
     start: int
     end: int
 CHUNK_TYPES: tuple[str, ...] = ("code", "table", "table_row", "list", "prose", "heading")
-DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".html", ".htm", ".pdf", ".docx")
-HTML_SUFFIXES = (".html", ".htm")
 
 
 class DocumentError(ValueError):
@@ -40,7 +34,6 @@ class DocumentError(ValueError):
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_PAGE_HEADING = re.compile(r"^## Page \d+$")
 
 
 def clean_text(text: str) -> str:
@@ -141,101 +134,3 @@ class Hit(BaseModel):
     retriever: str = "dense"
     raw_score: float | None = None
     warning: str | None = None  # e.g. stale content (tiered index)
-
-
-def read_document(path: str | Path, doc_id: str | None = None) -> Document:
-    """Read one .md / .rst / .txt file, or an .html / .htm page or a .docx (`html_pages`) or a
-    PDF's text (`pdf_pages`) as Markdown; binary, non-UTF-8 or unreadable content raises
-    `DocumentError`."""
-
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DocumentError(f"{path}: cannot read file: {exc.strerror}") from None
-    name, metadata, title = path.name.lower(), {}, ""
-    if name.endswith((".pdf", ".docx", *HTML_SUFFIXES)):
-        text, title = _converted(path, raw)
-        metadata = {"converted_from": "html" if name.endswith(HTML_SUFFIXES)
-                    else name.rsplit(".", 1)[1]}
-    elif b"\x00" in raw[:8192]:
-        raise DocumentError(f"{path}: looks like a binary file (NUL bytes); expected UTF-8 text")
-    else:
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise DocumentError(
-                f"{path}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-                "convert it to UTF-8 first"
-            ) from None
-    return Document(id=doc_id or path.as_posix(), text=text, title=title or first_line(text),
-                    source=path.as_posix(), format=detect_format(path.name), metadata=metadata)
-
-
-def first_line(text: str) -> str:
-    """A document's title by default: its first line that is not an underline, nor a PDF's
-    "## Page 1"."""
-    for line in text.splitlines():
-        if (line.strip() and not set(line.strip()) <= set("=-*#~^")
-                and not _PAGE_HEADING.match(line)):
-            return line.strip().lstrip("#").strip()
-    return ""
-
-
-def _converted(path: Path, raw: bytes) -> tuple[str, str]:
-    """(Markdown, title) of a PDF (`pdf_pages`), an HTML page or a .docx (`html_pages`); the
-    title "" where the first line of the text is to be used. An HTML page decodes as its own
-    <meta charset> says; one with no text in its main content (a redirect stub) reads as an
-    empty document, as an empty .md does."""
-    from agentic_rag.html_pages import DocxError, convert_page, docx_to_markdown
-    from agentic_rag.pdf_pages import PdfError, pdf_to_markdown
-
-    try:
-        if path.name.lower().endswith(".pdf"):
-            return pdf_to_markdown(raw), ""
-        if path.name.lower().endswith(".docx"):
-            return docx_to_markdown(raw)
-        return convert_page(raw)
-    except (PdfError, DocxError) as exc:
-        raise DocumentError(f"{path}: {exc}") from None
-    except RecursionError:
-        raise DocumentError(f"{path}: nested too deeply to convert") from None
-
-
-# folders a documentation folder holds that are not its documents: hidden ones (.git, .venv),
-# dependencies, and a built Sphinx site's copies of its sources, assets and highlighted code
-SKIPPED_FOLDERS = {"node_modules", "__pycache__", "site-packages", "_sources", "_static",
-                   "_images", "_downloads", "_modules"}
-# a built Sphinx site's generated pages (index, module index, search): no content of their own
-SPHINX_GENERATED = re.compile(r"(genindex(-\w+)?|py-modindex|search)\.html?")
-
-
-def skipped_in_folder(rel: Path, folder: Path) -> bool:
-    """Whether a folder walk leaves out `rel` (a path inside `folder`): under a hidden or
-    `SKIPPED_FOLDERS` folder, or a Sphinx site's generated page (where `searchindex.js`
-    stands beside it)."""
-    if any(part.startswith(".") or part in SKIPPED_FOLDERS for part in rel.parts[:-1]):
-        return True
-    return bool(SPHINX_GENERATED.fullmatch(rel.name.lower())
-                and (folder / rel).with_name("searchindex.js").exists())
-
-
-def iter_document_paths(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str]]:
-    """Expand files and folders into (file, doc_id); ids are paths relative to the folder's parent.
-    A folder's documents are its files with a `DOC_SUFFIXES` suffix, recursively, but not those
-    `skipped_in_folder`; a file given by itself must be a document too."""
-    for p in map(Path, paths):
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if (f.is_file() and f.name.lower().endswith(DOC_SUFFIXES)
-                        and not skipped_in_folder(f.relative_to(p), p)):
-                    yield f, (Path(p.resolve().name) / f.relative_to(p)).as_posix()
-        elif p.is_file():
-            if not p.name.lower().endswith(DOC_SUFFIXES):  # as a folder's files are chosen
-                hint = ("; a question set given after `testset --exclude a.jsonl` is read as a "
-                        "document: repeat --exclude before each file"
-                        if p.suffix.lower() in (".jsonl", ".json") else "")
-                raise DocumentError(f"{p}: not a document ({', '.join(DOC_SUFFIXES)}){hint}")
-            yield p, p.name
-        else:
-            raise DocumentError(f"{p}: no such file or folder")

@@ -68,7 +68,7 @@ def test_testset_refuses_a_question_set_among_the_documents(tmp_path):
     """`--exclude a.jsonl b.jsonl` (or `--exclude dir{,-s1}/x.jsonl` in a shell) hands b.jsonl to
     DOCS; it was read as a document (issue 40's shared-dev run: 94 of 148 draws were chunks of
     such files). It is an error naming the file, before any LLM call
-    (`documents.iter_document_paths`, so `index` and `tune` refuse it too)."""
+    (`ingest.readers.iter_document_paths`, so `index` and `tune` refuse it too)."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nThe fee is $5.00.\n")
@@ -81,7 +81,8 @@ def test_testset_refuses_a_question_set_among_the_documents(tmp_path):
     assert "b.jsonl: not a document" in res.output
     assert "repeat --exclude before each file" in res.output
     # a file given by itself is chosen as a folder's files are: by suffix
-    from agentic_rag.documents import DocumentError, iter_document_paths
+    from agentic_rag.documents import DocumentError
+    from agentic_rag.ingest.readers import iter_document_paths
 
     (tmp_path / "notes.csv").write_text("a,b\n")
     with pytest.raises(DocumentError, match=r"notes.csv: not a document \(\.md"):

@@ -84,7 +84,7 @@ def test_load_local_jsonl_csv_and_errors(tmp_path):
 
 def test_sample_folder_is_a_reproducible_stand_in_for_a_users_folder(tmp_path):
     from agentic_rag.datasets.corpora import banking_documents, sample_folder
-    from agentic_rag.documents import iter_document_paths
+    from agentic_rag.ingest.readers import iter_document_paths
 
     folder = sample_folder("banking", 5, 0, tmp_path / "a")
     assert folder.name == "banking-5-s0"

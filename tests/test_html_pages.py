@@ -9,8 +9,8 @@ import pytest
 
 from agentic_rag import AgenticChunker, read_document
 from agentic_rag.config import ChunkingConfig
-from agentic_rag.documents import iter_document_paths
-from agentic_rag.html_pages import html_to_markdown
+from agentic_rag.ingest.html import html_to_markdown
+from agentic_rag.ingest.readers import iter_document_paths
 
 # the shape of a Sphinx page: a sidebar, a body with permalinks, a highlighted block, a table
 SPHINX = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>retry — Retrying calls</title>

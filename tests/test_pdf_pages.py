@@ -12,7 +12,7 @@ import pytest
 
 from agentic_rag import AgenticChunker, DocumentError, read_document
 from agentic_rag.config import ChunkingConfig
-from agentic_rag.documents import iter_document_paths
+from agentic_rag.ingest.readers import iter_document_paths
 
 PAGES = [
     ["Retry Guide", "1 Overview", "The retry module calls a function again after transient",

@@ -205,7 +205,7 @@ def test_kill9_of_agentic_rag_index_cli(tmp_path, minilm, record_property):
     res = subprocess.run([cli, "index", str(docs_dir), "--home", str(home)], env=env,
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
-    from agentic_rag.documents import iter_document_paths, read_document
+    from agentic_rag.ingest.readers import iter_document_paths, read_document
 
     docs = [read_document(f, i) for f, i in iter_document_paths([docs_dir])]
     record_kill9_counts(record_property, check_in_step(home, docs, dim=minilm.dim))

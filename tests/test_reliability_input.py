@@ -13,9 +13,10 @@ from agentic_rag.config import ChunkingConfig, RAGConfig
 from agentic_rag.config_base import ConfigError
 from agentic_rag.datasets.base import DatasetError
 from agentic_rag.datasets.qa import load_local
-from agentic_rag.documents import Document, DocumentError, Hit, read_document
+from agentic_rag.documents import Document, DocumentError, Hit
 from agentic_rag.ingest.chunking import AgenticChunker
 from agentic_rag.ingest.markup import parse_blocks
+from agentic_rag.ingest.readers import read_document
 from agentic_rag.store.index import AgenticIndex
 
 from .fakes import FailingEmbedder, HashingEmbedder

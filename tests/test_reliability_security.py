@@ -67,7 +67,7 @@ socket.getaddrinfo = getaddrinfo
 steps = {{}}
 home, docs_dir, questions, base_url = sys.argv[1:5]
 from agentic_rag.config import RAGConfig
-from agentic_rag.documents import iter_document_paths, read_document
+from agentic_rag.ingest.readers import iter_document_paths, read_document
 from agentic_rag.store.index import AgenticIndex
 from agentic_rag.retrieve.pipeline import Pipeline
 cfg = RAGConfig(home=home).with_overrides({{"llm.base_url": base_url, "llm.max_tokens": 16,

@@ -214,7 +214,7 @@ def test_load_local_reads_the_generated_set_back(tmp_path):
     folder.mkdir()
     for name, text in DOCS.items():
         (folder / name).write_text(text)
-    from agentic_rag.documents import iter_document_paths, read_document
+    from agentic_rag.ingest.readers import iter_document_paths, read_document
 
     docs = [read_document(f, did) for f, did in iter_document_paths([folder])]
     res = generate_testset(docs, ScriptedGenerator(), n=3, seed=0, unanswerable=0.34,

@@ -13,7 +13,8 @@ import typer
 from agentic_rag.cli.app import ConfigOpt, HomeOpt, _config, _fail, app
 from agentic_rag.config import RAGConfig
 from agentic_rag.config_base import ConfigError
-from agentic_rag.documents import CHUNK_TYPES, DocumentError, Hit, iter_document_paths, read_document
+from agentic_rag.documents import CHUNK_TYPES, DocumentError, Hit
+from agentic_rag.ingest.readers import iter_document_paths, read_document
 
 SAMPLE_QUERIES: list[str] = [
     "How do I create and activate a virtual environment?",

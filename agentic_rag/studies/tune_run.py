@@ -35,7 +35,8 @@ from agentic_rag.studies.tune_space import (
 def read_folder(folder: Path) -> list:
     """The folder's documents; an error naming the folder (missing, no documents) or every
     file that cannot be read (binary, not UTF-8, unreadable), so all are fixed at once."""
-    from agentic_rag.documents import DocumentError, iter_document_paths, read_document
+    from agentic_rag.documents import DocumentError
+    from agentic_rag.ingest.readers import iter_document_paths, read_document
 
     if not folder.exists():
         raise TuneError(f"{folder}: no such folder")

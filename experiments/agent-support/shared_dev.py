@@ -186,8 +186,8 @@ def recheck(folder: str) -> dict:
 
     from agentic_rag.config import RAGConfig
     from agentic_rag.datasets.testset_filters import SubjectCheck
-    from agentic_rag.documents import iter_document_paths, read_document
     from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.ingest.readers import iter_document_paths, read_document
 
     drawn = _jsonl(OUT / "products.jsonl") + _jsonl(OUT / "products.rejected.jsonl")
     kinds = Counter("question set (.jsonl)" if r["chunk_id"].split("#")[0].endswith(".jsonl")

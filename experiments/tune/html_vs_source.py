@@ -33,10 +33,11 @@ from collections import Counter
 from pathlib import Path
 
 from agentic_rag.config import RAGConfig
-from agentic_rag.documents import Document, read_document
+from agentic_rag.documents import Document
 from agentic_rag.evaluation.containment import answer_at_k, chunk_view
 from agentic_rag.evaluation.retrieval import doc_run, ir_metrics
 from agentic_rag.experiments.stats import paired_bootstrap
+from agentic_rag.ingest.readers import read_document
 from agentic_rag.retrieve.pipeline import Pipeline
 
 HERE = Path(__file__).parent

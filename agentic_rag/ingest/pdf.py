@@ -1,4 +1,4 @@
-"""A PDF's text as Markdown (`read_document` calls this for .pdf files), with pypdf.
+"""A PDF's text as Markdown (`readers.read_document` calls this for .pdf files), with pypdf.
 
 A PDF has text, not structure, so this recovers what can be recovered cheaply and says what it
 cannot:

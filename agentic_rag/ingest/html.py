@@ -1,5 +1,5 @@
 """An HTML documentation page as Markdown, so the Markdown chunker keeps its code, tables and
-lists whole (`read_document` calls this for .html / .htm files).
+lists whole (`readers.read_document` calls this for .html / .htm and .docx files).
 
 Only the page's main content is kept: the first of `[role=main]`, `<main>`, `<article>`,
 Sphinx's `div.body` or `#content`, else `<body>`. Inside it, navigation bars, footers, forms,
