@@ -173,6 +173,8 @@ def test_html_as_browsers_parse_it_and_text_that_looks_like_markdown():
     assert html_to_markdown("<ul><li>one<li>two<li>three</ul>") == "- one\n- two\n- three\n"
     assert html_to_markdown("<table><tr><th>a<th>b<tr><td>1<td>2</table>") == (
         "| a | b |\n| --- | --- |\n| 1 | 2 |\n")
+    assert html_to_markdown("<table><tr><th>op<th>result<tr><td><code>x | y</code><td>or"
+                            "</table>") == "| op | result |\n| --- | --- |\n| `x \\| y` | or |\n"
     # a line of text starting with "#" is no heading, nor "```" a fence
     assert html_to_markdown("<p>Install:<br># Modify this<br>```<br>x</p>") == (
         "Install:\n\\# Modify this\n\\```\nx\n")

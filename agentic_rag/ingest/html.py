@@ -74,6 +74,12 @@ def _converter():
         def escape(self, text, parent_tags):
             return _MARKUP_AT_LINE_START.sub(r"\1\2\\\3", super().escape(text, parent_tags))
 
+        def convert_td(self, el, text, parent_tags):  # a "|" in a cell is no column break
+            return super().convert_td(el, text.replace("|", "\\|"), parent_tags)
+
+        def convert_th(self, el, text, parent_tags):
+            return super().convert_th(el, text.replace("|", "\\|"), parent_tags)
+
         def convert_dt(self, el, text, parent_tags):
             text = " ".join((text or "").split())
             if "_inline" in parent_tags or not text:
