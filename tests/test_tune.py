@@ -130,6 +130,24 @@ def test_a_cap_stops_cleanly_and_a_rerun_continues(tmp_path, fake_embedder):
     assert completions.calls == fresh.calls
 
 
+def test_fewer_questions_than_asked_are_said_with_the_reason(tmp_path, fake_embedder):
+    class HalfRoundTrip(_Completions):  # the "limits" questions fail their round trip
+        def create(self, **kw):  # noqa: ANN003, ANN202
+            reply = super().create(**kw)
+            if "limits, which" in kw["messages"][-1]["content"]:
+                reply.choices[0].message.content = "I don't know"
+            return reply
+
+    lines: list[str] = []
+    res = _tune(tmp_path, _folder(tmp_path), _chat(tmp_path, HalfRoundTrip()), log=lines.append)
+    short = [x for x in lines if x.startswith("only ")]
+    assert len(short) == 1, lines
+    kept = len((tmp_path / "tuned" / "questions.jsonl").read_text().splitlines())
+    assert short[0].startswith(f"only {kept} of --n 12 questions: every chunk with an answer "
+                               "span was drawn") and "add documents" in short[0]
+    assert 0 < kept < 12 and res.paths["config"].exists()
+
+
 def test_bad_folders_are_named_before_any_llm_call(tmp_path, fake_embedder):
     completions = _Completions()
     chat = _chat(tmp_path, completions)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -223,11 +224,25 @@ class TuneRun:
         self.log(f"{s['accepted']} questions kept of {s['drawn']} draws ({s['llm_calls']} "
                  f"calls); rejected {json.dumps(s['rejected'])}")
         dev = s["by_split"].get("dev", 0)
+        if s["accepted"] < self.n:
+            self.log(self._shortfall(s))
         if dev == 0 or s["by_split"].get("test", 0) == 0:
             raise TuneError(f"{qpath}: {s['accepted']} questions passed the filters "
                             f"({json.dumps(s['by_split'])}): too few to choose on dev and "
                             "report on test; add documents or raise --n")
         qpath.with_name("questions.tune.json").write_text(json.dumps(self._settings(docs)))
+
+    def _shortfall(self, s: dict) -> str:
+        """Why fewer than --n questions were kept, and what to do."""
+        from agentic_rag.datasets.testset_cost import ROUND_TRIP_PASS
+
+        cap = math.ceil(3 * self.n / ROUND_TRIP_PASS)
+        why = (f"the draw cap ({cap} = 3 x --n / {ROUND_TRIP_PASS}) was reached"
+               if s["drawn"] >= cap else
+               f"every chunk with an answer span was drawn ({s['drawn']})")
+        return (f"only {s['accepted']} of --n {self.n} questions: {why}; the choice rests on "
+                f"{s['by_split'].get('dev', 0)} dev and {s['by_split'].get('test', 0)} test "
+                "questions, so its intervals are wide: add documents for more")
 
     def _split_files(self, qpath: Path) -> tuple[Path, Path]:
         rows = [json.loads(x) for x in qpath.read_text(encoding="utf-8").splitlines() if x]
