@@ -206,3 +206,10 @@ def test_an_item_far_over_the_budget_is_cut_and_a_long_step_is_not():
         _check_offsets(doc, chunks)
         covered = "".join(c.text for c in chunks if c.chunk_type != "table_row")
         assert "Section 199" in covered or "entry399" in covered
+    # a step far over the budget: every piece says which step it is, none is empty
+    steps = "1. Open.\n2. " + " ".join(f"w{i}." for i in range(400)) + "\n3. Close.\n"
+    doc = Document(id="steps.md", text=steps)
+    chunks = chunker.chunk(doc)
+    assert [c.metadata.get("step") for c in chunks] == [1] + [2] * (len(chunks) - 2) + [3]
+    assert len(chunks) > 5 and all(c.text.strip() == c.text and c.text for c in chunks)
+    _check_offsets(doc, chunks)

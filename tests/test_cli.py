@@ -31,6 +31,11 @@ def test_index_and_search_typed(tmp_path, monkeypatch):
     # second run: nothing re-embedded
     res = runner.invoke(app, ["index", str(docs), "--home", str(home)])
     assert "2 documents unchanged" in res.output
+    # a page with no text (filled in by scripts) is named, not silently left out
+    (docs / "app.html").write_text("<html><body><div id='root'></div><script>x()</script></body>")
+    res = runner.invoke(app, ["index", str(docs), "--home", str(home)])
+    assert res.exit_code == 0 and "1 documents with no text, not indexed" in res.output
+    assert "docs/app.html" in res.output
 
 
 def test_bad_type_and_bad_config_are_named(tmp_path):

@@ -222,3 +222,22 @@ def test_a_built_sphinx_site_gives_its_pages_not_its_copies_or_generated_pages(t
     # without searchindex.js it is no Sphinx site: a page named search.html is a document
     (site / "searchindex.js").unlink()
     assert "html/search.html" in {d for _, d in iter_document_paths([site])}
+
+
+def test_damaged_pages_and_word_files_are_named_and_legacy_pages_decode(tmp_path):
+    import zipfile
+
+    from agentic_rag import DocumentError
+
+    with zipfile.ZipFile(tmp_path / "sheet.docx", "w") as z:  # an .xlsx renamed .docx
+        z.writestr("xl/workbook.xml", "<workbook/>")
+    with pytest.raises(DocumentError, match=r"sheet\.docx: not a readable \.docx"):
+        read_document(tmp_path / "sheet.docx")
+    (tmp_path / "image.html").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    with pytest.raises(DocumentError, match=r"image\.html: looks like a binary file"):
+        read_document(tmp_path / "image.html")
+    # no <meta charset> and not UTF-8: Windows-1252, as browsers read it, not a guess
+    (tmp_path / "old.html").write_bytes("<p>café crème</p>".encode("latin-1"))
+    assert read_document(tmp_path / "old.html").text == "café crème\n"
+    (tmp_path / "wide.html").write_bytes(b"\xff\xfe" + "<p>UTF-16 page</p>".encode("utf-16-le"))
+    assert read_document(tmp_path / "wide.html").text == "UTF-16 page\n"

@@ -112,3 +112,15 @@ def test_a_real_specification_gives_the_sections_of_its_html():
     assert len(pdf_heads) >= 20  # 24 outline entries: 1. Introduction ... 3. Contributors
     # "2.13. Non-regular files" too, which the outline spells "Nonregular"
     assert all(h in html_heads for h in pdf_heads), [h for h in pdf_heads if h not in html_heads]
+
+
+def test_a_page_number_footer_goes_and_the_same_digits_inside_a_page_stay(tmp_path):
+    pages = [["Ports", "The service listens on", "443", "and redirects from", "80", "1"],
+             ["More text on page two.", "2"], ["Still more text.", "3"],
+             ["A line of text", "-----", "```not a fence", "4"]]
+    path = tmp_path / "ports.pdf"
+    path.write_bytes(make_pdf(pages, outline=False))
+    text = read_document(path).text
+    assert "\n443\n" in text and "\n80\n" in text  # content, not page numbers
+    assert not re.search(r"^[1-4]$", text, re.M)  # the footers
+    assert "\\-----" in text and "\\```not a fence" in text  # no setext heading, no fence

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from types import SimpleNamespace as NS
 
 import pandas as pd
@@ -17,7 +18,7 @@ from agentic_rag.llm.cache import ChatCache
 from agentic_rag.llm.calls import LLMCallCap
 from agentic_rag.llm.client import OpenAIChatModel
 from agentic_rag.studies.tune import tune
-from agentic_rag.studies.tune_run import read_folder
+from agentic_rag.studies.tune_run import TuneRun, read_folder
 from agentic_rag.studies.tune_space import TuneError, choose_by_rule, profile, rule_table, search_space
 
 from .fakes import HashingEmbedder
@@ -146,6 +147,13 @@ def test_fewer_questions_than_asked_are_said_with_the_reason(tmp_path, fake_embe
     assert short[0].startswith(f"only {kept} of --n 12 questions: every chunk with an answer "
                                "span was drawn") and "add documents" in short[0]
     assert 0 < kept < 12 and res.paths["config"].exists()
+    # the draw cap counts the chunks without an answer span too (the committed Node.js run:
+    # 210 drawn + 30 without a span = 240 = 3 x 40 / 0.5)
+    summary = json.loads((Path(__file__).parents[1] / "experiments/tune/nodejs/"
+                          "questions.summary.json").read_text())
+    assert summary["drawn"] + summary["no_answer_span"] == 240
+    assert "the draw cap (240 = 3 x --n / 0.5) was reached" in TuneRun._shortfall(
+        NS(n=40), summary)
 
 
 def test_bad_folders_are_named_before_any_llm_call(tmp_path, fake_embedder):

@@ -97,6 +97,11 @@ def _index_docs(cfg: RAGConfig, docs):  # noqa: ANN001, ANN202
                f"added {dict(sorted(report.by_type.items()))}, {report.deleted_chunks} replaced, "
                f"{report.unchanged_documents} documents unchanged; "
                f"{idx.count()} chunks in {cfg.store.kind}, {n_lex} in BM25 ({cfg.home})")
+    if report.skipped:  # a scanned PDF, a page its scripts fill in: say so, by name
+        names = sorted(report.skipped)
+        typer.echo(f"{len(names)} documents with no text, not indexed (a scanned PDF or a page "
+                   f"filled in by scripts has none): {', '.join(names[:5])}"
+                   + (f" and {len(names) - 5} more" if len(names) > 5 else ""), err=True)
     return idx
 
 

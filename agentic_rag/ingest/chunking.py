@@ -11,7 +11,8 @@ structure an agent needs intact:
   never inside one; chunks carry their step numbers;
 - an item or table row longer than `ITEM_CEILING` × `max_tokens` (a generated index page's
   one-row table, a whole table of contents nested in one item) is not a step: it is cut at
-  its lines, then as prose, into pieces within `max_tokens`;
+  its lines, then as prose, into pieces within `max_tokens` (a row's pieces each repeat the
+  table's header; a piece of a step carries that step's number);
 - consecutive paragraphs under one heading are packed together and split
   recursively (paragraph → line → sentence → word) by tokens with overlap.
 
@@ -169,8 +170,8 @@ class AgenticChunker:
                 return [(s, e)]
             out: list[tuple[int, int]] = []
             for ls, le in _line_spans(text, s, e):
-                out.extend((a, b) for a, b, _ in _atoms(text, ls, le, count, cap))
-            return [(a, b) for a, b in out if text[a:b].strip()]
+                out.extend(_trim(text, a, b) for a, b, _ in _atoms(text, ls, le, count, cap))
+            return [(a, b) for a, b in out if a < b]
         return split
 
     # -- lists / procedures -----------------------------------------------------------
@@ -182,12 +183,9 @@ class AgenticChunker:
         groups = _pack([(it.start, it.end) for it in b.items],
                        lambda s, e: self.counter.count(text[s:e]), self.config.max_tokens,
                        split=self._oversize_split(text))
-        out, k = [], 0
-        for s, e in groups:  # groups are unions of whole items, in order: steps are never cut
-            first = k
-            while k < len(b.items) and b.items[k].end <= e:
-                k += 1
-            items = [it for it in b.items[first:k] if s <= it.start]
+        out = []
+        for s, e in groups:  # unions of whole items, in order (pieces of an oversize one aside)
+            items = [it for it in b.items if it.start < e and s < it.end]  # a piece: its step
             out.append(self._make(doc, b, "list", s, e, ordered=b.ordered, **_step_meta(items)))
         return out
 

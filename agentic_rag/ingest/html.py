@@ -33,8 +33,8 @@ DROP_SELECTORS = ("script", "style", "noscript", "template", "nav", "footer", "f
 _ANCHOR_TEXT = {"#", "¶", "§", "🔗", ""}
 _LANGUAGE = re.compile(r"(?:language|lang|highlight-source|highlight)-([\w+#.-]+)$")
 _BLANK_RUNS = re.compile(r"\n{3,}")
-# text that Markdown would read as a heading or a fence at a line start ("# Modify this")
-_MARKUP_AT_LINE_START = re.compile(r"(^|\n)([ \t]*)(#|```|~~~)")
+# text that Markdown would read as a heading, a fence or a setext underline at a line start
+_MARKUP_AT_LINE_START = re.compile(r"(^|\n)([ \t]*)(#|```|~~~|[-=]{2,}[ \t]*(?=\n|$))")
 
 
 def code_language(pre) -> str:
@@ -123,6 +123,24 @@ def main_content(soup):
     return soup.body or soup
 
 
+def decoded(raw: str | bytes) -> str:
+    """The page's text: as its BOM or `<meta charset>` declares, else UTF-8, else Windows-1252
+    (what browsers assume for an undeclared legacy page), never a statistical guess."""
+    if isinstance(raw, str):
+        return raw
+    from bs4.dammit import EncodingDetector
+
+    bom = "utf-16" if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else None
+    declared = bom or EncodingDetector.find_declared_encoding(raw, is_html=True)
+    for encoding in (declared, "utf-8-sig", "windows-1252"):
+        if encoding:
+            try:
+                return raw.decode(encoding)
+            except (UnicodeDecodeError, LookupError):
+                continue
+    return raw.decode("windows-1252", errors="replace")
+
+
 def page_title(soup, root) -> str:
     """The page's first <h1> in its main content, else its <title>, permalinks aside."""
     for node in (root.find("h1"), soup.find("title")):
@@ -135,11 +153,11 @@ def page_title(soup, root) -> str:
 
 def convert_page(raw: str | bytes) -> tuple[str, str]:
     """(the main content of an HTML page as Markdown, its title); ("", "") when it has no
-    text. Bytes are decoded as the page declares (`<meta charset>`), else as UTF-8 or the
-    likeliest encoding. lxml parses it as browsers do (`<li>` and `<td>` without end tags)."""
+    text. Bytes are decoded by `decoded`; lxml parses it as browsers do (`<li>` and `<td>`
+    without end tags)."""
     from bs4 import BeautifulSoup
 
-    soup = BeautifulSoup(raw, "lxml")
+    soup = BeautifulSoup(decoded(raw), "lxml")
     root = main_content(soup)
     for selector in DROP_SELECTORS:
         for node in root.select(selector):
@@ -177,11 +195,13 @@ def docx_to_markdown(raw: bytes) -> tuple[str, str]:
     """A Word document (.docx) as (Markdown, title), through mammoth's HTML."""
     import io
     import zipfile
+    from xml.parsers.expat import ExpatError
 
     import mammoth
 
     try:
         html = mammoth.convert_to_html(io.BytesIO(raw)).value
-    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, TypeError, AttributeError,
+            ExpatError) as exc:  # not a zip, no word/document.xml, malformed XML
         raise DocxError(f"not a readable .docx (Word 2007 or later) file ({exc})") from None
     return convert_page(html)

@@ -13,8 +13,8 @@ cannot:
   joined ("man-" + "agement" → "management", only before a lower-case letter);
 - a line ending a sentence well short of the page's usual line width ends its paragraph.
 Tables and code come out as lines of text: the chunker cannot keep them whole as it does for
-Markdown, HTML or reStructuredText. A line of the PDF's text starting with "#" (a comment in
-an example) is escaped ("\\#"), so it cannot read as a heading. A scanned PDF (no text layer)
+Markdown, HTML or reStructuredText. A line of the PDF's text that Markdown would read as
+structure ("# a comment" in an example, a fence, a line of dashes) is escaped ("\\#"). A scanned PDF (no text layer)
 reads as an empty document. The PDF's metadata title is not used (generated PDFs often carry a
 wrong one: "References", "Function and Data Index").
 """
@@ -28,6 +28,7 @@ from collections import Counter
 _BULLET = re.compile(r"^\s*[•◦▪●‣∙]\s*")
 _HYPHENATED = re.compile(r"([A-Za-z]{2,})-\n([a-z])")
 _DIGITS = re.compile(r"\d+")
+_UNDERLINE = re.compile(r"[-=]{2,}\s*")
 
 
 class PdfError(ValueError):
@@ -59,14 +60,39 @@ def _outline(reader) -> list[tuple[int, str, int]]:
 
 
 def _running_lines(pages: list[list[str]]) -> set[str]:
-    """First and last lines of a page (digits ignored: page numbers) repeated on 3 pages or
-    more, or on at least half of a PDF of fewer pages. Only those two lines: a line repeated
-    inside the text is content (a table's rows), even where a header printed mid-page by the
-    text's extraction order is kept."""
+    """The first two and last two lines of a page (digits ignored: page numbers) repeated there
+    on 3 pages or more, or on at least half of a PDF of fewer pages. Only there: a line
+    repeated inside the text is content (a table's rows), even where a header printed mid-page
+    by the text's extraction order is kept (`_without_running`)."""
     seen: Counter[str] = Counter()
     for lines in pages:
-        seen.update({_DIGITS.sub("#", ln.strip()) for ln in (lines[:1] + lines[-1:]) if ln.strip()})
+        lines = [ln for ln in lines if ln.strip()]
+        seen.update({_DIGITS.sub("#", ln.strip()) for ln in (lines[:2] + lines[-2:])})
     return {key for key, n in seen.items() if n >= 2 and (n >= 3 or n >= len(pages) / 2)}
+
+
+def _without_running(lines: list[str], running: set[str]) -> list[str]:
+    """The page without its running first and last lines: up to two at each end, the second
+    only when it is another running line than the first (a header over a rule); the same text
+    inside the page stays (a table row "80" is not a page number)."""
+    def key(ln: str) -> str:
+        return _DIGITS.sub("#", ln.strip())
+
+    lines = [ln for ln in lines if ln.strip()]
+    for end in (0, -1):
+        taken: set[str] = set()
+        while lines and len(taken) < 2 and key(lines[end]) in running - taken:
+            taken.add(key(lines.pop(end)))
+    return lines
+
+
+def _escaped(line: str) -> str:
+    """A line of the PDF's text that Markdown would read as structure (a heading "# ...", a
+    fence, a setext underline "-----") escaped with a backslash."""
+    stripped = line.lstrip()
+    if stripped.startswith(("#", "```", "~~~")) or _UNDERLINE.fullmatch(stripped):
+        return "\\" + stripped
+    return line
 
 
 def _title_at(lines: list[str], title: str, start: int = 0) -> int | None:
@@ -131,8 +157,7 @@ def pdf_to_markdown(raw: bytes) -> str:
     blocks: list[str] = []
     for number, lines in enumerate(pages):
         # text starting with "#" (a comment in an example) is escaped: it is no heading
-        lines = [("\\" + ln.lstrip()) if ln.lstrip().startswith("#") else ln
-                 for ln in lines if _DIGITS.sub("#", ln.strip()) not in running]
+        lines = [_escaped(ln) for ln in _without_running(lines, running)]
         heads = by_page.get(number, [])
         if not outline and any(ln.strip() for ln in lines):
             blocks += [f"## Page {number + 1}", ""]

@@ -71,6 +71,8 @@ def _converted(path: Path, raw: bytes) -> tuple[str, str]:
             return pdf_to_markdown(raw), ""
         if path.name.lower().endswith(".docx"):
             return docx_to_markdown(raw)
+        if b"\x00" in raw[:8192] and raw[:2] not in (b"\xff\xfe", b"\xfe\xff"):  # not UTF-16
+            raise DocumentError(f"{path}: looks like a binary file (NUL bytes), not an HTML page")
         return convert_page(raw)
     except (PdfError, DocxError) as exc:
         raise DocumentError(f"{path}: {exc}") from None

@@ -233,13 +233,19 @@ class TuneRun:
         qpath.with_name("questions.tune.json").write_text(json.dumps(self._settings(docs)))
 
     def _shortfall(self, s: dict) -> str:
-        """Why fewer than --n questions were kept, and what to do."""
+        """Why fewer than --n questions were kept, and what to do. The draw cap counts chunks
+        in the sampled order, those without an answer span included (`no_answer_span`)."""
         from agentic_rag.datasets.testset_cost import ROUND_TRIP_PASS
 
         cap = math.ceil(3 * self.n / ROUND_TRIP_PASS)
-        why = (f"the draw cap ({cap} = 3 x --n / {ROUND_TRIP_PASS}) was reached"
-               if s["drawn"] >= cap else
-               f"every chunk with an answer span was drawn ({s['drawn']})")
+        beyond = s["rejected"].get("knowable beyond its share", 0)
+        if s["drawn"] + s.get("no_answer_span", 0) >= cap:
+            why = f"the draw cap ({cap} = 3 x --n / {ROUND_TRIP_PASS}) was reached"
+        elif beyond:
+            why = (f"{beyond} answerable without the documents (general knowledge) were "
+                   "dropped beyond their share")
+        else:
+            why = f"every chunk with an answer span was drawn ({s['drawn']})"
         return (f"only {s['accepted']} of --n {self.n} questions: {why}; the choice rests on "
                 f"{s['by_split'].get('dev', 0)} dev and {s['by_split'].get('test', 0)} test "
                 "questions, so its intervals are wide: add documents for more")
