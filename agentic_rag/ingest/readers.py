@@ -49,11 +49,9 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
 
 
 def first_line(text: str) -> str:
-    """A document's title by default: its first line that is not an underline, nor a PDF's
-    "## Page 1"."""
+    """A document's title by default: its first line that is not an underline."""
     for line in text.splitlines():
-        if (line.strip() and not set(line.strip()) <= set("=-*#~^")
-                and not _PAGE_HEADING.match(line)):
+        if line.strip() and not set(line.strip()) <= set("=-*#~^"):
             return line.strip().lstrip("#").strip()
     return ""
 
@@ -67,8 +65,10 @@ def _converted(path: Path, raw: bytes) -> tuple[str, str]:
     from agentic_rag.ingest.pdf import PdfError, pdf_to_markdown
 
     try:
-        if path.name.lower().endswith(".pdf"):
-            return pdf_to_markdown(raw), ""
+        if path.name.lower().endswith(".pdf"):  # its title: the first line not "## Page N"
+            text = pdf_to_markdown(raw)
+            return text, first_line("\n".join(ln for ln in text.splitlines()
+                                              if not _PAGE_HEADING.match(ln)))
         if path.name.lower().endswith(".docx"):
             return docx_to_markdown(raw)
         if b"\x00" in raw[:8192] and raw[:2] not in (b"\xff\xfe", b"\xfe\xff"):  # not UTF-16
