@@ -14,7 +14,7 @@ from agentic_rag.cli.app import ConfigOpt, HomeOpt, _config, _fail, app
 from agentic_rag.config import RAGConfig
 from agentic_rag.config_base import ConfigError
 from agentic_rag.documents import CHUNK_TYPES, DocumentError, Hit
-from agentic_rag.ingest.readers import iter_document_paths, read_document
+from agentic_rag.ingest.readers import FORMATS, iter_document_paths, read_document
 
 SAMPLE_QUERIES: list[str] = [
     "How do I create and activate a virtual environment?",
@@ -61,7 +61,7 @@ def print_hits(hits: list[Hit], width: int = 300) -> None:
 
 @app.command()
 def index(
-    paths: Annotated[list[Path] | None, typer.Argument(help=".md/.rst/.txt/.html/.pdf/.docx files or folders")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help=f"{FORMATS} files or folders")] = None,
     corpus: Annotated[str | None, typer.Option(help="a named corpus instead of paths: "
                                                "default, python-docs, banking")] = None,
     config: ConfigOpt = None, home: HomeOpt = None,

@@ -19,11 +19,12 @@ from agentic_rag.cli.app import (
     _stopped_at_cap,
     app,
 )
+from agentic_rag.ingest.readers import FORMATS
 
 
 @app.command()
 def testset(
-    docs: Annotated[list[Path], typer.Argument(help="folders or files of .md/.rst/.txt/.html/.pdf/.docx documents")],
+    docs: Annotated[list[Path], typer.Argument(help=f"folders or files of {FORMATS} documents")],
     out: Annotated[Path, typer.Option(help="the set (JSONL); the rejected questions and a "
                                            "summary are written beside it")] = Path("questions.jsonl"),
     n: Annotated[int, typer.Option(min=1, help="questions to keep")] = 200,
@@ -105,7 +106,7 @@ def _read_docs(docs: list[Path], cfg, exclude: list[Path]) -> tuple[list, list, 
     except DocumentError as exc:
         _fail(str(exc))
     if not documents:
-        _fail(f"no .md/.rst/.txt/.html/.pdf/.docx documents in {', '.join(map(str, docs))}")
+        _fail(f"no {FORMATS} documents in {', '.join(map(str, docs))}")
     chunker = AgenticChunker(cfg.chunking)
     chunks = [c for d in documents for c in chunker.chunk(d)]
     try:

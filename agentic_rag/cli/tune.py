@@ -19,11 +19,12 @@ from agentic_rag.cli.app import (
     _stopped_at_cap,
     app,
 )
+from agentic_rag.ingest.readers import FORMATS
 
 
 @app.command()
 def tune(
-    folder: Annotated[Path, typer.Argument(help="a folder of .md/.rst/.txt/.html/.pdf/.docx documents")],
+    folder: Annotated[Path, typer.Argument(help=f"a folder of {FORMATS} documents")],
     n: Annotated[int, typer.Option(min=2, help="questions to generate (half dev, half test)")] = 200,
     budget: Annotated[str, typer.Option(
         help="search space: quick (a handful of configs), standard (+ gate modes, more "

@@ -214,7 +214,7 @@ def python_library_qa(path: str | Path | None = None) -> Dataset:
 
 def load_local(docs: str | Path, questions: str | Path, name: str = "local",
                knowable: bool = True, unanswerable: bool = True) -> Dataset:
-    """A folder (or file) of .md/.rst/.txt/.html/.pdf/.docx documents and a JSONL or CSV of questions
+    """A folder (or file) of documents (`readers.FORMATS`) and a JSONL or CSV of questions
     (`with_questions` reads them: the fields are described there)."""
     corpus = [read_document(f, did) for f, did in iter_document_paths([docs])]
     return with_questions(Dataset(name=name, corpus=corpus, queries=[], qrels={}), questions,

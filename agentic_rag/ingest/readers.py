@@ -1,6 +1,8 @@
-"""Files into `Document`s: Markdown, reStructuredText and plain text as they are; HTML pages
-and Word documents (`ingest.html`) and PDFs (`ingest.pdf`) converted to Markdown, so the
-chunker keeps their code, tables and lists whole. Binary, non-UTF-8 or unreadable files raise
+"""Files into `Document`s: reStructuredText and plain text as they are; Markdown and MDX as a
+documentation site writes them, read as plain Markdown (`ingest.mdx`: front matter, admonitions,
+components); HTML pages and Word documents (`ingest.html`), PDFs (`ingest.pdf`) and Jupyter
+notebooks (`ingest.notebook`) converted to Markdown, so the chunker keeps their code, tables
+and lists whole. Binary, non-UTF-8 or unreadable files raise
 `DocumentError`, which names the file. A folder is read recursively (`iter_document_paths`),
 leaving out what is not its documents (`skipped_in_folder`)."""
 
@@ -13,14 +15,18 @@ from typing import Any
 
 from agentic_rag.documents import Document, DocumentError, detect_format
 
-DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".html", ".htm", ".pdf", ".docx")
+DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".rst", ".txt", ".html", ".htm", ".pdf", ".docx",
+                ".ipynb")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
+FORMATS = ".md/.mdx/.rst/.txt/.html/.pdf/.docx/.ipynb"  # for help texts and errors
 HTML_SUFFIXES = (".html", ".htm")
 _PAGE_HEADING = re.compile(r"^## Page \d+$")
 
 
 def read_document(path: str | Path, doc_id: str | None = None) -> Document:
-    """Read one .md / .rst / .txt file, or an .html / .htm page or a .docx (`ingest.html`) or a
-    PDF's text (`ingest.pdf`) as Markdown; binary, non-UTF-8 or unreadable content raises
+    """Read one .rst / .txt file, a .md / .markdown / .mdx page (`ingest.mdx`), or an .html /
+    .htm page or a .docx (`ingest.html`), a PDF's text (`ingest.pdf`) or a notebook
+    (`ingest.notebook`) as Markdown; binary, non-UTF-8 or unreadable content raises
     `DocumentError`."""
 
     path = Path(path)
@@ -30,7 +36,7 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
         raise DocumentError(f"{path}: cannot read file: {exc.strerror}") from None
     name, title = path.name.lower(), ""
     metadata: dict[str, Any] = {}
-    if name.endswith((".pdf", ".docx", *HTML_SUFFIXES)):
+    if name.endswith((".pdf", ".docx", ".ipynb", *HTML_SUFFIXES)):
         text, title = _converted(path, raw)
         metadata = {"converted_from": "html" if name.endswith(HTML_SUFFIXES)
                     else name.rsplit(".", 1)[1]}
@@ -44,6 +50,12 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
                 f"{path}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
                 "convert it to UTF-8 first"
             ) from None
+        if name.endswith(MARKDOWN_SUFFIXES):
+            from agentic_rag.ingest.mdx import site_markdown
+
+            text, fields = site_markdown(text, mdx=name.endswith(".mdx"))
+            title = fields.pop("title")
+            metadata = fields  # description, tags, last_updated: where the front matter has them
     return Document(id=doc_id or path.as_posix(), text=text, title=title or first_line(text),
                     source=path.as_posix(), format=detect_format(path.name), metadata=metadata)
 
@@ -62,9 +74,12 @@ def _converted(path: Path, raw: bytes) -> tuple[str, str]:
     <meta charset> says; one with no text in its main content (a redirect stub) reads as an
     empty document, as an empty .md does."""
     from agentic_rag.ingest.html import DocxError, convert_page, docx_to_markdown
+    from agentic_rag.ingest.notebook import NotebookError, notebook_to_markdown
     from agentic_rag.ingest.pdf import PdfError, pdf_to_markdown
 
     try:
+        if path.name.lower().endswith(".ipynb"):
+            return notebook_to_markdown(raw)
         if path.name.lower().endswith(".pdf"):  # its title: the first line not "## Page N"
             text = pdf_to_markdown(raw)
             return text, first_line("\n".join(ln for ln in text.splitlines()
@@ -74,7 +89,7 @@ def _converted(path: Path, raw: bytes) -> tuple[str, str]:
         if b"\x00" in raw[:8192] and raw[:2] not in (b"\xff\xfe", b"\xfe\xff"):  # not UTF-16
             raise DocumentError(f"{path}: looks like a binary file (NUL bytes), not an HTML page")
         return convert_page(raw)
-    except (PdfError, DocxError) as exc:
+    except (PdfError, DocxError, NotebookError) as exc:
         raise DocumentError(f"{path}: {exc}") from None
     except RecursionError:
         raise DocumentError(f"{path}: nested too deeply to convert") from None

@@ -18,6 +18,7 @@ import yaml
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.experiments.spec import DatasetSpec
+from agentic_rag.ingest.readers import FORMATS
 from agentic_rag.studies.tune_space import (
     DEV_SHARE,
     RULE,
@@ -46,7 +47,7 @@ def read_folder(folder: Path) -> list:
     except DocumentError as exc:
         raise TuneError(str(exc)) from None
     if not paths:
-        raise TuneError(f"{folder}: no .md/.rst/.txt/.html/.pdf/.docx documents in it")
+        raise TuneError(f"{folder}: no {FORMATS} documents in it")
     docs, bad = [], []
     for path, doc_id in paths:
         try:

@@ -1,0 +1,281 @@
+"""Markdown as documentation sites write it, read as plain Markdown: front matter (Jekyll,
+Hugo, Docusaurus, Starlight, MkDocs), admonitions (`:::tip[Title]`, `!!! note "Title"`),
+heading ids (`## Install {#install}`) and MDX (`.mdx`: ESM `import`/`export` blocks, JSX
+comments, React components).
+
+    text, fields = site_markdown(raw_text, mdx=True)
+    fields["title"], fields.get("last_updated"), fields.get("description")
+
+What a reader sees is kept, what only the site builder reads is dropped:
+- front matter is taken off the text; its `title` becomes the document's title, and a
+  `# title` line heads the text when the page has no H1 of its own (the site shows the title
+  as the page's heading, so chunks carry it in their heading path as they do for a page that
+  writes its H1); `description`, `tags` and the last update (`last_update`, `lastUpdated`,
+  `lastmod`, `last_modified_at`, `updated`, else a blog post's `date`) go to the metadata;
+- an admonition becomes a bold line ("**Tip: See it in action**") over its text, which an
+  MkDocs admonition has indented: it is dedented;
+- MDX: ESM blocks (a paragraph starting `import ` or `export `) and `{/* comments */}` go;
+  a component's tags go and its children stay; a component's `label`, `title` and
+  `description` attributes stay as text (`<TabItem label="pnpm">` → "**pnpm**", `<LinkCard
+  title="Themes" description="Pick one" />` → "**Themes** — Pick one"), with an `Aside`'s
+  `type` as an admonition's kind.
+Code blocks (fenced, at any indentation) are never touched, nor is inline code. Pure
+functions of the text: tested without files.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from datetime import date, datetime
+from typing import Any
+
+import yaml
+
+_FRONT = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n(.*?)(?:\r?\n)?^\1[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+_KEY = re.compile(r"^[\w-]+$")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+_INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
+_JSX_COMMENT = re.compile(r"\{/\*.*?\*/\}", re.S)
+_ESM = re.compile(r"^(?:import|export)[\s{*]")
+_TAG_START = re.compile(r"<(/?)([A-Z][\w.]*)(?=[\s/>])|<>|</>")
+_ATTR_VALUE = re.compile(r"([\w:.-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+_HEADING_ID = re.compile(r"^(#{1,6}[ \t].*?)[ \t]*\{#[\w.:-]+\}[ \t]*$", re.M)
+_DOCUSAURUS = re.compile(r"^[ \t]*:{3,}[ \t]*(?:\{\.?([A-Za-z]+)[^}]*\}|([A-Za-z]+))?"
+                         r"(?:\[(.*?)\]|[ \t]+(.*?))?[ \t]*(?:\{.*\})?[ \t]*$")
+_MKDOCS = re.compile(r"^(!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+\"(.*)\")?[ \t]*$")
+_ADMONITION_KINDS = {"note", "tip", "info", "caution", "danger", "warning", "important",
+                     "success", "question", "example", "quote", "abstract", "bug", "failure",
+                     "hint", "attention", "error", "seealso", "details", "check", "todo"}
+_UPDATED = ("last_update", "lastUpdated", "last_updated", "lastmod", "last_modified_at",
+            "last_modified", "updated", "modified", "date")
+
+
+def site_markdown(text: str, mdx: bool = False) -> tuple[str, dict[str, Any]]:
+    """(Markdown, fields) of a page's text: the module doc's conversions; `fields` holds
+    `title` (or "") and, where the front matter gives them, `description`, `tags` and
+    `last_updated` (an ISO date)."""
+    meta, body = front_matter(text)
+    fields = _fields(meta)
+    out = []
+    for code, seg in _segments(_mkdocs(body)):
+        if code:
+            out.append(seg)
+            continue
+        if mdx:
+            seg = _mdx(seg)
+        seg = _admonitions(_HEADING_ID.sub(r"\1", seg))
+        out.append(seg)
+    body = "".join(out).lstrip("\n") if meta else "".join(out)
+    if fields["title"] and not _has_h1(body):
+        body = f"# {fields['title']}\n\n{body}"
+    return body, fields
+
+
+def front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """(fields, the text without them): YAML between `---` lines or TOML between `+++`
+    lines at the very start. Anything else (a thematic break, YAML that does not parse to a
+    mapping of plain keys) is no front matter: ({}, text)."""
+    m = _FRONT.match(text)
+    if not m:
+        return {}, text
+    raw = m.group(2)
+    try:
+        data = (yaml.safe_load(raw) if m.group(1) == "---" else tomllib.loads(raw)) or {}
+    except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError):
+        return {}, text
+    if not isinstance(data, dict) or not all(isinstance(k, str) and _KEY.match(k) for k in data):
+        return {}, text
+    return data, text[m.end():]
+
+
+def _fields(meta: dict[str, Any]) -> dict[str, Any]:
+    title = meta.get("title")
+    fields: dict[str, Any] = {"title": title.strip() if isinstance(title, str) else ""}
+    if isinstance(meta.get("description"), str) and meta["description"].strip():
+        fields["description"] = meta["description"].strip()
+    tags = meta.get("tags")
+    if isinstance(tags, list) and all(isinstance(t, str | int) for t in tags) and tags:
+        fields["tags"] = ", ".join(str(t) for t in tags)
+    for key in _UPDATED:
+        when = _iso_date(meta.get(key))
+        if when:
+            fields["last_updated"] = when
+            break
+    return fields
+
+
+def _iso_date(value: Any) -> str | None:
+    """An ISO date of a front matter value: a date, a datetime, an ISO string, or
+    Docusaurus's `{date: ...}`; None for anything else (`lastUpdated: true`)."""
+    if isinstance(value, dict):
+        value = value.get("date")
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.strip().replace("Z", "+00:00")).isoformat()
+        except ValueError:
+            return None
+    return None
+
+
+def _segments(text: str) -> list[tuple[bool, str]]:
+    """`text` cut into (is_code, piece) pieces, code being fenced blocks at any indentation
+    (their fence lines included); the pieces join back to `text`."""
+    out: list[tuple[bool, str]] = []
+    buf: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines(keepends=True):
+        m = _FENCE.match(line)
+        if fence is None and m:
+            if buf:
+                out.append((False, "".join(buf)))
+            buf, fence = [line], m.group(1)
+        elif fence is not None:
+            buf.append(line)
+            s = line.strip()
+            if s and set(s) == {fence[0]} and len(s) >= len(fence):
+                out.append((True, "".join(buf)))
+                buf, fence = [], None
+        else:
+            buf.append(line)
+    if buf:
+        out.append((fence is not None, "".join(buf)))
+    return out
+
+
+def _has_h1(body: str) -> bool:
+    return any(not code and re.search(r"^ {0,3}#[ \t]+\S", seg, re.M)
+               for code, seg in _segments(body))
+
+
+def _mdx(seg: str) -> str:
+    """ESM blocks, JSX comments and component tags out of a piece of MDX that holds no
+    fenced code (inline code kept as it is)."""
+    kept, dropping, blank_before = [], False, True
+    for line in seg.splitlines(keepends=True):
+        if not line.strip():
+            dropping, blank_before = False, True
+            kept.append(line)
+            continue
+        if blank_before and _ESM.match(line):
+            dropping = True
+        blank_before = False
+        if not dropping:
+            kept.append(line)
+    seg = "".join(kept)
+    codes: list[str] = []
+
+    def hide(m: re.Match[str]) -> str:
+        codes.append(m.group(0))
+        return f"\x00{len(codes) - 1}\x00"
+
+    seg = _INLINE_CODE.sub(hide, seg)
+    seg = _JSX_COMMENT.sub("", seg)
+    seg = _components(seg)
+    # JSX indents a component's children with tabs (Markdown would read them as code)
+    seg = "\n".join(ln.lstrip("\t").rstrip() for ln in seg.split("\n"))
+    seg = re.sub("\x01[ \t]*(?=\n|$)", "", seg).replace("\x01", ": ")  # "**npm**: text"
+    seg = re.sub(r"\n{3,}", "\n\n", seg)
+    return re.sub("\x00(\\d+)\x00", lambda m: codes[int(m.group(1))], seg)
+
+
+def _components(seg: str) -> str:
+    """Every component tag of `seg` replaced by `_tag_text` of it. A tag ends at the first
+    `>` outside quotes and braces: attribute values may hold nested `{...}` and `=>`."""
+    out, pos = [], 0
+    for m in _TAG_START.finditer(seg):
+        if m.start() < pos:
+            continue
+        end = _tag_end(seg, m.end())
+        if end < 0:
+            continue  # not closed: left as it is
+        out.append(seg[pos:m.start()])
+        out.append("" if m.group(1) or not m.group(2) else _tag_text(seg[m.end():end - 1]))
+        pos = end
+    return "".join(out) + seg[pos:]
+
+
+def _tag_end(s: str, i: int) -> int:
+    """The index after the `>` ending the tag whose attributes start at `i`; -1 if none."""
+    depth, quote = 0, ""
+    while i < len(s):
+        c = s[i]
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "\"'`" :
+            quote = c
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth = max(0, depth - 1)
+        elif c == ">" and depth == 0:
+            return i + 1
+        i += 1
+    return -1
+
+
+def _tag_text(attributes: str) -> str:
+    """What a reader sees of a component's tag: its label, title or text, its description,
+    an `Aside`'s kind; "" for the rest. Attributes inside `{...}` are not read."""
+    flat, depth = [], 0
+    for c in attributes:
+        depth += c == "{"
+        flat.append(c if depth == 0 else " ")
+        depth -= c == "}" and depth > 0
+    attrs = {a.group(1): a.group(2) if a.group(2) is not None else a.group(3)
+             for a in _ATTR_VALUE.finditer("".join(flat))}
+    label = (attrs.get("title") or attrs.get("label") or attrs.get("text") or "").strip()
+    kind = (attrs.get("type") or "").strip().lower()
+    if kind in _ADMONITION_KINDS:
+        label = f"{kind.capitalize()}: {label}" if label else kind.capitalize()
+    desc = (attrs.get("description") or "").strip()
+    if not label:
+        return desc
+    return f"**{label}**" + (f" — {desc}" if desc else "") + "\x01"
+
+
+def _mkdocs(text: str) -> str:
+    """MkDocs `!!! kind "Title"` / `??? kind` as a bold line over their indented body, which
+    is dedented (a fenced block inside it too). Top-level fenced code is left alone."""
+    out: list[str] = []
+    lines = text.split("\n")
+    i, fence = 0, None
+    while i < len(lines):
+        line = lines[i]
+        f = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
+        if fence is None and f:
+            fence = f.group(1)
+        elif fence is not None and line.strip() and set(line.strip()) == {fence[0]} \
+                and len(line.strip()) >= len(fence):
+            fence = None
+        m = _MKDOCS.match(line) if fence is None else None
+        if not m:
+            out.append(line)
+            i += 1
+            continue
+        out.append(_bold(m.group(2), m.group(3)))
+        i += 1
+        while i < len(lines) and (not lines[i].strip() or lines[i].startswith(("    ", "\t"))):
+            out.append(lines[i][4:] if lines[i].startswith("    ") else lines[i][1:])
+            i += 1
+    return "\n".join(out)
+
+
+def _admonitions(seg: str) -> str:
+    """Docusaurus / VitePress `:::kind[Title]` … `:::` as a bold line over their text."""
+    out = []
+    for line in seg.split("\n"):
+        d = _DOCUSAURUS.match(line)
+        if d:
+            kind, title = d.group(1) or d.group(2), d.group(3) or d.group(4)
+            line = _bold(kind, title) if kind or title else ""
+        out.append(line)
+    return "\n".join(out)
+
+
+def _bold(kind: str | None, title: str | None) -> str:
+    kind = (kind or "").strip().capitalize()
+    title = (title or "").strip()
+    return f"**{kind}: {title}**" if kind and title else f"**{kind or title}**"

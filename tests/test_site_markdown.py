@@ -1,0 +1,246 @@
+"""Markdown as documentation sites write it (front matter, admonitions, MDX components) and
+Jupyter notebooks, read as plain Markdown: what a reader sees is kept, what only the site
+builder reads is dropped, and a plain .md file reads exactly as it is written."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from agentic_rag import AgenticChunker, read_document
+from agentic_rag.config import ChunkingConfig
+from agentic_rag.documents import DocumentError
+from agentic_rag.ingest.mdx import front_matter, site_markdown
+from agentic_rag.ingest.notebook import OUTPUT_LINES, notebook_to_markdown
+from agentic_rag.ingest.readers import iter_document_paths
+
+# a Docusaurus page: front matter without a title, admonitions, heading ids, JSX comments
+DOCUSAURUS = """---
+sidebar_position: 4
+last_update:
+  date: 2026-03-01
+tags: [setup, install]
+---
+
+# Install Widgets
+
+Widgets installs with pip.
+
+## Requirements {#reqs}
+
+:::tip[Before you start]
+
+Widgets needs Python 3.10 or later.
+
+:::
+
+Add `{/* #my-id */}` after a heading to set its id. {/* this comment is never shown */}
+
+```md
+:::note
+kept: this is an example of the syntax
+:::
+```
+"""
+
+# a Starlight page: the title in front matter only, ESM, tabs, cards with nested attributes
+STARLIGHT = """---
+title: Getting Started
+description: Start a new documentation site.
+---
+
+import { Tabs, TabItem, LinkCard } from '@astrojs/starlight/components';
+export const Highlight = ({children}) => (
+  <span style={{color: 'red'}}>{children}</span>
+);
+
+Create a new project:
+
+<Tabs syncKey="pkg">
+\t<TabItem label="npm">Run `npm create astro@latest` in a terminal.</TabItem>
+\t<TabItem label="pnpm">
+
+```sh
+pnpm create astro --template starlight
+```
+
+\t</TabItem>
+</Tabs>
+
+<Aside type="caution" title="Node version">
+Starlight needs Node.js 18.17.1 or later.
+</Aside>
+
+<LinkCard
+\ttitle="Customizing Starlight"
+\thref="/guides/customization/"
+\tdescription="Make the site your own."
+/>
+
+<SidebarPreview config={[{ label: 'Guides', items: [{ label: 'A page', link: '' }] }]} />
+
+This is <Highlight>important</Highlight> text.
+
+```mdx
+import { Tabs } from '@astrojs/starlight/components';
+
+<Tabs><TabItem label="kept">inside a code block</TabItem></Tabs>
+```
+"""
+
+
+def test_front_matter_gives_title_description_tags_and_last_update(tmp_path: Path) -> None:
+    p = tmp_path / "start.mdx"
+    p.write_text(STARLIGHT)
+    doc = read_document(p)
+    assert doc.title == "Getting Started"
+    assert doc.metadata == {"description": "Start a new documentation site."}
+    assert doc.text.startswith("# Getting Started\n\nCreate a new project:")  # the page's H1
+    assert "title:" not in doc.text and "---" not in doc.text
+
+    q = tmp_path / "install.md"
+    q.write_text(DOCUSAURUS)
+    doc = read_document(q)
+    assert doc.title == "Install Widgets"  # no title in the front matter: its own H1
+    assert doc.metadata == {"tags": "setup, install", "last_updated": "2026-03-01"}
+    assert doc.text.startswith("# Install Widgets\n") and doc.text.count("# Install Widgets") == 1
+
+
+def test_toml_front_matter_and_what_is_not_front_matter() -> None:
+    meta, body = front_matter('+++\ntitle = "Hugo page"\nlastmod = 2025-12-31\n+++\nText.\n')
+    assert meta["title"] == "Hugo page" and meta["lastmod"] == date(2025, 12, 31)
+    assert body == "Text.\n"
+    text, fields = site_markdown('+++\ntitle = "Hugo page"\nlastmod = 2025-12-31\n+++\nText.\n')
+    assert fields == {"title": "Hugo page", "last_updated": "2025-12-31"}
+    assert text == "# Hugo page\n\nText.\n"
+    # a thematic break opening a page, a paragraph, another break: not front matter
+    for text in ("---\nSome words here.\n---\nMore.\n", "---\n- a list\n---\n",
+                 "---\nkey: [unclosed\n---\nx\n"):
+        assert front_matter(text) == ({}, text)
+        assert site_markdown(text)[0] == text
+
+
+def test_a_plain_markdown_file_reads_exactly_as_written(tmp_path: Path) -> None:
+    text = ("# Title\n\n\n\nText with `<Component>` and {braces} and a :::colon.\n\n"
+            "<!-- a comment -->\n\n    indented\n\n---\n\nimport this line stays in .md\n")
+    p = tmp_path / "plain.md"
+    p.write_text(text)
+    doc = read_document(p)
+    assert doc.text == text and doc.title == "Title" and doc.metadata == {}
+
+
+def test_admonitions_and_heading_ids_read_as_their_text() -> None:
+    text, _ = site_markdown(DOCUSAURUS)
+    assert "**Tip: Before you start**\n\nWidgets needs Python 3.10 or later." in text
+    assert "## Requirements\n" in text and "{#reqs}" not in text
+    assert ":::tip" not in text
+    assert ":::note\nkept: this is an example" in text  # inside a code block: untouched
+    # .md keeps what looks like JSX: only MDX reads it as such
+    assert "{/* this comment is never shown */}" in text
+
+    mkdocs = ('Intro.\n\n!!! warning "Data loss"\n    Back up first.\n\n    ```bash\n'
+              '    cp -r data data.bak\n    ```\n\nAfter.\n')
+    out, _ = site_markdown(mkdocs)
+    assert out == ("Intro.\n\n**Warning: Data loss**\nBack up first.\n\n```bash\n"
+                   "cp -r data data.bak\n```\n\nAfter.\n")
+    chunks = AgenticChunker(ChunkingConfig(max_tokens=64)).chunk(
+        read_document_text(out))
+    assert [c.text for c in chunks if c.chunk_type == "code"] == [
+        "```bash\ncp -r data data.bak\n```"]
+
+
+def read_document_text(text: str):  # noqa: ANN201 - a Document from text, as the reader makes
+    from agentic_rag.documents import Document
+
+    return Document(id="page", text=text, title="page")
+
+
+def test_mdx_components_keep_what_a_reader_sees() -> None:
+    text, fields = site_markdown(STARLIGHT, mdx=True)
+    assert fields["title"] == "Getting Started"
+    assert "import " not in text.split("```mdx")[0]  # ESM gone outside code
+    assert "export const" not in text and "<span" not in text
+    assert "**npm**: Run `npm create astro@latest` in a terminal." in text
+    assert "**pnpm**\n\n```sh\npnpm create astro --template starlight\n```" in text
+    assert "**Caution: Node version**\nStarlight needs Node.js 18.17.1 or later." in text
+    assert "**Customizing Starlight** — Make the site your own." in text
+    assert "SidebarPreview" not in text and "A page" not in text  # data, not text
+    assert "This is important text." in text
+    assert "<Tabs" not in text.split("```mdx")[0] and "</" not in text.split("```mdx")[0]
+    # the example inside a fenced block is the page's content: kept verbatim
+    assert text.endswith("```mdx\nimport { Tabs } from '@astrojs/starlight/components';\n\n"
+                         "<Tabs><TabItem label=\"kept\">inside a code block</TabItem></Tabs>\n```\n")
+    text, _ = site_markdown(DOCUSAURUS, mdx=True)
+    assert "never shown" not in text and "`{/* #my-id */}`" in text  # inline code kept
+
+
+def test_mdx_chunks_carry_the_front_matter_title_in_their_heading_path(tmp_path: Path) -> None:
+    p = tmp_path / "guide.mdx"
+    p.write_text(STARLIGHT.replace("Create a new project:", "## Create\n\nCreate a new project:"))
+    chunks = AgenticChunker(ChunkingConfig(max_tokens=64)).chunk(read_document(p))
+    create = [c for c in chunks if "pnpm create" in c.text]
+    assert create and create[0].chunk_type == "code"
+    assert create[0].heading_path == "Getting Started > Create"
+    assert all(c.metadata["title"] == "Getting Started" for c in chunks)
+
+
+def _notebook(cells: list[dict], **meta) -> bytes:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "cells": cells,
+                       "metadata": meta}).encode()
+
+
+def test_a_notebook_reads_as_markdown_with_code_and_short_outputs(tmp_path: Path) -> None:
+    many = "".join(f"line {i}\n" for i in range(OUTPUT_LINES + 5))
+    raw = _notebook([
+        {"cell_type": "markdown", "source": ["# Retry calls\n", "\n", "Call `retry` on errors."]},
+        {"cell_type": "code", "source": "from retry import retry\nprint(retry.DEFAULT_TRIES)",
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": ["\x1b[32m3\x1b[0m\n"]}]},
+        {"cell_type": "code", "source": "plot()", "outputs": [
+            {"output_type": "display_data",
+             "data": {"image/png": "iVBOR...", "text/plain": "<Figure size 640x480>"}}]},
+        {"cell_type": "code", "source": "table", "outputs": [
+            {"output_type": "execute_result", "data": {"text/plain": many}}]},
+        {"cell_type": "code", "source": "", "outputs": []},
+    ], language_info={"name": "python"})
+    text, title = notebook_to_markdown(raw)
+    assert title == "Retry calls"
+    assert text.startswith("# Retry calls\n\nCall `retry` on errors.\n\n```python\n"
+                           "from retry import retry\nprint(retry.DEFAULT_TRIES)\n```\n\n"
+                           "```text\n3\n```\n\n```python\nplot()\n```\n\n```python\ntable\n```")
+    assert "Figure" not in text  # an image's repr is not text
+    assert f"line {OUTPUT_LINES - 1}\n... (5 more lines)\n```" in text
+    assert f"line {OUTPUT_LINES}\n" not in text
+
+    p = tmp_path / "retry.ipynb"
+    p.write_bytes(raw)
+    doc = read_document(p)
+    assert doc.title == "Retry calls" and doc.metadata == {"converted_from": "ipynb"}
+    chunks = AgenticChunker(ChunkingConfig(max_tokens=64)).chunk(doc)
+    assert "```python\nfrom retry import retry\nprint(retry.DEFAULT_TRIES)\n```" in [
+        c.text for c in chunks if c.chunk_type == "code"]
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    (b"not json", "not JSON"),
+    (json.dumps({"nbformat": 3, "worksheets": []}).encode(), "nbformat 3"),
+    (json.dumps([1, 2]).encode(), "no 'cells' list"),
+])
+def test_a_bad_notebook_is_refused_by_name(tmp_path: Path, raw: bytes, says: str) -> None:
+    p = tmp_path / "broken.ipynb"
+    p.write_bytes(raw)
+    with pytest.raises(DocumentError, match=rf"broken\.ipynb: .*{says}"):
+        read_document(p)
+
+
+def test_a_folder_walk_takes_mdx_and_notebooks_but_not_checkpoints(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.mdx").write_text("# A\n")
+    (tmp_path / "docs" / "b.ipynb").write_bytes(_notebook([]))
+    (tmp_path / "docs" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "docs" / ".ipynb_checkpoints" / "b-checkpoint.ipynb").write_bytes(_notebook([]))
+    (tmp_path / "docs" / "c.astro").write_text("<div/>")
+    names = sorted(p.name for p, _ in iter_document_paths([tmp_path]))
+    assert names == ["a.mdx", "b.ipynb"]
