@@ -244,3 +244,21 @@ def test_a_folder_walk_takes_mdx_and_notebooks_but_not_checkpoints(tmp_path: Pat
     (tmp_path / "docs" / "c.astro").write_text("<div/>")
     names = sorted(p.name for p, _ in iter_document_paths([tmp_path]))
     assert names == ["a.mdx", "b.ipynb"]
+
+
+def test_hugo_shortcodes_read_as_their_text() -> None:
+    page = ('---\ntitle: Pods\n---\n\nA {{< glossary_tooltip text="Pod" term_id="pod" >}} runs '
+            'containers. {{< new-in 0.120.0 >}}\n\n{{< note >}}\nPods are ephemeral.\n'
+            '{{< /note >}}\n\n{{% tab name="Linux" %}}\nRun it.\n{{% /tab %}}\n\n'
+            '{{< code-toggle file=hugo >}}\n[security]\nenable = true\n{{< /code-toggle >}}\n\n'
+            'Write `{{< note >}}` for a note; {{</* audio src=/a.mp3 */>}} shows one.\n\n'
+            '```go-html-template\n{{< youtube abc >}}\n```\n')
+    text, fields = site_markdown(page)
+    assert fields == {"title": "Pods"}
+    assert text.startswith("# Pods\n\nA Pod runs containers. new-in 0.120.0\n")
+    assert "**Note**\nPods are ephemeral." in text
+    assert "**Linux**\nRun it." in text
+    assert "code-toggle" not in text and "\n[security]\nenable = true\n" in text
+    assert "Write `{{< note >}}` for a note; {{< audio src=/a.mp3 >}} shows one." in text
+    assert text.endswith("```go-html-template\n{{< youtube abc >}}\n```\n")
+    assert "{{</" not in text and "{{%" not in text

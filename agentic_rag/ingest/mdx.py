@@ -47,6 +47,9 @@ _MKDOCS = re.compile(r"^(!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+\"(.*)\")?[ \t]*$"
 _ADMONITION_KINDS = {"note", "tip", "info", "caution", "danger", "warning", "important",
                      "success", "question", "example", "quote", "abstract", "bug", "failure",
                      "hint", "attention", "error", "seealso", "details", "check", "todo"}
+# Hugo: {{< name args >}} / {{% name args %}}, {{< /name >}}; {{</* x */>}} shows a shortcode
+_SHORTCODE = re.compile(r"\{\{([<%])\s*(/?)\s*([\w./-]+)((?:[^}]|\}(?!\}))*?)\s*[>%]\}\}")
+_SHORTCODE_ARG = re.compile(r"([\w-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|(\S+))|\"([^\"]*)\"|(\S+)")
 _UPDATED = ("last_update", "lastUpdated", "last_updated", "lastmod", "last_modified_at",
             "last_modified", "updated", "modified", "date")
 
@@ -58,13 +61,14 @@ def site_markdown(text: str, mdx: bool = False) -> tuple[str, dict[str, Any]]:
     meta, body = front_matter(text)
     fields = _fields(meta)
     out = []
+    closed = {m.group(1) for m in re.finditer(r"\{\{[<%]\s*/\s*([\w./-]+)", body)}
     for code, seg in _segments(_mkdocs(body)):
         if code:
             out.append(seg)
             continue
         if mdx:
             seg = _mdx(seg)
-        seg = _admonitions(_HEADING_ID.sub(r"\1", seg))
+        seg = _admonitions(_HEADING_ID.sub(r"\1", _shortcodes(seg, closed)))
         out.append(seg)
     body = "".join(out).lstrip("\n") if meta else "".join(out)
     if fields["title"] and not _has_h1(body):
@@ -164,21 +168,14 @@ def _mdx(seg: str) -> str:
         blank_before = False
         if not dropping:
             kept.append(line)
-    seg = "".join(kept)
-    codes: list[str] = []
-
-    def hide(m: re.Match[str]) -> str:
-        codes.append(m.group(0))
-        return f"\x00{len(codes) - 1}\x00"
-
-    seg = _INLINE_CODE.sub(hide, seg)
+    masked = _Masked("".join(kept))
+    seg = masked.text
     seg = _JSX_COMMENT.sub("", seg)
     seg = _components(seg)
     # JSX indents a component's children with tabs (Markdown would read them as code)
     seg = "\n".join(ln.lstrip("\t").rstrip() for ln in seg.split("\n"))
     seg = re.sub("\x01[ \t]*(?=\n|$)", "", seg).replace("\x01", ": ")  # "**npm**: text"
-    seg = re.sub(r"\n{3,}", "\n\n", seg)
-    return re.sub("\x00(\\d+)\x00", lambda m: codes[int(m.group(1))], seg)
+    return masked.restore(re.sub(r"\n{3,}", "\n\n", seg))
 
 
 def _components(seg: str) -> str:
@@ -261,6 +258,57 @@ def _mkdocs(text: str) -> str:
             out.append(lines[i][4:] if lines[i].startswith("    ") else lines[i][1:])
             i += 1
     return "\n".join(out)
+
+
+def _shortcodes(seg: str, closed: set[str]) -> str:
+    """Hugo shortcodes outside inline code as their text: a closing one goes; `text="Pod"`
+    (a glossary tooltip) stays as the word; a `title`, `name` or `label` as a bold line; an
+    admonition (`note`, `warning`, ...) as "**Note**"; one that wraps content (`closed`: the
+    page closes it somewhere) goes, its content stays; any other as its name and positional
+    arguments ("new-in 0.120.0"), its delimiters and named arguments gone. `{{</* x */>}}`
+    (a shortcode shown, not run) reads `{{< x >}}`."""
+    if "{{" not in seg:
+        return seg
+    def text(m: re.Match[str]) -> str:
+        if m.group(2):
+            return ""
+        named, positional = {}, []
+        for a in _SHORTCODE_ARG.finditer(m.group(4).replace("/*", "").replace("*/", "")):
+            if a.group(1):
+                named[a.group(1)] = next(g for g in a.group(2, 3, 4) if g is not None)
+            else:
+                positional.append(a.group(5) if a.group(5) is not None else a.group(6))
+        name = m.group(3)
+        if "text" in named:
+            return named["text"]
+        title = named.get("title") or named.get("name") or named.get("label")
+        if name.lower() in _ADMONITION_KINDS:
+            return _bold(name, title)
+        if title:
+            return f"**{title}**"
+        return "" if name in closed else " ".join([name, *positional])
+
+    masked = _Masked(seg)
+    shown = re.sub(r"\{\{([<%])/\*\s*(.*?)\s*\*/([>%])\}\}",
+                   lambda m: masked.hide(f"{{{{{m.group(1)} {m.group(2)} {m.group(3)}}}}}"),
+                   masked.text)
+    return masked.restore(_SHORTCODE.sub(text, shown))
+
+
+class _Masked:
+    """`text`: a piece of Markdown with its inline code (and whatever else is `hide`n) replaced
+    by placeholders, so no rule rewrites it; `restore` puts it back."""
+
+    def __init__(self, seg: str) -> None:
+        self.kept: list[str] = []
+        self.text = _INLINE_CODE.sub(lambda m: self.hide(m.group(0)), seg)
+
+    def hide(self, piece: str) -> str:
+        self.kept.append(piece)
+        return f"\x00{len(self.kept) - 1}\x00"
+
+    def restore(self, seg: str) -> str:
+        return re.sub("\x00(\\d+)\x00", lambda m: self.kept[int(m.group(1))], seg)
 
 
 def _admonitions(seg: str) -> str:

@@ -1,0 +1,106 @@
+"""A documentation site's Markdown/MDX read as written (the text as it is: what `index` read from
+a .md before 2026-12-05, and from a .mdx renamed .md) and as a reader sees it
+(`ingest.mdx.site_markdown`): what is left of the site builder's syntax outside code blocks,
+titles, and the shipped default pipeline's retrieval on the same questions. No LLM call.
+
+    PYTHONPATH=. python experiments/tune/site_markdown.py DOCS [QUESTIONS] [OUT]
+    # Starlight's own documentation (MIT), 37 pages, from its public repository:
+    #   git --git-dir=<starlight clone>/.git archive HEAD docs/src/content/docs | tar -x -C /tmp/sl
+    #   (the English pages: the top folder and components/ guides/ reference/ resources/) → DOCS
+    # QUESTIONS: `agentic-rag tune DOCS --out experiments/tune/starlight` wrote them
+    #   (span-first, LLM-written from the converted pages: any phrasing bias favours that arm)
+
+Leftovers: chunks outside code blocks holding an ESM line (`import`/`export` at a line start), a
+JSX comment, a component tag (`<Tabs`, `</TabItem>`; inline code aside), a front matter line
+(`title:`, `sidebar_position:`, a `---` fence opening the page), an admonition fence (`:::`) or
+a Hugo shortcode (`{{<`, `{{%`: a shortcode the page shows, not runs, reads `{{< x >}}` and counts).
+Retrieval: answer@5 and loose answer@5 (`html_vs_source.loose_at_5`), nDCG@10 by document;
+paired bootstrap CIs (site − raw) over the questions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from html_vs_source import arm  # this folder's
+
+from agentic_rag.config import RAGConfig
+from agentic_rag.documents import Document, detect_format
+from agentic_rag.experiments.stats import paired_bootstrap
+from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.ingest.readers import first_line, iter_document_paths, read_document
+
+LEFTOVERS = {
+    "esm": re.compile(r"^(?:import|export)[\s{*]", re.M),
+    "jsx comment": re.compile(r"\{/\*"),
+    "component tag": re.compile(r"</?[A-Z][\w.]*[\s/>]"),
+    "front matter": re.compile(r"\A---\s*$|^(?:title|description|sidebar(?:_\w+)?|slug|"
+                               r"template|hero|tags|last_?[uU]pdate):", re.M),
+    "admonition fence": re.compile(r"^[ \t]*:::", re.M),
+    "hugo shortcode": re.compile(r"\{\{[<%]"),
+}
+_INLINE_CODE = re.compile(r"(`+).+?\1")
+_KEY_TITLE = re.compile(r"^(?:---|[\w-]+:(?:\s|$))")  # "title: Tabs", "sidebar_position: 4"
+
+
+def readings(folder: Path) -> dict[str, list[Document]]:
+    raw, site = [], []
+    for path, doc_id in iter_document_paths([folder]):
+        text = path.read_text(encoding="utf-8-sig")
+        raw.append(Document(id=doc_id, text=text, title=first_line(text), source=str(path),
+                            format=detect_format(path.name)))
+        site.append(read_document(path, doc_id))
+    return {"raw": raw, "site": site}
+
+
+def leftovers(docs: list[Document]) -> dict:
+    chunker = AgenticChunker(RAGConfig().chunking)
+    chunks = [c for d in docs for c in chunker.chunk(d)]
+    prose = [_INLINE_CODE.sub("", c.text) for c in chunks if c.chunk_type != "code"]
+    return {"documents": len(docs), "chunks": len(chunks),
+            "non-code chunks": len(prose),
+            "with leftovers": {k: sum(bool(rx.search(t)) for t in prose)
+                               for k, rx in LEFTOVERS.items()},
+            "any leftover": sum(any(rx.search(t) for rx in LEFTOVERS.values()) for t in prose),
+            "titles that are front matter": sum(bool(_KEY_TITLE.match(d.title)) for d in docs),
+            "by_type": dict(sorted(Counter(c.chunk_type for c in chunks).items()))}
+
+
+def compare(a: list[dict], b: list[dict]) -> dict:
+    out = {"questions": len(a)}
+    for metric in ("answer@5", "loose answer@5", "ndcg@10"):
+        x, y = [r[metric] for r in a], [r[metric] for r in b]
+        out[metric] = {"raw": sum(x) / len(x), "site": sum(y) / len(y),
+                       "site_minus_raw": paired_bootstrap(y, x)}
+    return out
+
+
+def main(folder: Path, questions: Path | None, out: Path | None) -> dict:
+    arms = readings(folder)
+    result: dict = {"folder": str(folder), **{f"{k} leftovers": leftovers(v)
+                                               for k, v in arms.items()}}
+    if questions is not None:
+        qs = [{"id": q["id"], "text": q["question"], "answers": [q["answer"]],
+               "qrels": {d: 1 for d in q["doc_ids"]}, "split": q["split"]}
+              for q in map(json.loads, questions.read_text().splitlines()) if q.get("answerable", 1)]
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = {k: arm(v, qs, Path(tmp) / k)[1] for k, v in arms.items()}
+        result["all"] = compare(rows["raw"], rows["site"])
+        test = [i for i, r in enumerate(rows["raw"]) if r["split"] == "test"]
+        if test and len(test) < len(qs):
+            result["test"] = compare([rows["raw"][i] for i in test],
+                                     [rows["site"][i] for i in test])
+    if out is not None:
+        out.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    args = [Path(a) for a in sys.argv[1:]]
+    print(json.dumps(main(args[0], args[1] if len(args) > 1 else None,
+                          args[2] if len(args) > 2 else None), indent=1))
