@@ -262,3 +262,17 @@ def test_hugo_shortcodes_read_as_their_text() -> None:
     assert "Write `{{< note >}}` for a note; {{< audio src=/a.mp3 >}} shows one." in text
     assert text.endswith("```go-html-template\n{{< youtube abc >}}\n```\n")
     assert "{{</" not in text and "{{%" not in text
+
+
+def test_mkdocs_content_tabs_and_nested_admonitions_are_dedented() -> None:
+    page = ('Intro.\n\n=== "Python"\n\n    ```python\n    import x\n    ```\n\n'
+            '    !!! note inline end "Careful"\n        Nested text.\n\n=== "Shell"\n\n'
+            '    ```sh\n    x --run\n    ```\n\n!!! tip ""\n    No title.\n\nAfter.\n')
+    text, _ = site_markdown(page)
+    assert text == ('Intro.\n\n**Python**\n\n```python\nimport x\n```\n\n**Note: Careful**\n'
+                    'Nested text.\n\n**Shell**\n\n```sh\nx --run\n```\n\n**Tip**\nNo title.\n\n'
+                    'After.\n')
+    doc = read_document_text(text)
+    codes = [c.text for c in AgenticChunker(ChunkingConfig(max_tokens=64)).chunk(doc)
+             if c.chunk_type == "code"]
+    assert codes == ["```python\nimport x\n```", "```sh\nx --run\n```"]

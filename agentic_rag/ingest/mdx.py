@@ -43,7 +43,9 @@ _ATTR_VALUE = re.compile(r"([\w:.-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 _HEADING_ID = re.compile(r"^(#{1,6}[ \t].*?)[ \t]*\{#[\w.:-]+\}[ \t]*$", re.M)
 _DOCUSAURUS = re.compile(r"^[ \t]*:{3,}[ \t]*(?:\{\.?([A-Za-z]+)[^}]*\}|([A-Za-z]+))?"
                          r"(?:\[(.*?)\]|[ \t]+(.*?))?[ \t]*(?:\{.*\})?[ \t]*$")
-_MKDOCS = re.compile(r"^(!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+\"(.*)\")?[ \t]*$")
+# MkDocs (Material): `!!! kind [inline end] "Title"`, `??? kind` (collapsible), `=== "Tab"`
+_MKDOCS = re.compile(r"^(?:(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+[a-z]+)*|===\+?)"
+                     r"(?:[ \t]+\"(.*)\")?[ \t]*$")
 _ADMONITION_KINDS = {"note", "tip", "info", "caution", "danger", "warning", "important",
                      "success", "question", "example", "quote", "abstract", "bug", "failure",
                      "hint", "attention", "error", "seealso", "details", "check", "todo"}
@@ -234,8 +236,9 @@ def _tag_text(attributes: str) -> str:
 
 
 def _mkdocs(text: str) -> str:
-    """MkDocs `!!! kind "Title"` / `??? kind` as a bold line over their indented body, which
-    is dedented (a fenced block inside it too). Top-level fenced code is left alone."""
+    """MkDocs `!!! kind "Title"`, `??? kind` and content tabs `=== "Tab"` as a bold line over
+    their indented body, which is dedented (a fenced block inside it too; nested ones read the
+    same way). Top-level fenced code is left alone."""
     out: list[str] = []
     lines = text.split("\n")
     i, fence = 0, None
@@ -252,11 +255,12 @@ def _mkdocs(text: str) -> str:
             out.append(line)
             i += 1
             continue
-        out.append(_bold(m.group(2), m.group(3)))
-        i += 1
+        out.append(_bold(m.group(1), m.group(2)) if m.group(1) or m.group(2) else "")
+        body, i = [], i + 1
         while i < len(lines) and (not lines[i].strip() or lines[i].startswith(("    ", "\t"))):
-            out.append(lines[i][4:] if lines[i].startswith("    ") else lines[i][1:])
+            body.append(lines[i][4:] if lines[i].startswith("    ") else lines[i][1:])
             i += 1
+        out.append(_mkdocs("\n".join(body)))
     return "\n".join(out)
 
 
