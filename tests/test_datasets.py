@@ -82,6 +82,27 @@ def test_load_local_jsonl_csv_and_errors(tmp_path):
         load_local(docs, qs)
 
 
+def test_a_generated_set_whose_spans_no_longer_hold_their_answers_is_refused(tmp_path):
+    """A generated set's gold is its answer's place in the document as read when it was made;
+    a document edited since (or read by another version of the reader) moves it, and every
+    span metric would score against the wrong text."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe limit is 30 seconds.\n")
+    row = {"id": "g1", "question": "What is the limit?", "answer": "30 seconds",
+           "doc_ids": ["docs/a.md"], "spans": [{"doc_id": "docs/a.md", "start": 18, "end": 28}],
+           "generator": "qwen2.5-coder-1.5b@x"}
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps(row) + "\n")
+    assert load_local(docs, qs).spans["g1"][0].start == 18
+    (docs / "a.md").write_text("# A\n\nThe new limit is 30 seconds.\n")  # edited since
+    with pytest.raises(ValueError, match=r"1 of 1 generated questions no longer hold.*row 1 \(g1\)"):
+        load_local(docs, qs)
+    del row["generator"]  # a set of your own: its spans may be whole passages, not checked
+    qs.write_text(json.dumps(row) + "\n")
+    assert load_local(docs, qs).spans["g1"][0].start == 18
+
+
 def test_sample_folder_is_a_reproducible_stand_in_for_a_users_folder(tmp_path):
     from agentic_rag.datasets.corpora import banking_documents, sample_folder
     from agentic_rag.ingest.readers import iter_document_paths

@@ -276,3 +276,65 @@ def test_mkdocs_content_tabs_and_nested_admonitions_are_dedented() -> None:
     codes = [c.text for c in AgenticChunker(ChunkingConfig(max_tokens=64)).chunk(doc)
              if c.chunk_type == "code"]
     assert codes == ["```python\nimport x\n```", "```sh\nx --run\n```"]
+
+
+# found by a review (helper session) of this reader: each was wrong before its fix
+@pytest.mark.parametrize(("page", "expected"), [
+    ("Title\n===\n\n    code block\n", None),  # a setext H1, not a content tab
+    ("---\nWarning: do not run this as root.\n---\n\nText\n", None),  # a thematic break
+    ("---\n---\nText\n", None),
+    ("Intro:\n\n    :::python\n    x = 1\n", None),  # codehilite's language line
+    ('=== "final"\nnot indented after it\n', None),
+    ("1. Step\n\n   :::tip[Hint]\n   Use it.\n   :::\n", "1. Step\n\n   **Tip: Hint**\n   Use it.\n\n"),
+    ("::: code-group\n```sh\nnpm i\n```\n:::\n", "\n```sh\nnpm i\n```\n\n"),
+    ('See [the page]({{< ref "page.md" >}}).\n{{% include "/_common/x.md" %}}\n',
+     "See [the page](page.md).\n\n"),
+    ('{{< figure src="a.png" caption="The build graph" >}}\n', "The build graph\n"),
+    ("---\ntitle: |\n  Line one\n  Line two\n---\nBody\n", "# Line one Line two\n\nBody\n"),
+    ("---\ntitle: T\n---\nT\n=\n\nBody\n", "T\n=\n\nBody\n"),  # its own setext H1: no second
+])
+def test_review_cases_read_right(page: str, expected: str | None) -> None:
+    assert site_markdown(page)[0] == (page if expected is None else expected)
+
+
+@pytest.mark.parametrize(("page", "expected"), [
+    ("<>Hello world</>\n\nA para.\n\n> A quote\n", "Hello world\n\nA para.\n\n> A quote\n"),
+    ("<>\nAlpha beta\n</>\n\nNext para > quote.\n", "Alpha beta\n\nNext para > quote.\n"),
+    ("- a\n\t- nested\n", "- a\n\t- nested\n"),
+    ("export const data = {\n  a: 1,\n\n  b: 2,\n};\n\nText.\n", "\nText.\n"),
+])
+def test_mdx_review_cases_read_right(page: str, expected: str) -> None:
+    assert site_markdown(page, mdx=True)[0].strip("\n") == expected.strip("\n")
+
+
+def test_unclosed_tags_and_shortcodes_are_left_as_written() -> None:
+    page = "<A b\n" * 2000 + "<Tabs>\nkept\n</Tabs>\n"
+    text, _ = site_markdown(page, mdx=True)
+    assert text == "<A b\n" * 2000 + "\nkept\n\n"
+    page = "{{< a\n" * 2000 + "{{< note >}}\n"
+    assert site_markdown(page)[0] == "{{< a\n" * 2000 + "**Note**\n"
+
+
+def test_notebook_review_cases(tmp_path: Path) -> None:
+    prompt = 'prompt = """Reply with:\n```json\n{"a": 1}\n```\n"""'
+    raw = _notebook([
+        {"cell_type": "code", "source": prompt, "outputs": [
+            {"output_type": "stream", "name": "stderr", "text": "WARNING: slow\n"},
+            {"output_type": "stream", "name": "stdout", "text": "x" * 900 + "\n"}]},
+        {"cell_type": "markdown", "source": "## Calling the model\n\n```python\nopen fence"},
+        {"cell_type": "markdown", "source": "Text after."},
+    ], language_info="python")  # not a mapping: the default language
+    text, title = notebook_to_markdown(raw)
+    assert text.startswith(f"````python\n{prompt}\n````\n\n```text\n{'x' * 500} ...\n```")
+    assert "WARNING" not in text and title == "Calling the model"
+    assert "```python\nopen fence\n```\n\nText after." in text
+    blocks = [c for c in AgenticChunker(ChunkingConfig(max_tokens=256)).chunk(
+        read_document_text(text)) if "Text after" in c.text]
+    assert blocks and blocks[0].chunk_type == "prose"
+    p = tmp_path / "untitled-analysis.ipynb"
+    p.write_bytes(_notebook([{"cell_type": "code", "source": "1 + 1", "outputs": []}]))
+    assert read_document(p).title == "untitled-analysis"  # no heading: the file's name
+    q = tmp_path / "huge.ipynb"
+    q.write_bytes(b'{"cells": [], "n": ' + b"9" * 5000 + b"}")
+    with pytest.raises(DocumentError, match="huge.ipynb: not a Jupyter notebook"):
+        read_document(q)

@@ -161,7 +161,7 @@ def test_bad_folders_are_named_before_any_llm_call(tmp_path, fake_embedder):
     chat = _chat(tmp_path, completions)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(TuneError, match="no .md/.rst/.txt/.html/.pdf/.docx documents"):
+    with pytest.raises(TuneError, match="no .md/.mdx/.rst/.txt/.html/.pdf/.docx/.ipynb documents"):
         _tune(tmp_path, empty, chat)
     with pytest.raises(TuneError, match="no such folder"):
         _tune(tmp_path, tmp_path / "missing", chat)

@@ -252,7 +252,7 @@ def with_questions(ds: Dataset, questions: str | Path, knowable: bool = True,
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise DatasetError(f"{qpath}:{n}: not valid JSON ({exc.msg})") from None
-    queries, qrels, spans, fixed = [], {}, {}, {}
+    queries, qrels, spans, fixed, stale = [], {}, {}, {}, []
     seen: dict[str, int] = {}
     for n, r in enumerate(rows, 1):
         where = f"{qpath}: row {n}"
@@ -290,12 +290,27 @@ def with_questions(ds: Dataset, questions: str | Path, knowable: bool = True,
             qrels[qid] = {i: 1 for i in ids}
         if r.get("spans"):
             spans[qid] = _spans(r["spans"], where, by_id)
+            if r.get("generator") and answers and not _holds(spans[qid], str(answers[0]), by_id):
+                stale.append(f"{where} ({qid})")
         if r.get("split") is not None:
             if r["split"] not in ("dev", "test"):
                 raise DatasetError(f"{where}: split {r['split']!r} must be dev or test")
             fixed[qid] = r["split"]
+    if stale:  # a generated set's gold points at its answer: it no longer does
+        raise DatasetError(
+            f"{qpath}: the gold spans of {len(stale)} of {len(queries)} generated questions no "
+            f"longer hold their answers (first: {stale[0]}): the documents in {docs} changed, or "
+            "were read by another version of agentic-rag, since the set was made; generate it "
+            "again from them (`agentic-rag testset`)")
     return ds.model_copy(update={"queries": queries, "qrels": qrels, "spans": spans,
                                  "fixed_split": fixed})
+
+
+def _holds(spans: list[GoldSpan], answer: str, docs: dict[str, Document]) -> bool:
+    """Whether one of `spans` reads `answer` (case and line wrapping aside)."""
+    want = " ".join(answer.split()).lower()
+    return any(want in " ".join(docs[s.doc_id].text[s.start:s.end].split()).lower()
+               for s in spans)
 
 
 def _spans(value: Any, where: str, docs: dict[str, Document]) -> list[GoldSpan]:

@@ -32,26 +32,35 @@ from typing import Any
 
 import yaml
 
-_FRONT = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n(.*?)(?:\r?\n)?^\1[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+_FRONT = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n(.*?)(?:\r?\n)?^\1[ \t\r]*(?:\n|\Z)", re.S | re.M)
 _KEY = re.compile(r"^[\w-]+$")
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
-_INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
-_JSX_COMMENT = re.compile(r"\{/\*.*?\*/\}", re.S)
+# keys that make a `---` block front matter even when capitalised (else: all keys lower case)
+_FRONT_KEYS = {"title", "description", "date", "tags", "categories", "slug", "id", "layout",
+               "weight", "draft", "lastmod", "keywords", "aliases", "authors", "author",
+               "summary", "sidebar_position", "sidebar_label", "lastUpdated", "last_update"}
+_INLINE_CODE = re.compile(r"(`+)(?!`).{1,2000}?(?<!`)\1(?!`)")
+_JSX_COMMENT = re.compile(r"\{/\*.{0,5000}?\*/\}", re.S)
 _ESM = re.compile(r"^(?:import|export)[\s{*]")
 _TAG_START = re.compile(r"<(/?)([A-Z][\w.]*)(?=[\s/>])|<>|</>")
+_TAG_MAX = 5000  # characters: a "tag" longer than this is not one (left as it is)
 _ATTR_VALUE = re.compile(r"([\w:.-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
-_HEADING_ID = re.compile(r"^(#{1,6}[ \t].*?)[ \t]*\{#[\w.:-]+\}[ \t]*$", re.M)
-_DOCUSAURUS = re.compile(r"^[ \t]*:{3,}[ \t]*(?:\{\.?([A-Za-z]+)[^}]*\}|([A-Za-z]+))?"
-                         r"(?:\[(.*?)\]|[ \t]+(.*?))?[ \t]*(?:\{.*\})?[ \t]*$")
-# MkDocs (Material): `!!! kind [inline end] "Title"`, `??? kind` (collapsible), `=== "Tab"`
-_MKDOCS = re.compile(r"^(?:(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+[a-z]+)*|===\+?)"
-                     r"(?:[ \t]+\"(.*)\")?[ \t]*$")
+_HEADING_ID = re.compile(r"^(#{1,6}[ \t].*?)[ \t]*\{#[\w.:-]+\}[ \t\r]*$", re.M)
 _ADMONITION_KINDS = {"note", "tip", "info", "caution", "danger", "warning", "important",
                      "success", "question", "example", "quote", "abstract", "bug", "failure",
                      "hint", "attention", "error", "seealso", "details", "check", "todo"}
+# Docusaurus / VitePress / Pandoc: `:::tip[Title]`, `::: warning Title`, `::: {.note}`, `:::`
+_DOCUSAURUS = re.compile(r"^([ \t]*):{3,}[ \t]*(?:\{\.?([A-Za-z]+)[^}\n]*\}|([A-Za-z]+))?"
+                         r"(?:\[(.*?)\]|[ \t]+(.*?))?[ \t]*(?:\{[^\n]*\})?[ \t\r]*$")
+# MkDocs (Material): `!!! kind [inline end] "Title"`, `??? kind` (collapsible), `=== "Tab"`
+_MKDOCS = re.compile(r"^(?:(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+[a-z]+)*(?:[ \t]+\"(.*)\")?"
+                     r"|===\+?[ \t]+\"(.*)\")[ \t\r]*$")
 # Hugo: {{< name args >}} / {{% name args %}}, {{< /name >}}; {{</* x */>}} shows a shortcode
-_SHORTCODE = re.compile(r"\{\{([<%])\s*(/?)\s*([\w./-]+)((?:[^}]|\}(?!\}))*?)\s*[>%]\}\}")
+_SHORTCODE = re.compile(r"\{\{([<%])\s*(/?)\s*([\w./-]+)((?:[^{}]|\}(?!\})|\{(?!\{)){0,1000}?)"
+                        r"\s*[>%]\}\}")
+_SHOWN_SHORTCODE = re.compile(r"\{\{([<%])/\*(.{0,1000}?)\*/([>%])\}\}", re.S)
 _SHORTCODE_ARG = re.compile(r"([\w-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|(\S+))|\"([^\"]*)\"|(\S+)")
+_SHORTCODE_ARGS_ONLY = {"ref", "relref", "param"}  # shown as their argument (a path, a name)
+_SHORTCODE_DROPPED = {"include", "readfile", "code_sample", "codenew", "remote-file"}
 _UPDATED = ("last_update", "lastUpdated", "last_updated", "lastmod", "last_modified_at",
             "last_modified", "updated", "modified", "date")
 
@@ -59,12 +68,12 @@ _UPDATED = ("last_update", "lastUpdated", "last_updated", "lastmod", "last_modif
 def site_markdown(text: str, mdx: bool = False) -> tuple[str, dict[str, Any]]:
     """(Markdown, fields) of a page's text: the module doc's conversions; `fields` holds
     `title` (or "") and, where the front matter gives them, `description`, `tags` and
-    `last_updated` (an ISO date)."""
+    `last_updated` (an ISO date). A deeply nested page raises RecursionError."""
     meta, body = front_matter(text)
     fields = _fields(meta)
     out = []
     closed = {m.group(1) for m in re.finditer(r"\{\{[<%]\s*/\s*([\w./-]+)", body)}
-    for code, seg in _segments(_mkdocs(body)):
+    for code, seg in code_segments(_mkdocs(body), any_indent=mdx):
         if code:
             out.append(seg)
             continue
@@ -80,26 +89,31 @@ def site_markdown(text: str, mdx: bool = False) -> tuple[str, dict[str, Any]]:
 
 def front_matter(text: str) -> tuple[dict[str, Any], str]:
     """(fields, the text without them): YAML between `---` lines or TOML between `+++`
-    lines at the very start. Anything else (a thematic break, YAML that does not parse to a
-    mapping of plain keys) is no front matter: ({}, text)."""
+    lines at the very start, a mapping whose keys are all lower case or include a usual
+    front matter key (`title`, `date`, ...). Anything else (a thematic break over a
+    "Warning: ..." line, YAML that does not parse, an empty block) is no front matter:
+    ({}, text)."""
     m = _FRONT.match(text)
     if not m:
         return {}, text
     raw = m.group(2)
     try:
-        data = (yaml.safe_load(raw) if m.group(1) == "---" else tomllib.loads(raw)) or {}
-    except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError):
+        data = yaml.safe_load(raw) if m.group(1) == "---" else tomllib.loads(raw)
+    except Exception:  # noqa: BLE001 - any YAML/TOML failure (a bad tag, deep nesting): text
         return {}, text
-    if not isinstance(data, dict) or not all(isinstance(k, str) and _KEY.match(k) for k in data):
+    if not isinstance(data, dict) or not data \
+            or not all(isinstance(k, str) and _KEY.match(k) for k in data):
+        return {}, text
+    if not (_FRONT_KEYS & set(data) or all(k[0].islower() for k in data)):
         return {}, text
     return data, text[m.end():]
 
 
 def _fields(meta: dict[str, Any]) -> dict[str, Any]:
     title = meta.get("title")
-    fields: dict[str, Any] = {"title": title.strip() if isinstance(title, str) else ""}
+    fields: dict[str, Any] = {"title": " ".join(title.split()) if isinstance(title, str) else ""}
     if isinstance(meta.get("description"), str) and meta["description"].strip():
-        fields["description"] = meta["description"].strip()
+        fields["description"] = " ".join(meta["description"].split())
     tags = meta.get("tags")
     if isinstance(tags, list) and all(isinstance(t, str | int) for t in tags) and tags:
         fields["tags"] = ", ".join(str(t) for t in tags)
@@ -126,14 +140,17 @@ def _iso_date(value: Any) -> str | None:
     return None
 
 
-def _segments(text: str) -> list[tuple[bool, str]]:
-    """`text` cut into (is_code, piece) pieces, code being fenced blocks at any indentation
-    (their fence lines included); the pieces join back to `text`."""
+def code_segments(text: str, any_indent: bool = False) -> list[tuple[bool, str]]:
+    """`text` cut into (is_code, piece) pieces, code being fenced blocks (their fence lines
+    included); the pieces join back to `text`. A fence opens at up to 3 spaces of
+    indentation, as the chunker's parser reads it (`ingest.markup`); `any_indent` (MDX, whose
+    components indent their children with tabs): at any."""
+    opener = re.compile(r"^[ \t]*(`{3,}|~{3,})" if any_indent else r"^ {0,3}(`{3,}|~{3,})")
     out: list[tuple[bool, str]] = []
     buf: list[str] = []
     fence: str | None = None
     for line in text.splitlines(keepends=True):
-        m = _FENCE.match(line)
+        m = opener.match(line)
         if fence is None and m:
             if buf:
                 out.append((False, "".join(buf)))
@@ -152,70 +169,102 @@ def _segments(text: str) -> list[tuple[bool, str]]:
 
 
 def _has_h1(body: str) -> bool:
-    return any(not code and re.search(r"^ {0,3}#[ \t]+\S", seg, re.M)
-               for code, seg in _segments(body))
+    """Whether the page writes its own H1 (ATX `# X` or setext `X` over `===`)."""
+    return any(not code and re.search(r"^ {0,3}#[ \t]+\S|^ {0,3}\S[^\n]*\n {0,3}=+[ \t\r]*$",
+                                      seg, re.M)
+               for code, seg in code_segments(body))
+
+
+class _Masked:
+    """`text`: a piece of Markdown with its inline code (and whatever else is `hide`n) replaced
+    by placeholders, so no rule rewrites it; `restore` puts it back. The placeholders and
+    `mark` (a separator a rule may leave) use private-use characters the piece does not hold."""
+
+    def __init__(self, seg: str) -> None:
+        free = (chr(c) for c in range(0xE000, 0xF900) if chr(c) not in seg)
+        self.open, self.close, self.mark = next(free), next(free), next(free)
+        self.kept: list[str] = []
+        self.text = _INLINE_CODE.sub(lambda m: self.hide(m.group(0)), seg)
+
+    def hide(self, piece: str) -> str:
+        self.kept.append(piece)
+        return f"{self.open}{len(self.kept) - 1}{self.close}"
+
+    def restore(self, seg: str) -> str:
+        return re.sub(f"{self.open}(\\d+){self.close}", lambda m: self.kept[int(m.group(1))], seg)
 
 
 def _mdx(seg: str) -> str:
     """ESM blocks, JSX comments and component tags out of a piece of MDX that holds no
     fenced code (inline code kept as it is)."""
-    kept, dropping, blank_before = [], False, True
+    kept, dropping, depth, blank_before = [], False, 0, True
     for line in seg.splitlines(keepends=True):
-        if not line.strip():
+        if not line.strip() and depth <= 0:
             dropping, blank_before = False, True
             kept.append(line)
             continue
         if blank_before and _ESM.match(line):
-            dropping = True
+            dropping, depth = True, 0
         blank_before = False
-        if not dropping:
+        if dropping:  # an `export const x = {` ... `};` block may hold blank lines
+            depth += sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
+        else:
             kept.append(line)
     masked = _Masked("".join(kept))
-    seg = masked.text
-    seg = _JSX_COMMENT.sub("", seg)
-    seg = _components(seg)
-    # JSX indents a component's children with tabs (Markdown would read them as code)
-    seg = "\n".join(ln.lstrip("\t").rstrip() for ln in seg.split("\n"))
-    seg = re.sub("\x01[ \t]*(?=\n|$)", "", seg).replace("\x01", ": ")  # "**npm**: text"
+    seg = _components(_JSX_COMMENT.sub("", masked.text), masked.mark)
+    # JSX indents a component's children with tabs (Markdown would read them as code); a
+    # nested list item keeps its indentation
+    seg = "\n".join(ln if re.match(r"\t+([-*+]|\d+[.)])[ \t]", ln) else ln.lstrip("\t")
+                    for ln in seg.split("\n"))
+    seg = re.sub(f"{masked.mark}[ \t]*(?=\n|$)", "", seg).replace(masked.mark, ": ")
     return masked.restore(re.sub(r"\n{3,}", "\n\n", seg))
 
 
-def _components(seg: str) -> str:
-    """Every component tag of `seg` replaced by `_tag_text` of it. A tag ends at the first
-    `>` outside quotes and braces: attribute values may hold nested `{...}` and `=>`."""
-    out, pos = [], 0
+def _components(seg: str, mark: str) -> str:
+    """Every component tag of `seg` replaced by `_tag_text` of it (`mark` after a label, for
+    "**npm**: text"). A tag ends at the first `>` outside quotes and braces: attribute values
+    may hold nested `{...}` and `=>`. Where no end is found (within `_TAG_MAX` characters),
+    the text is left as it is up to where the search stopped (linear time on any input)."""
+    out, pos, skip = [], 0, 0
     for m in _TAG_START.finditer(seg):
-        if m.start() < pos:
+        if m.start() < max(pos, skip):
             continue
-        end = _tag_end(seg, m.end())
+        if not m.group(2):  # a fragment <> or </>: the match is the whole tag
+            out.append(seg[pos:m.start()])
+            pos = m.end()
+            continue
+        end, stopped = _tag_end(seg, m.end())
         if end < 0:
-            continue  # not closed: left as it is
+            skip = stopped
+            continue
         out.append(seg[pos:m.start()])
-        out.append("" if m.group(1) or not m.group(2) else _tag_text(seg[m.end():end - 1]))
+        out.append("" if m.group(1) else _tag_text(seg[m.end():end - 1], mark))
         pos = end
     return "".join(out) + seg[pos:]
 
 
-def _tag_end(s: str, i: int) -> int:
-    """The index after the `>` ending the tag whose attributes start at `i`; -1 if none."""
+def _tag_end(s: str, i: int) -> tuple[int, int]:
+    """(the index after the `>` ending the tag whose attributes start at `i`, or -1; where
+    the search stopped)."""
     depth, quote = 0, ""
-    while i < len(s):
-        c = s[i]
+    for j in range(i, min(len(s), i + _TAG_MAX)):
+        c = s[j]
         if quote:
             quote = "" if c == quote else quote
-        elif c in "\"'`" :
+        elif c in "\"'`":
             quote = c
         elif c == "{":
             depth += 1
         elif c == "}":
             depth = max(0, depth - 1)
         elif c == ">" and depth == 0:
-            return i + 1
-        i += 1
-    return -1
+            return j + 1, j + 1
+        elif c == "<" and depth == 0 and j > i:
+            return -1, j  # another tag starts: this one never closed
+    return -1, min(len(s), i + _TAG_MAX)
 
 
-def _tag_text(attributes: str) -> str:
+def _tag_text(attributes: str, mark: str) -> str:
     """What a reader sees of a component's tag: its label, title or text, its description,
     an `Aside`'s kind; "" for the rest. Attributes inside `{...}` are not read."""
     flat, depth = [], 0
@@ -232,13 +281,13 @@ def _tag_text(attributes: str) -> str:
     desc = (attrs.get("description") or "").strip()
     if not label:
         return desc
-    return f"**{label}**" + (f" — {desc}" if desc else "") + "\x01"
+    return f"**{label}**" + (f" — {desc}" if desc else "") + mark
 
 
 def _mkdocs(text: str) -> str:
     """MkDocs `!!! kind "Title"`, `??? kind` and content tabs `=== "Tab"` as a bold line over
     their indented body, which is dedented (a fenced block inside it too; nested ones read the
-    same way). Top-level fenced code is left alone."""
+    same way). Only where an indented body follows; top-level fenced code is left alone."""
     out: list[str] = []
     lines = text.split("\n")
     i, fence = 0, None
@@ -251,11 +300,12 @@ def _mkdocs(text: str) -> str:
                 and len(line.strip()) >= len(fence):
             fence = None
         m = _MKDOCS.match(line) if fence is None else None
-        if not m:
+        nxt = next((ln for ln in lines[i + 1:] if ln.strip()), "")
+        if not m or not nxt.startswith(("    ", "\t")):
             out.append(line)
             i += 1
             continue
-        out.append(_bold(m.group(1), m.group(2)) if m.group(1) or m.group(2) else "")
+        out.append(_bold(m.group(1), m.group(2) or m.group(3)))
         body, i = [], i + 1
         while i < len(lines) and (not lines[i].strip() or lines[i].startswith(("    ", "\t"))):
             body.append(lines[i][4:] if lines[i].startswith("    ") else lines[i][1:])
@@ -266,63 +316,61 @@ def _mkdocs(text: str) -> str:
 
 def _shortcodes(seg: str, closed: set[str]) -> str:
     """Hugo shortcodes outside inline code as their text: a closing one goes; `text="Pod"`
-    (a glossary tooltip) stays as the word; a `title`, `name` or `label` as a bold line; an
-    admonition (`note`, `warning`, ...) as "**Note**"; one that wraps content (`closed`: the
-    page closes it somewhere) goes, its content stays; any other as its name and positional
-    arguments ("new-in 0.120.0"), its delimiters and named arguments gone. `{{</* x */>}}`
-    (a shortcode shown, not run) reads `{{< x >}}`."""
+    (a glossary tooltip), a figure's `caption` or an image's `alt` stay as words; a `title`,
+    `name`, `label` or `summary` as a bold line; an admonition (`note`, `warning`, ...) as
+    "**Note**"; `ref`/`relref`/`param` as their argument (a link's path stays a path); an
+    `include` (text from elsewhere) and one that wraps content (`closed`: the page closes it
+    somewhere) go, the wrapped content stays; any other as its name and positional arguments
+    ("new-in 0.120.0"). `{{</* x */>}}` (a shortcode shown, not run) reads `{{< x >}}`."""
     if "{{" not in seg:
         return seg
+
     def text(m: re.Match[str]) -> str:
         if m.group(2):
             return ""
         named, positional = {}, []
-        for a in _SHORTCODE_ARG.finditer(m.group(4).replace("/*", "").replace("*/", "")):
+        for a in _SHORTCODE_ARG.finditer(m.group(4)):
             if a.group(1):
                 named[a.group(1)] = next(g for g in a.group(2, 3, 4) if g is not None)
             else:
                 positional.append(a.group(5) if a.group(5) is not None else a.group(6))
         name = m.group(3)
-        if "text" in named:
-            return named["text"]
-        title = named.get("title") or named.get("name") or named.get("label")
+        words = named.get("text") or named.get("caption") or named.get("alt")
+        if words:
+            return words
+        title = (named.get("title") or named.get("name") or named.get("label")
+                 or named.get("summary"))
         if name.lower() in _ADMONITION_KINDS:
             return _bold(name, title)
         if title:
             return f"**{title}**"
-        return "" if name in closed else " ".join([name, *positional])
+        if name in _SHORTCODE_ARGS_ONLY:
+            return " ".join(positional)
+        if name in _SHORTCODE_DROPPED or name in closed:
+            return ""
+        return " ".join([name, *positional])
 
     masked = _Masked(seg)
-    shown = re.sub(r"\{\{([<%])/\*\s*(.*?)\s*\*/([>%])\}\}",
-                   lambda m: masked.hide(f"{{{{{m.group(1)} {m.group(2)} {m.group(3)}}}}}"),
-                   masked.text)
+    shown = _SHOWN_SHORTCODE.sub(
+        lambda m: masked.hide(f"{{{{{m.group(1)} {m.group(2).strip()} {m.group(3)}}}}}"),
+        masked.text)
     return masked.restore(_SHORTCODE.sub(text, shown))
 
 
-class _Masked:
-    """`text`: a piece of Markdown with its inline code (and whatever else is `hide`n) replaced
-    by placeholders, so no rule rewrites it; `restore` puts it back."""
-
-    def __init__(self, seg: str) -> None:
-        self.kept: list[str] = []
-        self.text = _INLINE_CODE.sub(lambda m: self.hide(m.group(0)), seg)
-
-    def hide(self, piece: str) -> str:
-        self.kept.append(piece)
-        return f"\x00{len(self.kept) - 1}\x00"
-
-    def restore(self, seg: str) -> str:
-        return re.sub("\x00(\\d+)\x00", lambda m: self.kept[int(m.group(1))], seg)
-
-
 def _admonitions(seg: str) -> str:
-    """Docusaurus / VitePress `:::kind[Title]` … `:::` as a bold line over their text."""
+    """Docusaurus / VitePress / Pandoc `:::kind[Title]` … `:::` as a bold line over their
+    text, at the fence's indentation (inside a list item it stays in the item); a container's
+    fence lines (`::: code-group`, `:::`) go, its content stays. `:::python` (codehilite's
+    language line in an indented code block) is neither: left as it is."""
     out = []
     for line in seg.split("\n"):
-        d = _DOCUSAURUS.match(line)
+        d = _DOCUSAURUS.match(line) if ":::" in line else None
         if d:
-            kind, title = d.group(1) or d.group(2), d.group(3) or d.group(4)
-            line = _bold(kind, title) if kind or title else ""
+            kind, title = d.group(2) or d.group(3), d.group(4) or d.group(5)
+            if kind and kind.lower() in _ADMONITION_KINDS:
+                line = d.group(1) + _bold(kind, title)
+            elif not (kind or title) or re.match(r"[ \t]*:{3,}[ \t]", line):
+                line = ""  # a closing fence, a container (`::: code-group`, `::: {.columns}`)
         out.append(line)
     return "\n".join(out)
 

@@ -16,7 +16,10 @@ import json
 import re
 from typing import Any
 
+from agentic_rag.ingest.mdx import code_segments
+
 OUTPUT_LINES = 20
+OUTPUT_LINE_CHARS = 500
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 
@@ -29,15 +32,17 @@ def notebook_to_markdown(raw: bytes) -> tuple[str, str]:
     """(Markdown, title) of a notebook's bytes (module doc)."""
     try:
         nb = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # not UTF-8, not JSON, an integer too long to read
         raise NotebookError(f"not a Jupyter notebook (not JSON: {exc})") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         version = nb.get("nbformat") if isinstance(nb, dict) else None
         raise NotebookError("not a Jupyter notebook in nbformat 4 (no 'cells' list"
                             + (f"; nbformat {version}" if version else "") + ")")
     meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
-    lang = (meta.get("language_info") or {}).get("name") or \
-        (meta.get("kernelspec") or {}).get("language") or "python"
+    lang = next((str(v["name" if k == "language_info" else "language"])
+                 for k in ("language_info", "kernelspec")
+                 if isinstance(v := meta.get(k), dict) and v.get("name" if k == "language_info"
+                                                               else "language")), "python")
     parts, title = [], ""
     for cell in nb["cells"]:
         if not isinstance(cell, dict):
@@ -45,17 +50,41 @@ def notebook_to_markdown(raw: bytes) -> tuple[str, str]:
         src = _text(cell.get("source")).strip("\n")
         kind = cell.get("cell_type")
         if kind == "markdown" and src.strip():
-            parts.append(src)
-            if not title and (m := _HEADING.search(src)):
+            prose = "".join(seg for code, seg in code_segments(src) if not code)
+            parts.append(_closed(src))
+            if not title and (m := _HEADING.search(prose)):
                 title = m.group(1).strip()
         elif kind == "code" and src.strip():
-            parts.append(f"```{lang}\n{src}\n```")
+            parts.append(_fenced(src, lang))
             out = _outputs(cell.get("outputs"))
             if out:
-                parts.append(f"```text\n{out}\n```")
+                parts.append(_fenced(out, "text"))
         elif kind == "raw" and src.strip():
             parts.append(src)
     return "\n\n".join(parts) + "\n", title
+
+
+def _closed(src: str) -> str:
+    """A markdown cell with a fence it left open closed, so it does not swallow the cells
+    after it."""
+    code, last = code_segments(src)[-1]
+    if not code:
+        return src
+    lines = last.strip("\n").split("\n")
+    opener = re.match(r"^ {0,3}(`{3,}|~{3,})", lines[0])
+    closing = lines[-1].strip()
+    if opener is None or (len(lines) > 1 and closing and set(closing) == {opener.group(1)[0]}
+                          and len(closing) >= len(opener.group(1))):
+        return src
+    return f"{src}\n{opener.group(1)}"
+
+
+def _fenced(text: str, lang: str) -> str:
+    """`text` in a fenced block whose fence is longer than any backtick run inside it (a
+    prompt holding a ```json example stays inside its cell)."""
+    longest = max((len(r) for r in re.findall(r"`{3,}", text)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
 
 
 def _text(value: Any) -> str:
@@ -71,14 +100,15 @@ def _outputs(outputs: Any) -> str:
     for out in outputs if isinstance(outputs, list) else []:
         if not isinstance(out, dict):
             continue
-        if out.get("output_type") == "stream":
+        if out.get("output_type") == "stream" and out.get("name") != "stderr":  # not logs
             texts.append(_text(out.get("text")))
         elif out.get("output_type") in ("execute_result", "display_data"):
             data = out.get("data") if isinstance(out.get("data"), dict) else {}
             if "text/plain" in data and not any(k.startswith("image/") for k in data):
                 texts.append(_text(data["text/plain"]))
     lines = _ANSI.sub("", "\n".join(t.rstrip("\n") for t in texts if t.strip())).split("\n")
-    lines = [ln.replace("```", "'''") for ln in lines]  # a fence in an output would end ours
+    lines = [ln if len(ln) <= OUTPUT_LINE_CHARS else ln[:OUTPUT_LINE_CHARS] + " ..."
+             for ln in lines]
     if len(lines) > OUTPUT_LINES:
         lines = lines[:OUTPUT_LINES] + [f"... ({len(lines) - OUTPUT_LINES} more lines)"]
     return "\n".join(lines).strip("\n")

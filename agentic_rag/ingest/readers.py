@@ -53,7 +53,10 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
         if name.endswith(MARKDOWN_SUFFIXES):
             from agentic_rag.ingest.mdx import site_markdown
 
-            text, fields = site_markdown(text, mdx=name.endswith(".mdx"))
+            try:
+                text, fields = site_markdown(text, mdx=name.endswith(".mdx"))
+            except RecursionError:
+                raise DocumentError(f"{path}: nested too deeply to read") from None
             title = fields.pop("title")
             metadata = fields  # description, tags, last_updated: where the front matter has them
     return Document(id=doc_id or path.as_posix(), text=text, title=title or first_line(text),
@@ -78,8 +81,9 @@ def _converted(path: Path, raw: bytes) -> tuple[str, str]:
     from agentic_rag.ingest.pdf import PdfError, pdf_to_markdown
 
     try:
-        if path.name.lower().endswith(".ipynb"):
-            return notebook_to_markdown(raw)
+        if path.name.lower().endswith(".ipynb"):  # no heading in it: its file name
+            text, title = notebook_to_markdown(raw)
+            return text, title or path.stem
         if path.name.lower().endswith(".pdf"):  # its title: the first line not "## Page N"
             text = pdf_to_markdown(raw)
             return text, first_line("\n".join(ln for ln in text.splitlines()
