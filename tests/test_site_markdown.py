@@ -282,7 +282,8 @@ def test_mkdocs_content_tabs_and_nested_admonitions_are_dedented() -> None:
 @pytest.mark.parametrize(("page", "expected"), [
     ("Title\n===\n\n    code block\n", None),  # a setext H1, not a content tab
     ("---\nWarning: do not run this as root.\n---\n\nText\n", None),  # a thematic break
-    ("---\n---\nText\n", None),
+    ("---\n---\nText\n", "Text\n"),  # Jekyll's empty front matter
+    ("---\n# Do not remove front matter.\n---\n\n## Methods\n", "## Methods\n"),
     ("Intro:\n\n    :::python\n    x = 1\n", None),  # codehilite's language line
     ('=== "final"\nnot indented after it\n', None),
     ("1. Step\n\n   :::tip[Hint]\n   Use it.\n   :::\n", "1. Step\n\n   **Tip: Hint**\n   Use it.\n\n"),

@@ -42,7 +42,7 @@ _INLINE_CODE = re.compile(r"(`+)(?!`).{1,2000}?(?<!`)\1(?!`)")
 _JSX_COMMENT = re.compile(r"\{/\*.{0,5000}?\*/\}", re.S)
 _ESM = re.compile(r"^(?:import|export)[\s{*]")
 _TAG_START = re.compile(r"<(/?)([A-Z][\w.]*)(?=[\s/>])|<>|</>")
-_TAG_MAX = 5000  # characters: a "tag" longer than this is not one (left as it is)
+_TAG_MAX = 20_000  # characters: a "tag" longer than this is not one (left as it is)
 _ATTR_VALUE = re.compile(r"([\w:.-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 _HEADING_ID = re.compile(r"^(#{1,6}[ \t].*?)[ \t]*\{#[\w.:-]+\}[ \t\r]*$", re.M)
 _ADMONITION_KINDS = {"note", "tip", "info", "caution", "danger", "warning", "important",
@@ -81,7 +81,7 @@ def site_markdown(text: str, mdx: bool = False) -> tuple[str, dict[str, Any]]:
             seg = _mdx(seg)
         seg = _admonitions(_HEADING_ID.sub(r"\1", _shortcodes(seg, closed)))
         out.append(seg)
-    body = "".join(out).lstrip("\n") if meta else "".join(out)
+    body = "".join(out).lstrip("\n") if len(body) < len(text) else "".join(out)
     if fields["title"] and not _has_h1(body):
         body = f"# {fields['title']}\n\n{body}"
     return body, fields
@@ -89,10 +89,10 @@ def site_markdown(text: str, mdx: bool = False) -> tuple[str, dict[str, Any]]:
 
 def front_matter(text: str) -> tuple[dict[str, Any], str]:
     """(fields, the text without them): YAML between `---` lines or TOML between `+++`
-    lines at the very start, a mapping whose keys are all lower case or include a usual
-    front matter key (`title`, `date`, ...). Anything else (a thematic break over a
-    "Warning: ..." line, YAML that does not parse, an empty block) is no front matter:
-    ({}, text)."""
+    lines at the very start, a mapping with no capitalised key, or with a usual
+    front matter key (`title`, `date`, ...), or an empty block (comments only: ({}, the
+    rest)). Anything else (a thematic break over a "Warning: ..." line, YAML that does not
+    parse) is no front matter: ({}, text)."""
     m = _FRONT.match(text)
     if not m:
         return {}, text
@@ -101,10 +101,11 @@ def front_matter(text: str) -> tuple[dict[str, Any], str]:
         data = yaml.safe_load(raw) if m.group(1) == "---" else tomllib.loads(raw)
     except Exception:  # noqa: BLE001 - any YAML/TOML failure (a bad tag, deep nesting): text
         return {}, text
-    if not isinstance(data, dict) or not data \
-            or not all(isinstance(k, str) and _KEY.match(k) for k in data):
+    if data is None:  # `---` over `---`, or comments only: Jekyll's and Hugo's empty block
+        return {}, text[m.end():]
+    if not isinstance(data, dict) or not all(isinstance(k, str) and _KEY.match(k) for k in data):
         return {}, text
-    if not (_FRONT_KEYS & set(data) or all(k[0].islower() for k in data)):
+    if not (_FRONT_KEYS & set(data) or not any(k[0].isupper() for k in data)):
         return {}, text
     return data, text[m.end():]
 
