@@ -117,12 +117,15 @@ def arm(docs: list[Document], questions: list[dict], home: Path,
     return stats, rows
 
 
-def compare(source: list[dict], html: list[dict]) -> dict:
+def compare(source: list[dict], html: list[dict], names: tuple[str, str] = ("source", "html")
+            ) -> dict:
+    """Each metric's mean per arm and the paired difference (second arm − first) with its
+    bootstrap CI, keyed by the arms' `names`."""
     out = {"questions": len(source)}
     for metric in ("answer@5", "loose answer@5", "ndcg@10"):
         a, b = [r[metric] for r in source], [r[metric] for r in html]
-        out[metric] = {"source": sum(a) / len(a), "html": sum(b) / len(b),
-                       "html_minus_source": paired_bootstrap(b, a)}
+        out[metric] = {names[0]: sum(a) / len(a), names[1]: sum(b) / len(b),
+                       f"{names[1]}_minus_{names[0]}": paired_bootstrap(b, a)}
     return out
 
 

@@ -27,11 +27,10 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from html_vs_source import arm  # this folder's
+from html_vs_source import arm, compare  # this folder's
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.documents import Document, detect_format
-from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.ingest.chunking import AgenticChunker
 from agentic_rag.ingest.readers import first_line, iter_document_paths, read_document
 
@@ -71,15 +70,6 @@ def leftovers(docs: list[Document]) -> dict:
             "by_type": dict(sorted(Counter(c.chunk_type for c in chunks).items()))}
 
 
-def compare(a: list[dict], b: list[dict]) -> dict:
-    out = {"questions": len(a)}
-    for metric in ("answer@5", "loose answer@5", "ndcg@10"):
-        x, y = [r[metric] for r in a], [r[metric] for r in b]
-        out[metric] = {"raw": sum(x) / len(x), "site": sum(y) / len(y),
-                       "site_minus_raw": paired_bootstrap(y, x)}
-    return out
-
-
 def main(folder: Path, questions: Path | None, out: Path | None) -> dict:
     arms = readings(folder)
     result: dict = {"folder": str(folder), **{f"{k} leftovers": leftovers(v)
@@ -90,11 +80,11 @@ def main(folder: Path, questions: Path | None, out: Path | None) -> dict:
               for q in map(json.loads, questions.read_text().splitlines()) if q.get("answerable", 1)]
         with tempfile.TemporaryDirectory() as tmp:
             rows = {k: arm(v, qs, Path(tmp) / k)[1] for k, v in arms.items()}
-        result["all"] = compare(rows["raw"], rows["site"])
+        result["all"] = compare(rows["raw"], rows["site"], ("raw", "site"))
         test = [i for i, r in enumerate(rows["raw"]) if r["split"] == "test"]
         if test and len(test) < len(qs):
             result["test"] = compare([rows["raw"][i] for i in test],
-                                     [rows["site"][i] for i in test])
+                                     [rows["site"][i] for i in test], ("raw", "site"))
     if out is not None:
         out.write_text(json.dumps(result, indent=1) + "\n")
     return result
