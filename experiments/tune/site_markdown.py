@@ -3,7 +3,7 @@ a .md before 2026-12-05, and from a .mdx renamed .md) and as a reader sees it
 (`ingest.mdx.site_markdown`): what is left of the site builder's syntax outside code blocks,
 titles, and the shipped default pipeline's retrieval on the same questions. No LLM call.
 
-    PYTHONPATH=. python experiments/tune/site_markdown.py DOCS [QUESTIONS] [OUT]
+    PYTHONPATH=. python experiments/tune/site_markdown.py DOCS [QUESTIONS|-] [OUT]
     # Starlight's own documentation (MIT), 37 pages, from its public repository:
     #   git --git-dir=<starlight clone>/.git archive HEAD docs/src/content/docs | tar -x -C /tmp/sl
     #   (the English pages: the top folder and components/ guides/ reference/ resources/) → DOCS
@@ -92,5 +92,5 @@ def main(folder: Path, questions: Path | None, out: Path | None) -> dict:
 
 if __name__ == "__main__":
     args = [Path(a) for a in sys.argv[1:]]
-    print(json.dumps(main(args[0], args[1] if len(args) > 1 else None,
+    print(json.dumps(main(args[0], args[1] if len(args) > 1 and str(args[1]) != "-" else None,
                           args[2] if len(args) > 2 else None), indent=1))
