@@ -98,6 +98,16 @@ def test_a_generated_set_whose_spans_no_longer_hold_their_answers_is_refused(tmp
     (docs / "a.md").write_text("# A\n\nThe new limit is 30 seconds.\n")  # edited since
     with pytest.raises(ValueError, match=r"1 of 1 generated questions no longer hold.*row 1 \(g1\)"):
         load_local(docs, qs)
+    row.update(answers=["thirty seconds", "30 seconds"], answer=None)  # any answer may hold
+    qs.write_text(json.dumps(row) + "\n")
+    with pytest.raises(ValueError, match="no longer hold"):  # the document still reads "new"
+        load_local(docs, qs)
+    (docs / "a.md").write_text("# A\n\nThe limit is 30 seconds.\n")
+    assert load_local(docs, qs).queries[0].answers == ["thirty seconds", "30 seconds"]
+    row.update(answers=[30.0])  # a number as JSON writes it
+    qs.write_text(json.dumps(row) + "\n")
+    assert load_local(docs, qs).spans["g1"][0].start == 18
+    (docs / "a.md").write_text("# A\n\nThe new limit is 30 seconds.\n")
     del row["generator"]  # a set of your own: its spans may be whole passages, not checked
     qs.write_text(json.dumps(row) + "\n")
     assert load_local(docs, qs).spans["g1"][0].start == 18

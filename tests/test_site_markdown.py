@@ -98,7 +98,9 @@ def test_front_matter_gives_title_description_tags_and_last_update(tmp_path: Pat
     doc = read_document(p)
     assert doc.title == "Getting Started"
     assert doc.metadata == {"description": "Start a new documentation site."}
-    assert doc.text.startswith("# Getting Started\n\nCreate a new project:")  # the page's H1
+    # the title as the page's H1, the description (the author's summary) under it
+    assert doc.text.startswith("# Getting Started\n\nStart a new documentation site.\n\n"
+                               "Create a new project:")
     assert "title:" not in doc.text and "---" not in doc.text
 
     q = tmp_path / "install.md"
@@ -293,6 +295,17 @@ def test_mkdocs_content_tabs_and_nested_admonitions_are_dedented() -> None:
     ('{{< figure src="a.png" caption="The build graph" >}}\n', "The build graph\n"),
     ("---\ntitle: |\n  Line one\n  Line two\n---\nBody\n", "# Line one Line two\n\nBody\n"),
     ("---\ntitle: T\n---\nT\n=\n\nBody\n", "T\n=\n\nBody\n"),  # its own setext H1: no second
+    ("---\ndescription: D.\n---\nT\n===\nBody\n", "T\n===\n\nD.\n\nBody\n"),  # under its H1
+    ("---\ndescription: D.\n---\nNo heading.\n", "No heading.\n"),  # no H1, no title: metadata
+    (':::info{title="X"}\nBody\n:::\n', "**Info: X**\nBody\n\n"),
+    ("1. Write it:\n\n    ```markdown\n    :::tip[T]\n    x\n    :::\n    ```\n", None),  # code
+    ("To open one, type:\n\n    ```\n\nThen:\n\n```\n:::tip\n## H {#x}\n```\n", None),
+    ("{{< code-toggle file=hugo >}}\n[security]\nenable = true\n{{< /code-toggle >}}\n",
+     "```toml\n[security]\nenable = true\n```\n"),
+    ("{{< highlight go >}}\nfunc main() {}\n{{< /highlight >}}\n", "```go\nfunc main() {}\n```\n"),
+    ('```md\n{{</* figure src="a.jpg" */>}}\n```\n', '```md\n{{< figure src="a.jpg" >}}\n```\n'),
+    ("---\ntitle: strings.Contains\ndescription: Reports whether s contains t.\n---\n\n```go\nx\n```\n",
+     "# strings.Contains\n\nReports whether s contains t.\n\n```go\nx\n```\n"),
 ])
 def test_review_cases_read_right(page: str, expected: str | None) -> None:
     assert site_markdown(page)[0] == (page if expected is None else expected)
@@ -302,6 +315,9 @@ def test_review_cases_read_right(page: str, expected: str | None) -> None:
     ("<>Hello world</>\n\nA para.\n\n> A quote\n", "Hello world\n\nA para.\n\n> A quote\n"),
     ("<>\nAlpha beta\n</>\n\nNext para > quote.\n", "Alpha beta\n\nNext para > quote.\n"),
     ("- a\n\t- nested\n", "- a\n\t- nested\n"),
+    ("The <Badge text=\"Beta\" /> API\n", "The **Beta** API\n"),
+    ("<Tabs>\n\t<TabItem label=\"npm\">\n\t\t```sh\n\t\tnpm create astro\n\t\t```\n\t</TabItem>\n"
+     "</Tabs>\n", "**npm**\n```sh\nnpm create astro\n```"),  # a child's code dedented: code
     ("export const data = {\n  a: 1,\n\n  b: 2,\n};\n\nText.\n", "\nText.\n"),
 ])
 def test_mdx_review_cases_read_right(page: str, expected: str) -> None:
@@ -332,6 +348,10 @@ def test_notebook_review_cases(tmp_path: Path) -> None:
     blocks = [c for c in AgenticChunker(ChunkingConfig(max_tokens=256)).chunk(
         read_document_text(text)) if "Text after" in c.text]
     assert blocks and blocks[0].chunk_type == "prose"
+    shown = _notebook([{"cell_type": "code", "source": "display(Markdown(report))", "outputs": [
+        {"output_type": "display_data", "data": {"text/markdown": ["## Result\n", "All **3** passed."],
+                                                 "text/plain": "<IPython.core.display.Markdown object>"}}]}])
+    assert notebook_to_markdown(shown)[0].endswith("```\n\n## Result\nAll **3** passed.\n")
     p = tmp_path / "untitled-analysis.ipynb"
     p.write_bytes(_notebook([{"cell_type": "code", "source": "1 + 1", "outputs": []}]))
     assert read_document(p).title == "untitled-analysis"  # no heading: the file's name

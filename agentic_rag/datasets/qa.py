@@ -290,27 +290,35 @@ def with_questions(ds: Dataset, questions: str | Path, knowable: bool = True,
             qrels[qid] = {i: 1 for i in ids}
         if r.get("spans"):
             spans[qid] = _spans(r["spans"], where, by_id)
-            if r.get("generator") and answers and not _holds(spans[qid], str(answers[0]), by_id):
+            if r.get("generator") and answers and not _holds(spans[qid], answers, by_id):
                 stale.append(f"{where} ({qid})")
         if r.get("split") is not None:
             if r["split"] not in ("dev", "test"):
                 raise DatasetError(f"{where}: split {r['split']!r} must be dev or test")
             fixed[qid] = r["split"]
-    if stale:  # a generated set's gold points at its answer: it no longer does
-        raise DatasetError(
-            f"{qpath}: the gold spans of {len(stale)} of {len(queries)} generated questions no "
-            f"longer hold their answers (first: {stale[0]}): the documents in {docs} changed, or "
-            "were read by another version of agentic-rag, since the set was made; generate it "
-            "again from them (`agentic-rag testset`)")
+    _refuse_stale(qpath, stale, len(queries), docs)
     return ds.model_copy(update={"queries": queries, "qrels": qrels, "spans": spans,
                                  "fixed_split": fixed})
 
 
-def _holds(spans: list[GoldSpan], answer: str, docs: dict[str, Document]) -> bool:
-    """Whether one of `spans` reads `answer` (case and line wrapping aside)."""
-    want = " ".join(answer.split()).lower()
-    return any(want in " ".join(docs[s.doc_id].text[s.start:s.end].split()).lower()
-               for s in spans)
+def _holds(spans: list[GoldSpan], answers: list, docs: dict[str, Document]) -> bool:
+    """Whether one of `spans` reads one of `answers` (case and line wrapping aside; a number
+    as written or, when whole, without its ".0")."""
+    texts = [" ".join(docs[s.doc_id].text[s.start:s.end].split()).lower() for s in spans]
+    wants = {" ".join(str(a).split()).lower() for a in answers}
+    wants |= {str(int(a)) for a in answers if isinstance(a, float) and a.is_integer()}
+    return any(w and w in t for w in wants for t in texts)
+
+
+def _refuse_stale(qpath: Path, stale: list[str], n: int, docs: str) -> None:
+    """A generated set's gold spans point at its answers; where they no longer do, every span
+    metric would score against other text: refused, naming the first such row."""
+    if stale:
+        raise DatasetError(
+            f"{qpath}: the gold spans of {len(stale)} of {n} generated questions no longer hold "
+            f"their answers (first: {stale[0]}): the documents in {docs} changed, or were read "
+            "by another version of agentic-rag, since the set was made (or the set was edited); "
+            "generate it again from them (`agentic-rag testset`)")
 
 
 def _spans(value: Any, where: str, docs: dict[str, Document]) -> list[GoldSpan]:

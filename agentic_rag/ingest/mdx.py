@@ -38,6 +38,7 @@ _KEY = re.compile(r"^[\w-]+$")
 _FRONT_KEYS = {"title", "description", "date", "tags", "categories", "slug", "id", "layout",
                "weight", "draft", "lastmod", "keywords", "aliases", "authors", "author",
                "summary", "sidebar_position", "sidebar_label", "lastUpdated", "last_update"}
+_OPENER = re.compile(r"^([ \t]*)(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)(?!`).{1,2000}?(?<!`)\1(?!`)")
 _JSX_COMMENT = re.compile(r"\{/\*.{0,5000}?\*/\}", re.S)
 _ESM = re.compile(r"^(?:import|export)[\s{*]")
@@ -50,7 +51,8 @@ _ADMONITION_KINDS = {"note", "tip", "info", "caution", "danger", "warning", "imp
                      "hint", "attention", "error", "seealso", "details", "check", "todo"}
 # Docusaurus / VitePress / Pandoc: `:::tip[Title]`, `::: warning Title`, `::: {.note}`, `:::`
 _DOCUSAURUS = re.compile(r"^([ \t]*):{3,}[ \t]*(?:\{\.?([A-Za-z]+)[^}\n]*\}|([A-Za-z]+))?"
-                         r"(?:\[(.*?)\]|[ \t]+(.*?))?[ \t]*(?:\{[^\n]*\})?[ \t\r]*$")
+                         r"(?:\[(.*?)\]|[ \t]+(.*?))?[ \t]*"
+                         r"(?:\{(?:[^\n]*?\btitle=[\"']([^\"'\n]*)[\"'])?[^\n]*\})?[ \t\r]*$")
 # MkDocs (Material): `!!! kind [inline end] "Title"`, `??? kind` (collapsible), `=== "Tab"`
 _MKDOCS = re.compile(r"^(?:(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+[a-z]+)*(?:[ \t]+\"(.*)\")?"
                      r"|===\+?[ \t]+\"(.*)\")[ \t\r]*$")
@@ -60,6 +62,8 @@ _SHORTCODE = re.compile(r"\{\{([<%])\s*(/?)\s*([\w./-]+)((?:[^{}]|\}(?!\})|\{(?!
 _SHOWN_SHORTCODE = re.compile(r"\{\{([<%])/\*(.{0,1000}?)\*/([>%])\}\}", re.S)
 _SHORTCODE_ARG = re.compile(r"([\w-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|(\S+))|\"([^\"]*)\"|(\S+)")
 _SHORTCODE_ARGS_ONLY = {"ref", "relref", "param"}  # shown as their argument (a path, a name)
+# shortcodes whose content is code (the fence's language: `lang=`, highlight's first argument)
+_SHORTCODE_CODE = {"code-toggle": "toml", "highlight": "", "code": ""}
 _SHORTCODE_DROPPED = {"include", "readfile", "code_sample", "codenew", "remote-file"}
 _UPDATED = ("last_update", "lastUpdated", "last_updated", "lastmod", "last_modified_at",
             "last_modified", "updated", "modified", "date")
@@ -74,17 +78,30 @@ def site_markdown(text: str, mdx: bool = False) -> tuple[str, dict[str, Any]]:
     out = []
     closed = {m.group(1) for m in re.finditer(r"\{\{[<%]\s*/\s*([\w./-]+)", body)}
     for code, seg in code_segments(_mkdocs(body), any_indent=mdx):
-        if code:
-            out.append(seg)
+        if code:  # as the site prints it: a shown shortcode unescaped, a child's code dedented
+            seg = _SHOWN_SHORTCODE.sub(_shown, seg) if "{{" in seg else seg
+            out.append(_dedented(seg) if mdx else seg)
             continue
         if mdx:
             seg = _mdx(seg)
         seg = _admonitions(_HEADING_ID.sub(r"\1", _shortcodes(seg, closed)))
         out.append(seg)
     body = "".join(out).lstrip("\n") if len(body) < len(text) else "".join(out)
-    if fields["title"] and not _has_h1(body):
-        body = f"# {fields['title']}\n\n{body}"
-    return body, fields
+    return _headed(body, fields), fields
+
+
+def _headed(body: str, fields: dict[str, Any]) -> str:
+    """`body` with the front matter's title as its H1 when it has none, and its description
+    (the author's summary of the page; a site prints it under the title, often the page's
+    only sentence on a reference page) as the paragraph under the H1."""
+    end = _h1_end(body)
+    summary = f"\n{fields['description']}\n" if "description" in fields else ""
+    if end is None and fields["title"]:
+        return f"# {fields['title']}\n{summary}\n{body}"
+    if end is not None and summary:
+        rest = body[end:]
+        return body[:end] + summary + ("" if rest.startswith(("\n", "\r\n")) else "\n") + rest
+    return body
 
 
 def front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -143,19 +160,22 @@ def _iso_date(value: Any) -> str | None:
 
 def code_segments(text: str, any_indent: bool = False) -> list[tuple[bool, str]]:
     """`text` cut into (is_code, piece) pieces, code being fenced blocks (their fence lines
-    included); the pieces join back to `text`. A fence opens at up to 3 spaces of
-    indentation, as the chunker's parser reads it (`ingest.markup`); `any_indent` (MDX, whose
-    components indent their children with tabs): at any."""
-    opener = re.compile(r"^[ \t]*(`{3,}|~{3,})" if any_indent else r"^ {0,3}(`{3,}|~{3,})")
+    included); the pieces join back to `text`. A fence at up to 3 spaces of indentation opens
+    as the chunker's parser reads it (`ingest.markup`: closed by any line of its fence
+    characters); a deeper one (in a list item) only where a closing line at its own
+    indentation follows, else it is text; `any_indent` (MDX, whose components indent their
+    children with tabs): at any indentation, as a shallow one."""
+    lines = text.splitlines(keepends=True)
     out: list[tuple[bool, str]] = []
     buf: list[str] = []
     fence: str | None = None
-    for line in text.splitlines(keepends=True):
-        m = opener.match(line)
-        if fence is None and m:
+    for n, line in enumerate(lines):
+        m = _OPENER.match(line)
+        if fence is None and m and (any_indent or _shallow(m.group(1))
+                                    or _closed_at(lines, n, m.group(1), m.group(2))):
             if buf:
                 out.append((False, "".join(buf)))
-            buf, fence = [line], m.group(1)
+            buf, fence = [line], m.group(2)
         elif fence is not None:
             buf.append(line)
             s = line.strip()
@@ -169,11 +189,43 @@ def code_segments(text: str, any_indent: bool = False) -> list[tuple[bool, str]]
     return out
 
 
-def _has_h1(body: str) -> bool:
-    """Whether the page writes its own H1 (ATX `# X` or setext `X` over `===`)."""
-    return any(not code and re.search(r"^ {0,3}#[ \t]+\S|^ {0,3}\S[^\n]*\n {0,3}=+[ \t\r]*$",
-                                      seg, re.M)
-               for code, seg in code_segments(body))
+def _shallow(indent: str) -> bool:
+    return "\t" not in indent and len(indent) <= 3
+
+
+def _closed_at(lines: list[str], n: int, indent: str, fence: str) -> bool:
+    """Whether a line of `fence` characters at `indent` closes the fence opened on line `n`
+    (looked for over the next 2,000 lines)."""
+    for line in lines[n + 1:n + 2001]:
+        s = line.rstrip()
+        if s.startswith(indent) and s[len(indent):] and set(s[len(indent):]) == {fence[0]} \
+                and len(s) - len(indent) >= len(fence):
+            return True
+    return False
+
+
+def _dedented(block: str) -> str:
+    """A fenced block indented past what the chunker opens (a component's child, `\t\t```sh`)
+    with that indentation taken off each of its lines, so it chunks as code."""
+    m = _OPENER.match(block)
+    if m is None or _shallow(m.group(1)):
+        return block
+    indent = m.group(1)
+    return "".join(ln[len(indent):] if ln.startswith(indent) else ln.lstrip(" \t")
+                   for ln in block.splitlines(keepends=True))
+
+
+def _h1_end(body: str) -> int | None:
+    """Where the line(s) of the page's own H1 end (ATX `# X` or setext `X` over `===`,
+    outside code), or None."""
+    pos = 0
+    for code, seg in code_segments(body):
+        m = None if code else re.search(r"^ {0,3}#[ \t]+\S.*$|^ {0,3}\S[^\n]*\n {0,3}=+[ \t\r]*$",
+                                         seg, re.M)
+        if m:
+            return pos + m.end() + (1 if seg[m.end():m.end() + 1] == "\n" else 0)
+        pos += len(seg)
+    return None
 
 
 class _Masked:
@@ -282,7 +334,8 @@ def _tag_text(attributes: str, mark: str) -> str:
     desc = (attrs.get("description") or "").strip()
     if not label:
         return desc
-    return f"**{label}**" + (f" — {desc}" if desc else "") + mark
+    closes = attributes.rstrip().endswith("/")  # self-closing: no children follow it
+    return f"**{label}**" + (f" — {desc}" if desc else "") + ("" if closes else mark)
 
 
 def _mkdocs(text: str) -> str:
@@ -322,13 +375,12 @@ def _shortcodes(seg: str, closed: set[str]) -> str:
     "**Note**"; `ref`/`relref`/`param` as their argument (a link's path stays a path); an
     `include` (text from elsewhere) and one that wraps content (`closed`: the page closes it
     somewhere) go, the wrapped content stays; any other as its name and positional arguments
-    ("new-in 0.120.0"). `{{</* x */>}}` (a shortcode shown, not run) reads `{{< x >}}`."""
+    ("new-in 0.120.0"). One whose content is code (`code-toggle`, `highlight`), alone on its
+    lines, becomes a code fence. `{{</* x */>}}` (a shortcode shown, not run) reads `{{< x >}}`."""
     if "{{" not in seg:
         return seg
 
     def text(m: re.Match[str]) -> str:
-        if m.group(2):
-            return ""
         named, positional = {}, []
         for a in _SHORTCODE_ARG.finditer(m.group(4)):
             if a.group(1):
@@ -336,6 +388,12 @@ def _shortcodes(seg: str, closed: set[str]) -> str:
             else:
                 positional.append(a.group(5) if a.group(5) is not None else a.group(6))
         name = m.group(3)
+        if name in _SHORTCODE_CODE and _alone(m):  # its content is code: fenced
+            lang = named.get("lang") or (positional[0] if name == "highlight" and positional
+                                         else _SHORTCODE_CODE[name])
+            return "```" if m.group(2) else f"```{lang}"
+        if m.group(2):
+            return ""
         words = named.get("text") or named.get("caption") or named.get("alt")
         if words:
             return words
@@ -352,10 +410,20 @@ def _shortcodes(seg: str, closed: set[str]) -> str:
         return " ".join([name, *positional])
 
     masked = _Masked(seg)
-    shown = _SHOWN_SHORTCODE.sub(
-        lambda m: masked.hide(f"{{{{{m.group(1)} {m.group(2).strip()} {m.group(3)}}}}}"),
-        masked.text)
+    shown = _SHOWN_SHORTCODE.sub(lambda m: masked.hide(_shown(m)), masked.text)
     return masked.restore(_SHORTCODE.sub(text, shown))
+
+
+def _shown(m: re.Match[str]) -> str:
+    """`{{</* x */>}}`, a shortcode a Hugo page shows rather than runs, as the page prints it."""
+    return f"{{{{{m.group(1)} {m.group(2).strip()} {m.group(3)}}}}}"
+
+
+def _alone(m: re.Match[str]) -> bool:
+    """Whether the match stands alone on its line."""
+    before = m.string[:m.start()].rsplit("\n", 1)[-1]
+    after = m.string[m.end():].split("\n", 1)[0]
+    return not before.strip() and not after.strip()
 
 
 def _admonitions(seg: str) -> str:
@@ -367,7 +435,7 @@ def _admonitions(seg: str) -> str:
     for line in seg.split("\n"):
         d = _DOCUSAURUS.match(line) if ":::" in line else None
         if d:
-            kind, title = d.group(2) or d.group(3), d.group(4) or d.group(5)
+            kind, title = d.group(2) or d.group(3), d.group(4) or d.group(5) or d.group(6)
             if kind and kind.lower() in _ADMONITION_KINDS:
                 line = d.group(1) + _bold(kind, title)
             elif not (kind or title) or re.match(r"[ \t]*:{3,}[ \t]", line):

@@ -1,8 +1,9 @@
 """Jupyter notebooks (.ipynb, nbformat 4) read as Markdown: markdown cells as they are, code
 cells as fenced blocks in the kernel's language, and their short text outputs (a printed
 value, a result's repr) as a `text` block after the cell, so the chunker keeps each cell whole
-and a question about what a call prints finds it. Images, HTML and error tracebacks are left
-out; an output over `OUTPUT_LINES` lines is cut, saying so.
+and a question about what a call prints finds it; a Markdown output (`display(Markdown(...))`)
+as prose after it. Images, HTML, stderr logs and error tracebacks are left out; an output over
+`OUTPUT_LINES` lines is cut, saying so.
 
     text, title = notebook_to_markdown(path.read_bytes())
 
@@ -56,9 +57,10 @@ def notebook_to_markdown(raw: bytes) -> tuple[str, str]:
                 title = m.group(1).strip()
         elif kind == "code" and src.strip():
             parts.append(_fenced(src, lang))
-            out = _outputs(cell.get("outputs"))
+            out, shown = _outputs(cell.get("outputs"))
             if out:
                 parts.append(_fenced(out, "text"))
+            parts += shown  # display(Markdown(...)): prose as the notebook shows it
         elif kind == "raw" and src.strip():
             parts.append(src)
     return "\n\n".join(parts) + "\n", title
@@ -93,10 +95,10 @@ def _text(value: Any) -> str:
     return str(value) if value is not None else ""
 
 
-def _outputs(outputs: Any) -> str:
+def _outputs(outputs: Any) -> tuple[str, list[str]]:
     """A code cell's text outputs (streams, results' text/plain), ANSI colours removed, cut
-    at `OUTPUT_LINES` lines."""
-    texts = []
+    at `OUTPUT_LINES` lines; and its Markdown outputs (`text/markdown`), as they are."""
+    texts, shown = [], []
     for out in outputs if isinstance(outputs, list) else []:
         if not isinstance(out, dict):
             continue
@@ -104,11 +106,13 @@ def _outputs(outputs: Any) -> str:
             texts.append(_text(out.get("text")))
         elif out.get("output_type") in ("execute_result", "display_data"):
             data = out.get("data") if isinstance(out.get("data"), dict) else {}
-            if "text/plain" in data and not any(k.startswith("image/") for k in data):
+            if "text/markdown" in data and _text(data["text/markdown"]).strip():
+                shown.append(_closed(_text(data["text/markdown"]).strip("\n")))
+            elif "text/plain" in data and not any(k.startswith("image/") for k in data):
                 texts.append(_text(data["text/plain"]))
     lines = _ANSI.sub("", "\n".join(t.rstrip("\n") for t in texts if t.strip())).split("\n")
     lines = [ln if len(ln) <= OUTPUT_LINE_CHARS else ln[:OUTPUT_LINE_CHARS] + " ..."
              for ln in lines]
     if len(lines) > OUTPUT_LINES:
         lines = lines[:OUTPUT_LINES] + [f"... ({len(lines) - OUTPUT_LINES} more lines)"]
-    return "\n".join(lines).strip("\n")
+    return "\n".join(lines).strip("\n"), shown
