@@ -4,6 +4,7 @@ a .md before 2026-12-05, and from a .mdx renamed .md) and as a reader sees it
 titles, and the shipped default pipeline's retrieval on the same questions. No LLM call.
 
     PYTHONPATH=. python experiments/tune/site_markdown.py DOCS [QUESTIONS|-] [OUT]
+    PYTHONPATH=. python experiments/tune/site_markdown.py parts DOCS QUESTIONS OUT
     # Starlight's own documentation (MIT), 37 pages, from its public repository:
     #   git --git-dir=<starlight clone>/.git archive HEAD docs/src/content/docs | tar -x -C /tmp/sl
     #   (the English pages: the top folder and components/ guides/ reference/ resources/) → DOCS
@@ -15,7 +16,9 @@ JSX comment, a component tag (`<Tabs`, `</TabItem>`; inline code aside), a front
 (`title:`, `sidebar_position:`, a `---` fence opening the page), an admonition fence (`:::`) or
 a Hugo shortcode (`{{<`, `{{%`: a shortcode the page shows, not runs, reads `{{< x >}}` and counts).
 Retrieval: answer@5 and loose answer@5 (`html_vs_source.loose_at_5`), nDCG@10 by document;
-paired bootstrap CIs (site − raw) over the questions.
+paired bootstrap CIs (site − raw) over the questions. `parts`: the same, taking the conversion
+apart: raw → front matter and admonitions only (the MDX part off) → the whole conversion, and
+the whole conversion without the H1 and description it adds from the front matter.
 """
 
 from __future__ import annotations
@@ -90,7 +93,32 @@ def main(folder: Path, questions: Path | None, out: Path | None) -> dict:
     return result
 
 
-if __name__ == "__main__":
+def parts(folder: Path, questions: Path, out: Path) -> dict:
+    """Each step of the conversion against the one before it (module doc, `parts`)."""
+    import agentic_rag.ingest.mdx as mdx
+
+    qs = [{"id": q["id"], "text": q["question"], "answers": [q["answer"]],
+           "qrels": {d: 1 for d in q["doc_ids"]}, "split": q["split"]}
+          for q in map(json.loads, questions.read_text().splitlines()) if q.get("answerable", 1)]
+    arms = readings(folder)
+    whole, headed = mdx._mdx, mdx._headed
+    mdx._mdx = lambda seg: seg
+    arms["front matter only"] = readings(folder)["site"]
+    mdx._mdx, mdx._headed = whole, (lambda body, fields: body)
+    arms["site, no H1 or description added"] = readings(folder)["site"]
+    mdx._headed = headed
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = {k: arm(v, qs, Path(tmp) / str(i))[1] for i, (k, v) in enumerate(arms.items())}
+    steps = [("raw", "front matter only"), ("front matter only", "site"),
+             ("site", "site, no H1 or description added"), ("raw", "site")]
+    result = {f"{a} -> {b}": compare(rows[a], rows[b], (a, b)) for a, b in steps}
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+if __name__ == "__main__" and sys.argv[1] == "parts":
+    print(json.dumps(parts(*map(Path, sys.argv[2:5])), indent=1))
+elif __name__ == "__main__":
     args = [Path(a) for a in sys.argv[1:]]
     print(json.dumps(main(args[0], args[1] if len(args) > 1 and str(args[1]) != "-" else None,
                           args[2] if len(args) > 2 else None), indent=1))
