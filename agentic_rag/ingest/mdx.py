@@ -354,8 +354,7 @@ def _mkdocs(text: str) -> str:
                 and len(line.strip()) >= len(fence):
             fence = None
         m = _MKDOCS.match(line) if fence is None else None
-        nxt = next((ln for ln in lines[i + 1:] if ln.strip()), "")
-        if not m or not nxt.startswith(("    ", "\t")):
+        if not m or not _indented_next(lines, i):
             out.append(line)
             i += 1
             continue
@@ -366,6 +365,14 @@ def _mkdocs(text: str) -> str:
             i += 1
         out.append(_mkdocs("\n".join(body)))
     return "\n".join(out)
+
+
+def _indented_next(lines: list[str], i: int) -> bool:
+    """Whether the first non-blank line after line `i` is indented (a block's body)."""
+    for ln in lines[i + 1:i + 200]:
+        if ln.strip():
+            return ln.startswith(("    ", "\t"))
+    return False
 
 
 def _shortcodes(seg: str, closed: set[str]) -> str:
