@@ -10,17 +10,20 @@ What a reader sees is kept, what only the site builder reads is dropped:
 - front matter is taken off the text; its `title` becomes the document's title, and a
   `# title` line heads the text when the page has no H1 of its own (the site shows the title
   as the page's heading, so chunks carry it in their heading path as they do for a page that
-  writes its H1); `description`, `tags` and the last update (`last_update`, `lastUpdated`,
-  `lastmod`, `last_modified_at`, `updated`, else a blog post's `date`) go to the metadata;
+  writes its H1); its `description` is the paragraph under the H1; `description`, `tags` and
+  the last update (`last_update`, `lastUpdated`, `lastmod`, `last_modified_at`, `updated`,
+  else a blog post's `date`) go to the metadata;
 - an admonition becomes a bold line ("**Tip: See it in action**") over its text, which an
-  MkDocs admonition has indented: it is dedented;
+  MkDocs admonition (or content tab) has indented: it is dedented;
+- Hugo shortcodes read as their text (`_shortcodes`);
 - MDX: ESM blocks (a paragraph starting `import ` or `export `) and `{/* comments */}` go;
   a component's tags go and its children stay; a component's `label`, `title` and
   `description` attributes stay as text (`<TabItem label="pnpm">` → "**pnpm**", `<LinkCard
   title="Themes" description="Pick one" />` → "**Themes** — Pick one"), with an `Aside`'s
   `type` as an admonition's kind.
-Code blocks (fenced, at any indentation) are never touched, nor is inline code. Pure
-functions of the text: tested without files.
+Code blocks (`code_segments`) and inline code are not rewritten, but for what the site itself
+prints differently: a shown Hugo shortcode unescaped, an MDX component child's block dedented.
+Pure functions of the text: tested without files.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ _KEY = re.compile(r"^[\w-]+$")
 _FRONT_KEYS = {"title", "description", "date", "tags", "categories", "slug", "id", "layout",
                "weight", "draft", "lastmod", "keywords", "aliases", "authors", "author",
                "summary", "sidebar_position", "sidebar_label", "lastUpdated", "last_update"}
-_OPENER = re.compile(r"^([ \t]*)(`{3,}|~{3,})")
+OPENER = re.compile(r"^([ \t]*)(`{3,}|~{3,})")  # a fence line: (indentation, fence)
 _INLINE_CODE = re.compile(r"(`+)(?!`).{1,2000}?(?<!`)\1(?!`)")
 _JSX_COMMENT = re.compile(r"\{/\*.{0,5000}?\*/\}", re.S)
 _ESM = re.compile(r"^(?:import|export)[\s{*]")
@@ -170,7 +173,7 @@ def code_segments(text: str, any_indent: bool = False) -> list[tuple[bool, str]]
     buf: list[str] = []
     fence: str | None = None
     for n, line in enumerate(lines):
-        m = _OPENER.match(line)
+        m = OPENER.match(line)
         if fence is None and m and (any_indent or _shallow(m.group(1))
                                     or _closed_at(lines, n, m.group(1), m.group(2))):
             if buf:
@@ -178,8 +181,7 @@ def code_segments(text: str, any_indent: bool = False) -> list[tuple[bool, str]]
             buf, fence = [line], m.group(2)
         elif fence is not None:
             buf.append(line)
-            s = line.strip()
-            if s and set(s) == {fence[0]} and len(s) >= len(fence):
+            if closes_fence(line, fence):
                 out.append((True, "".join(buf)))
                 buf, fence = [], None
         else:
@@ -189,6 +191,13 @@ def code_segments(text: str, any_indent: bool = False) -> list[tuple[bool, str]]
     return out
 
 
+def closes_fence(line: str, fence: str) -> bool:
+    """Whether `line` closes a block opened by `fence` (as the chunker's parser reads it: a
+    line of the fence's character, at least as long, at any indentation)."""
+    s = line.strip()
+    return bool(s) and set(s) == {fence[0]} and len(s) >= len(fence)
+
+
 def _shallow(indent: str) -> bool:
     return "\t" not in indent and len(indent) <= 3
 
@@ -196,18 +205,14 @@ def _shallow(indent: str) -> bool:
 def _closed_at(lines: list[str], n: int, indent: str, fence: str) -> bool:
     """Whether a line of `fence` characters at `indent` closes the fence opened on line `n`
     (looked for over the next 2,000 lines)."""
-    for line in lines[n + 1:n + 2001]:
-        s = line.rstrip()
-        if s.startswith(indent) and s[len(indent):] and set(s[len(indent):]) == {fence[0]} \
-                and len(s) - len(indent) >= len(fence):
-            return True
-    return False
+    return any(line.startswith(indent) and not line[len(indent):len(indent) + 1].isspace()
+               and closes_fence(line, fence) for line in lines[n + 1:n + 2001])
 
 
 def _dedented(block: str) -> str:
     """A fenced block indented past what the chunker opens (a component's child, `\t\t```sh`)
     with that indentation taken off each of its lines, so it chunks as code."""
-    m = _OPENER.match(block)
+    m = OPENER.match(block)
     if m is None or _shallow(m.group(1)):
         return block
     indent = m.group(1)
@@ -347,11 +352,10 @@ def _mkdocs(text: str) -> str:
     i, fence = 0, None
     while i < len(lines):
         line = lines[i]
-        f = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
-        if fence is None and f:
-            fence = f.group(1)
-        elif fence is not None and line.strip() and set(line.strip()) == {fence[0]} \
-                and len(line.strip()) >= len(fence):
+        f = OPENER.match(line)
+        if fence is None and f and _shallow(f.group(1)):
+            fence = f.group(2)
+        elif fence is not None and closes_fence(line, fence):
             fence = None
         m = _MKDOCS.match(line) if fence is None else None
         if not m or not _indented_next(lines, i):

@@ -7,8 +7,8 @@ as prose after it. Images, HTML, stderr logs and error tracebacks are left out; 
 
     text, title = notebook_to_markdown(path.read_bytes())
 
-Title: the first heading of a markdown cell ("" when there is none: the reader then takes the
-first line). A file that is not a notebook raises `NotebookError` saying what is wrong.
+Title: the first heading of a markdown cell ("" when there is none: `read_document` then
+takes the file's name). A file that is not a notebook raises `NotebookError` saying what is wrong.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from agentic_rag.ingest.mdx import code_segments
+from agentic_rag.ingest.mdx import OPENER, closes_fence, code_segments
 
 OUTPUT_LINES = 20
 OUTPUT_LINE_CHARS = 500
@@ -40,10 +40,9 @@ def notebook_to_markdown(raw: bytes) -> tuple[str, str]:
         raise NotebookError("not a Jupyter notebook in nbformat 4 (no 'cells' list"
                             + (f"; nbformat {version}" if version else "") + ")")
     meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
-    lang = next((str(v["name" if k == "language_info" else "language"])
-                 for k in ("language_info", "kernelspec")
-                 if isinstance(v := meta.get(k), dict) and v.get("name" if k == "language_info"
-                                                               else "language")), "python")
+    info, kernel = meta.get("language_info"), meta.get("kernelspec")
+    lang = str((info.get("name") if isinstance(info, dict) else None)
+               or (kernel.get("language") if isinstance(kernel, dict) else None) or "python")
     parts, title = [], ""
     for cell in nb["cells"]:
         if not isinstance(cell, dict):
@@ -70,15 +69,11 @@ def _closed(src: str) -> str:
     """A markdown cell with a fence it left open closed, so it does not swallow the cells
     after it."""
     code, last = code_segments(src)[-1]
-    if not code:
-        return src
     lines = last.strip("\n").split("\n")
-    opener = re.match(r"^ {0,3}(`{3,}|~{3,})", lines[0])
-    closing = lines[-1].strip()
-    if opener is None or (len(lines) > 1 and closing and set(closing) == {opener.group(1)[0]}
-                          and len(closing) >= len(opener.group(1))):
+    opener = OPENER.match(lines[0])
+    if not code or opener is None or (len(lines) > 1 and closes_fence(lines[-1], opener.group(2))):
         return src
-    return f"{src}\n{opener.group(1)}"
+    return f"{src}\n{opener.group(2)}"
 
 
 def _fenced(text: str, lang: str) -> str:

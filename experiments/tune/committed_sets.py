@@ -1,0 +1,47 @@
+"""Every committed generated set (a JSONL with a `generator` field) loads with its gold spans
+holding its answers under today's reader (`datasets.qa.with_questions` refuses it otherwise).
+No LLM. The documents of local sets must be where they were made:
+
+    PYTHONPATH=. python experiments/agent-support/generated_products.py folder /tmp/bank-products
+    mkdir -p /tmp/node-docs && for p in path os timers console querystring readline tty dgram; do
+        cp /usr/share/doc/nodejs/api/$p.md /tmp/node-docs/; done
+    # /tmp/node-html, /tmp/pdf-docs, /tmp/green-docs, /tmp/starlight-docs: experiments/tune/README.md
+    PYTHONPATH=. python experiments/tune/committed_sets.py      # prints OK / ERR per file
+
+(Adapted from a review's script, a helper session's; packaged datasets are loaded by name.)"""
+
+import json
+import subprocess
+from pathlib import Path
+
+from agentic_rag.datasets.qa import DatasetError, load_dataset, load_local, with_questions
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDERS = {"bank-products": "/tmp/bank-products", "node-docs": "/tmp/node-docs",
+           "node-html": "/tmp/node-html", "pdf-docs": "/tmp/pdf-docs",
+           "starlight-docs": "/tmp/starlight-docs", "green-docs": "/tmp/green-docs",
+           "banking-40-s0": str(ROOT / "experiments/cache/your-docs/banking-40-s0")}
+NAMED = {"doc_": "tau2-banking", "pydocs/": "python-library-qa", "p": "halueval-qa"}
+
+if __name__ == "__main__":
+    files = subprocess.run("grep -rl '\"generator\"' experiments notebooks/data datasets "
+                           "--include=*.jsonl | grep -v rejected", shell=True, cwd=ROOT,
+                           capture_output=True, text=True).stdout.split()
+    named: dict = {}
+    for f in files:
+        ids = [s["doc_id"] for line in open(ROOT / f) if line.strip()
+               for s in (json.loads(line).get("spans") or [])]
+        if not ids:
+            print("NO SPANS", f)
+            continue
+        top = ids[0].split("/")[0]
+        try:
+            if top in FOLDERS:
+                ds = load_local(FOLDERS[top], ROOT / f)
+            else:
+                key = next(v for k, v in NAMED.items() if ids[0].startswith(k))
+                named.setdefault(key, load_dataset(key))
+                ds = with_questions(named[key], ROOT / f)
+            print("OK", f, len(ds.queries))
+        except DatasetError as exc:
+            print("ERR", f, str(exc)[:300])
