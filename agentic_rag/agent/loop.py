@@ -122,8 +122,6 @@ def action_schema(search_only: bool = False) -> dict[str, Any]:
 _TOOL_CALL_TEXT = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 
 
-
-
 def _usage(reply: ChatReply) -> dict[str, Any]:
     return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
             "latency_s": reply.latency_s, "cached": reply.cached}

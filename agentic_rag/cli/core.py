@@ -26,14 +26,6 @@ SAMPLE_QUERIES: list[str] = [
 ]
 
 
-
-
-
-
-
-
-
-
 def _index(cfg: RAGConfig):  # noqa: ANN202
     from agentic_rag.store.index import AgenticIndex
 

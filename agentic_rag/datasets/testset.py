@@ -123,18 +123,6 @@ class TestsetResult:
         return paths
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 @dataclass
 class _Run:
     """One generation's settings and state: what `generate_testset`'s helpers share."""
@@ -188,8 +176,6 @@ class _Run:
                     self.no_span += 1
                     continue
             yield chunk, answerable, span
-
-
 
 
 def generate_testset(docs: Sequence[Document], chat: ChatModel, n: int = 200, seed: int = 0,
@@ -425,18 +411,6 @@ def _tee(items: Iterator[Any], seen: list[Any]) -> Iterator[Any]:
     for item in items:
         seen.append(item)
         yield item
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _summary(records: list[GeneratedQuestion], rejected: list[dict], n: int, draws: int, seed: int,

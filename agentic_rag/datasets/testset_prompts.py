@@ -134,7 +134,6 @@ _SYSTEM_ABOUT = (
     "with JSON {\"question\": ...}.")
 
 
-
 def ask_about(chat: ChatModel, reply: Any) -> Any:
     """`reply` when its question contains its made-up name (or it has none, or is malformed:
     the filters say so); else a reply with the name and a question written for it by a

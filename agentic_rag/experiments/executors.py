@@ -146,23 +146,3 @@ class LocalExecutor:
         return pipes
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

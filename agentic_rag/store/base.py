@@ -196,9 +196,3 @@ class ExactSearch:
         raise NotImplementedError
 
 
-
-
-
-
-
-
