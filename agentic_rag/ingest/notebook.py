@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from agentic_rag.ingest.mdx import OPENER, closes_fence, code_segments
+from agentic_rag.ingest.myst import myst_markdown
 
 OUTPUT_LINES = 20
 OUTPUT_LINE_CHARS = 500
@@ -50,6 +51,7 @@ def notebook_to_markdown(raw: bytes) -> tuple[str, str]:
         src = _text(cell.get("source")).strip("\n")
         kind = cell.get("cell_type")
         if kind == "markdown" and src.strip():
+            src = myst_markdown(src)  # Jupyter Book's directives and roles
             prose = "".join(seg for code, seg in code_segments(src) if not code)
             parts.append(_closed(src))
             if not title and (m := _HEADING.search(prose)):

@@ -52,9 +52,11 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
             ) from None
         if name.endswith(MARKDOWN_SUFFIXES):
             from agentic_rag.ingest.mdx import site_markdown
+            from agentic_rag.ingest.myst import myst_markdown
 
+            mdx = name.endswith(".mdx")
             try:
-                text, fields = site_markdown(text, mdx=name.endswith(".mdx"))
+                text, fields = site_markdown(text if mdx else myst_markdown(text), mdx=mdx)
             except RecursionError:
                 raise DocumentError(f"{path}: nested too deeply to read") from None
             title = fields.pop("title")

@@ -5,6 +5,7 @@ titles, and the shipped default pipeline's retrieval on the same questions. No L
 
     PYTHONPATH=. python experiments/tune/site_markdown.py DOCS [QUESTIONS|-] [OUT]
     PYTHONPATH=. python experiments/tune/site_markdown.py parts DOCS QUESTIONS OUT
+    PYTHONPATH=. python experiments/tune/site_markdown.py unchanged DIR...   # the MyST pass
     # Starlight's own documentation (MIT), 37 pages, from its public repository:
     #   git --git-dir=<starlight clone>/.git archive HEAD docs/src/content/docs | tar -x -C /tmp/sl
     #   (the English pages: the top folder and components/ guides/ reference/ resources/) → DOCS
@@ -45,7 +46,12 @@ LEFTOVERS = {
                                r"template|hero|tags|last_?[uU]pdate):", re.M),
     "admonition fence": re.compile(r"^[ \t]*:::", re.M),
     "hugo shortcode": re.compile(r"\{\{[<%]"),
+    # MyST (Sphinx, Jupyter Book; 2026-12-05): a role, a target line
+    "myst role": re.compile(r"\{[A-Za-z][\w:.+-]*\}\x00"),
+    "myst target": re.compile(r"^\([\w.:/+-]+\)=[ \t]*$", re.M),
 }
+# a code chunk that is a MyST directive block (```{note}: read as code before 2026-12-05)
+_DIRECTIVE_CODE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})\{[A-Za-z]")
 _INLINE_CODE = re.compile(r"(`+).+?\1")
 _KEY_TITLE = re.compile(r"^(?:---|[\w-]+:(?:\s|$))")  # "title: Tabs", "sidebar_position: 4"
 
@@ -63,13 +69,16 @@ def readings(folder: Path) -> dict[str, list[Document]]:
 def leftovers(docs: list[Document]) -> dict:
     chunker = AgenticChunker(RAGConfig().chunking)
     chunks = [c for d in docs for c in chunker.chunk(d)]
-    prose = [_INLINE_CODE.sub("", c.text) for c in chunks if c.chunk_type != "code"]
+    # inline code out (a mark left where it was: a role is its name before one)
+    prose = [_INLINE_CODE.sub("\x00", c.text) for c in chunks if c.chunk_type != "code"]
     return {"documents": len(docs), "chunks": len(chunks),
             "non-code chunks": len(prose),
             "with leftovers": {k: sum(bool(rx.search(t)) for t in prose)
                                for k, rx in LEFTOVERS.items()},
             "any leftover": sum(any(rx.search(t) for rx in LEFTOVERS.values()) for t in prose),
             "titles that are front matter": sum(bool(_KEY_TITLE.match(d.title)) for d in docs),
+            "code chunks that are a MyST directive": sum(
+                bool(_DIRECTIVE_CODE.match(c.text)) for c in chunks if c.chunk_type == "code"),
             "by_type": dict(sorted(Counter(c.chunk_type for c in chunks).items()))}
 
 
@@ -116,7 +125,26 @@ def parts(folder: Path, questions: Path, out: Path) -> dict:
     return result
 
 
-if __name__ == "__main__" and sys.argv[1] == "parts":
+def unchanged(folders: list[Path]) -> dict:
+    """Markdown files (.md, .markdown) the MyST pass leaves byte for byte as they are, and the
+    ones it changes (with the first changed line): on folders that are not MyST, a change is
+    a false reading."""
+    from agentic_rag.ingest.myst import myst_markdown
+
+    files = [p for f in folders for p in sorted(f.rglob("*")) if p.suffix in (".md", ".markdown")]
+    changed = {}
+    for p in files:
+        text = p.read_text(encoding="utf-8-sig", errors="replace")
+        out = myst_markdown(text)
+        if out != text:
+            line = next(a for a, b in zip(text.splitlines() + [""], out.splitlines() + [""]) if a != b)
+            changed[str(p)] = line[:120]
+    return {"files": len(files), "changed": len(changed), "changes": changed}
+
+
+if __name__ == "__main__" and sys.argv[1] == "unchanged":
+    print(json.dumps(unchanged([Path(a) for a in sys.argv[2:]]), indent=1))
+elif __name__ == "__main__" and sys.argv[1] == "parts":
     print(json.dumps(parts(*map(Path, sys.argv[2:5])), indent=1))
 elif __name__ == "__main__":
     args = [Path(a) for a in sys.argv[1:]]
