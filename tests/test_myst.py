@@ -160,3 +160,61 @@ def test_a_fence_in_a_list_item_is_code_and_a_title_reads_its_roles() -> None:
                         "::::{grid} 1 2 2 3\n:::{grid-item-card} {octicon}`rocket` Fast\nRuns.\n:::\n::::\n")
     assert "  - ```yaml\n    {ref}`not a role`\n    ```\n  - See Install.\n" in out
     assert "1 2 2 3" not in out and "**Fast**\nRuns.\n" in out
+
+
+def test_a_body_that_starts_with_a_rule_or_a_yaml_example_keeps_the_rest_of_the_page() -> None:
+    out = myst_markdown("```{note}\n---\nA rule above.\n```\n\n# Next section\n\nLots of text.\n")
+    assert "A rule above." in out and "# Next section\n\nLots of text.\n" in out
+    out = myst_markdown("```{code-block} yaml\n---\nkey: v\n```\n\n# Next\n")
+    assert out == "```yaml\n---\nkey: v\n```\n\n# Next\n"
+    out = myst_markdown("```{figure} a.png\n---\nname: f\n----\nCaption\n```\nAfter\n")
+    assert "Caption" in out and "After" in out and "name: f" not in out
+
+
+def test_crlf_options_and_line_ends() -> None:
+    out = myst_markdown("```{code-block} python\r\n:linenos:\r\n:emphasize-lines: 2\r\n\r\n"
+                        "x = 1\r\n```\r\n:::{dropdown} Title\r\n:open:\r\n\r\nBody\r\n:::\r\n")
+    assert out == "```python\r\nx = 1\r\n```\r\n**Title**\r\nBody\r\n\r\n"
+
+
+def test_content_on_the_directive_line_and_field_lists_in_rst_are_text() -> None:
+    out = myst_markdown("```{note} Remember to activate the venv first.\n```\n\n"
+                        "```{deprecated} 2.0 Use y instead.\n```\n\n"
+                        "```{eval-rst}\n:returns: the parsed value\n\n.. currentmodule:: pkg\n\n"
+                        ".. js:autosummary:: pyodide\n   :members:\n\nMore.\n```\n")
+    assert "**Note**\nRemember to activate the venv first.\n" in out
+    assert "**Deprecated since version 2.0**\nUse y instead.\n" in out
+    assert ":returns: the parsed value\n" in out and "More.\n" in out
+    assert "currentmodule" not in out and "autosummary" not in out
+
+
+def test_wrapped_roles_comments_card_rules_and_option_continuations() -> None:
+    out = myst_markdown("See {ref}`Pyodide in a WebWorker\n<using_from_webworker>` now.\n"
+                        "% a MyST comment\n\n:::{card} Fast\n:link: x\n^^^\nRuns.\n+++\nFooter\n"
+                        ":::\n\n```{csv-table} Sizes\n:header: \"a\",\n    \"b\"\n:widths: 1 1\n\n"
+                        "1, 2\n```\n")
+    assert "See Pyodide in a WebWorker now.\n" in out and "comment" not in out
+    assert "**Fast**\nRuns.\nFooter\n" in out and "^^^" not in out
+    assert "**Sizes**\n1, 2\n" in out and '"b"' not in out
+
+
+def test_list_items_and_indented_code() -> None:
+    out = myst_markdown("- ```{note}\n  Inside the item.\n  ```\n- ```{code-block} sh\n  ls\n  ```\n")
+    assert out.startswith("- **Note**\n  Inside the item.\n") and "- ```sh\n  ls\n  ```\n" in out
+    text = "{ref}`I <i>` first.\n\nBad:\n\n    ```python\n    x\n\n```{note}\nReal.\n```\n"
+    out = myst_markdown(text)
+    assert out.startswith("I first.") and "**Note**\nReal.\n" in out
+
+
+def test_pages_with_no_myst_stay_as_written() -> None:
+    for plain in ("Set {key}`value` in the file.\n", "(a+b)=\n(a+b)(a+b)\n",
+                  "% of users\n\n```{r}\nx\n```\n"):
+        assert myst_markdown(plain) == plain
+
+
+def test_front_matter_is_left_to_site_markdown_and_an_option_ends_at_the_fence() -> None:
+    text = ("---\ntitle: Extensions\nmyst:\n  key2: |\n    ```{note}\n    x\n    ```\n---\n\n"
+            "(ext)=\n# Extensions\n\n```{image} a.png\n:width: 200px\n```\n\nKept.\n")
+    out = myst_markdown(text)
+    assert out.startswith("---\ntitle: Extensions\nmyst:\n  key2: |\n    ```{note}\n")
+    assert out.endswith("---\n\n# Extensions\n\n\nKept.\n")

@@ -42,7 +42,7 @@ _FRONT_KEYS = {"title", "description", "date", "tags", "categories", "slug", "id
                "weight", "draft", "lastmod", "keywords", "aliases", "authors", "author",
                "summary", "sidebar_position", "sidebar_label", "lastUpdated", "last_update"}
 OPENER = re.compile(r"^([ \t]*)(`{3,}|~{3,})")  # a fence line: (indentation, fence)
-_INLINE_CODE = re.compile(r"(`+)(?!`).{1,2000}?(?<!`)\1(?!`)")
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`).{1,2000}?(?<!`)\1(?!`)")  # a run from its start
 _JSX_COMMENT = re.compile(r"\{/\*.{0,5000}?\*/\}", re.S)
 _ESM = re.compile(r"^(?:import|export)[\s{*]")
 _TAG_START = re.compile(r"<(/?)([A-Z][\w.]*)(?=[\s/>])|<>|</>")
@@ -174,8 +174,8 @@ def code_segments(text: str, any_indent: bool = False) -> list[tuple[bool, str]]
     fence: str | None = None
     for n, line in enumerate(lines):
         m = OPENER.match(line)
-        if fence is None and m and (any_indent or _shallow(m.group(1))
-                                    or _closed_at(lines, n, m.group(1), m.group(2))):
+        if fence is None and m and (any_indent or shallow(m.group(1))
+                                    or closed_at(lines, n, m.group(1), m.group(2))):
             if buf:
                 out.append((False, "".join(buf)))
             buf, fence = [line], m.group(2)
@@ -198,11 +198,11 @@ def closes_fence(line: str, fence: str) -> bool:
     return bool(s) and set(s) == {fence[0]} and len(s) >= len(fence)
 
 
-def _shallow(indent: str) -> bool:
+def shallow(indent: str) -> bool:
     return "\t" not in indent and len(indent) <= 3
 
 
-def _closed_at(lines: list[str], n: int, indent: str, fence: str) -> bool:
+def closed_at(lines: list[str], n: int, indent: str, fence: str) -> bool:
     """Whether a line of `fence` characters at `indent` closes the fence opened on line `n`
     (looked for over the next 2,000 lines)."""
     return any(line.startswith(indent) and not line[len(indent):len(indent) + 1].isspace()
@@ -213,7 +213,7 @@ def _dedented(block: str) -> str:
     """A fenced block indented past what the chunker opens (a component's child, `\t\t```sh`)
     with that indentation taken off each of its lines, so it chunks as code."""
     m = OPENER.match(block)
-    if m is None or _shallow(m.group(1)):
+    if m is None or shallow(m.group(1)):
         return block
     indent = m.group(1)
     return "".join(ln[len(indent):] if ln.startswith(indent) else ln.lstrip(" \t")
@@ -353,7 +353,7 @@ def _mkdocs(text: str) -> str:
     while i < len(lines):
         line = lines[i]
         f = OPENER.match(line)
-        if fence is None and f and _shallow(f.group(1)):
+        if fence is None and f and shallow(f.group(1)):
             fence = f.group(2)
         elif fence is not None and closes_fence(line, fence):
             fence = None
@@ -362,7 +362,7 @@ def _mkdocs(text: str) -> str:
             out.append(line)
             i += 1
             continue
-        out.append(_bold(m.group(1), m.group(2) or m.group(3)))
+        out.append(bold(m.group(1), m.group(2) or m.group(3)))
         body, i = [], i + 1
         while i < len(lines) and (not lines[i].strip() or lines[i].startswith(("    ", "\t"))):
             body.append(lines[i][4:] if lines[i].startswith("    ") else lines[i][1:])
@@ -411,7 +411,7 @@ def _shortcodes(seg: str, closed: set[str]) -> str:
         title = (named.get("title") or named.get("name") or named.get("label")
                  or named.get("summary"))
         if name.lower() in _ADMONITION_KINDS:
-            return _bold(name, title)
+            return bold(name, title)
         if title:
             return f"**{title}**"
         if name in _SHORTCODE_ARGS_ONLY:
@@ -448,14 +448,14 @@ def _admonitions(seg: str) -> str:
         if d:
             kind, title = d.group(2) or d.group(3), d.group(4) or d.group(5) or d.group(6)
             if kind and kind.lower() in _ADMONITION_KINDS:
-                line = d.group(1) + _bold(kind, title)
+                line = d.group(1) + bold(kind, title)
             elif not (kind or title) or re.match(r"[ \t]*:{3,}[ \t]", line):
                 line = ""  # a closing fence, a container (`::: code-group`, `::: {.columns}`)
         out.append(line)
     return "\n".join(out)
 
 
-def _bold(kind: str | None, title: str | None) -> str:
+def bold(kind: str | None, title: str | None) -> str:
     kind = (kind or "").strip().capitalize()
     title = (title or "").strip()
     return f"**{kind}: {title}**" if kind and title else f"**{kind or title}**"

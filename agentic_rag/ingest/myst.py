@@ -7,53 +7,64 @@ roles as their text, what only the builder reads dropped.
   note: ```` ```{versionadded} 3.1 ```` → "**New in version 3.1**") and a container that shows
   its content (`{tab-item} pip`, `{dropdown} Title`, `{card}`, `{figure}`'s caption,
   `{eval-rst}`, ...) become a bold line over their content (`mdx`'s admonition form); their
-  options (`:class: info`, a `---` YAML block) go;
+  options (`:class: info`, a `---` YAML block) go, and so do a card's `^^^`/`+++` rules;
 - a code directive (```` ```{code-block} python ````, `{code-cell} ipython3`,
   `{jupyter-execute}`, `{math}`, a language such as ```` ```{r} ````) becomes a plain fenced
-  block in its language, without its options;
-- navigation and build-only directives (`{toctree}`, `{contents}`, `{include}`,
-  `{literalinclude}`, `{image}`, `{raw}`, and the same written in RST inside `{eval-rst}`) go;
-- roles read as their text: a code role (``{py:func}`~os.path.join` `` and every `domain:` role)
-  as inline code as Sphinx shows it (`join`: "~" keeps the last part), a cross-reference
-  (``{ref}`Install <install>` ``, ``{doc}`usage` ``, ``{pr}`1234` ``) as its title or target,
-  ``{pep}`8` `` as "PEP 8";
-- a target line `(label)=` goes.
-Fenced code and inline code are not rewritten. A page with none of these reads as it is.
-An unknown directive keeps its content as text (its options dropped). Pure: tested without files.
+  block in its language, without its options; an unknown directive is code when its content
+  starts with a prompt (`$ `, `>>> `: pip's `{pip-cli}`), else text under its arguments;
+- navigation and build-only directives (`{toctree}`, `{include}`, `{image}`, `{raw}`, autodoc,
+  and the same written in RST inside `{eval-rst}`, with `.. currentmodule::`) go;
+- roles read as Sphinx shows them: a code role (``{py:func}`~os.path.join` ``, every
+  `domain:role` whose role is code) as inline code (`join`: "~" keeps the last part), a
+  cross-reference or link (``{ref}`Install <install>` ``, ``{doc}`usage` ``, ``{pr}`1234` ``)
+  as its title or target, ``{pep}`8` `` as "PEP 8"; a role may wrap to the next line;
+- a target line `(label)=` and a `% comment` line go.
+Only a page that shows MyST (a directive fence, a role Sphinx knows, a target line) is read
+so; any other page comes back byte for byte. Code blocks (fenced, as the chunker opens them)
+and inline code are not rewritten. Pure: tested without files.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 
-from agentic_rag.ingest.mdx import OPENER, closes_fence
+from agentic_rag.ingest.mdx import OPENER, bold, closed_at, closes_fence, front_matter, shallow
 
-# ```{name} args  /  :::{name} args (the colon_fence extension)
-_DIRECTIVE = re.compile(r"^([ \t]*)(`{3,}|~{3,}|:{3,})\{([A-Za-z][\w:.+-]*)\}[ \t]*(.*?)[ \t\r]*$")
-_OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t].*)?$")
-_ITEM_FENCE = re.compile(r"^([ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+)(`{3,}|~{3,})")  # "- ```yaml"
-_PROMPT = re.compile(r"(?:\$|>>>|%|PS>|C:\\>)[ \t]")
-_TARGET = re.compile(r"^\([\w.:/+-]+\)=[ \t\r]*$")
-# a role, or inline code (matched first where it starts first, so a role inside code stays)
-_ROLE_OR_CODE = re.compile(r"\{([A-Za-z][\w:.+-]*)\}(`+)(?!`)(.+?)(?<!`)\2(?!`)|(`+)(?!`).+?(?<!`)\4(?!`)")
+_LIST_MARK = r"(?:[-*+]|\d{1,9}[.)])[ \t]+"
+# ```{name} args  /  :::{name} args (the colon_fence extension), maybe after a list marker
+_DIRECTIVE = re.compile(rf"^([ \t]*(?:{_LIST_MARK})?)(`{{3,}}|~{{3,}}|:{{3,}})"
+                        r"\{([A-Za-z][\w:.+-]*)\}(.*)$")
+_ITEM_FENCE = re.compile(rf"^([ \t]*{_LIST_MARK})(`{{3,}}|~{{3,}})")  # "- ```yaml"
+_OPTION = re.compile(r"^([ \t]*):[\w-]+:(?:[ \t].*)?$")
+_YAML_FENCE = re.compile(r"^-{3,}[ \t]*$")
+_YAML_LINE = re.compile(r"^(?:[ \t]*[\w-]+[ \t]*:(?:[ \t].*)?|[ \t]+\S.*|[ \t]*-[ \t].*|[ \t]*#.*|)$")
+_PROMPT = re.compile(r"(?:\$|>>>|PS>|C:\\>)[ \t]")
+_TARGET = re.compile(r"^\([\w.:/-]+\)=[ \t]*$")
+_COMMENT = re.compile(r"^%(?:[ \t].*)?$")
+_CARD_RULE = re.compile(r"^[ \t]*(?:\^{3,}|\+{3,})[ \t]*$")
+# a role or inline code, whichever starts first (a role shown inside inline code stays); both
+# may wrap to the next line, not past a blank one; bounded, so a long line is linear
+_SPAN = r"(?:[^\n]|\n(?![ \t]*\n)){1,2000}?"
+_ROLE_OR_CODE = re.compile(rf"\{{([A-Za-z][\w:.+-]*)\}}(`+)(?!`)({_SPAN})(?<!`)\2(?!`)"
+                           rf"|(?<!`)(`+)(?!`){_SPAN}(?<!`)\4(?!`)")
 _TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
 
-_ADMONITIONS = {"note": "Note", "tip": "Tip", "hint": "Hint", "important": "Important",
-                "warning": "Warning", "caution": "Caution", "danger": "Danger",
-                "error": "Error", "attention": "Attention", "seealso": "See also",
-                "versionadded": "New in version", "versionchanged": "Changed in version",
-                "deprecated": "Deprecated since version",
-                "versionremoved": "Removed in version"}
+_ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "danger", "error",
+                "attention", "seealso"}
+_VERSIONS = {"versionadded": "New in version", "versionchanged": "Changed in version",
+             "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
 # content shown, the arguments (if any) as its title
 _CONTAINERS = {"admonition", "dropdown", "tab-set", "tab-item", "tab", "grid", "grid-item",
                "grid-item-card", "card", "card-carousel", "topic", "sidebar", "margin",
                "container", "div", "epigraph", "pull-quote", "highlights", "compound",
                "eval-rst", "only", "glossary", "hlist", "centered", "rubric", "figure",
                "figure-md", "table", "list-table", "csv-table", "tabbed", "details"}
-# containers whose arguments are layout or conditions, not a title (`{grid} 1 2 2 3`)
+# containers whose arguments are a layout, a condition or a file, not a title
 _UNTITLED = {"grid", "tab-set", "container", "div", "card-carousel", "hlist", "only", "eval-rst",
-             "glossary", "compound"}
+             "glossary", "compound", "figure", "figure-md"}
 # code: their language (None: the first argument's, e.g. {code-block} python)
 _CODE = {"code-block": None, "code": None, "sourcecode": None, "code-cell": None,
          "jupyter-execute": "python", "ipython": "python", "doctest": "pycon",
@@ -70,28 +81,39 @@ _DROPPED = {"toctree", "contents", "include", "literalinclude", "image", "raw",
             "tableofcontents", "bibliography", "footbibliography", "autosummary",
             "automodule", "autoclass", "autofunction", "automethod", "autoattribute",
             "autodata", "autoexception", "autoprogram", "click", "argparse", "sectionauthor",
-            "moduleauthor", "index", "meta", "tags", "youtube", "video", "iframe"}
-# roles Sphinx shows as code (and every `domain:role`, `py:func`); the rest (`ref`, `doc`, `term`,
-# extlinks such as `pr`, `issue`, `pypi`) as text
+            "moduleauthor", "index", "meta", "tags", "youtube", "video", "iframe",
+            "currentmodule", "module", "highlight", "default-domain", "default-role"}
+# `.. toctree::`, `.. js:autosummary::`, `.. py:currentmodule::` in `{eval-rst}`
+_RST_DROPPED = re.compile(r"^\.\. (?:[\w-]+:)?(?:auto[\w-]*|"
+                          + "|".join(map(re.escape, sorted(_DROPPED))) + ")::")
+# roles Sphinx shows as code, by their last part (`py:func`, `external:py:class`); any other
+# role (`ref`, `doc`, `term`, extlinks such as `pr`, `issue`, `pypi`) reads as text
 _CODE_ROLES = {"func", "class", "meth", "mod", "attr", "data", "exc", "obj", "const", "any",
                "file", "samp", "command", "program", "option", "envvar", "kbd", "code",
-               "literal", "regexp", "makevar", "mailheader", "keyword", "token", "type"}
-_TEXT_DOMAINS = ("external", "cite", "std:ref", "std:doc", "std:term", "math:", "eq")
+               "literal", "regexp", "makevar", "mailheader", "keyword", "token", "type",
+               "function", "method", "member", "macro", "struct", "enum", "enumerator",
+               "var", "expr", "texpr", "property", "attribute", "interface", "decorator"}
 _DROPPED_ROLES = {"octicon", "fa", "iconify", "index"}
-_RST_DROPPED = re.compile(r"^\.\. (?:" + "|".join(map(re.escape, sorted(_DROPPED))) + ")::")
+_KNOWN = _ADMONITIONS | set(_VERSIONS) | _CONTAINERS | set(_CODE) | _DROPPED
+_EVIDENCE = re.compile(r"^[ \t]*(?:\S+[ \t]+)?(?:`{3,}|~{3,}|:{3,})\{(?:"
+                       + "|".join(map(re.escape, sorted(_KNOWN))) + r")\}|\{(?:[\w+-]+:)*(?:"
+                       + "|".join(sorted(_CODE_ROLES))
+                       + r"|ref|doc|term|numref|pep|rfc|download|abbr)\}`|^\([\w.:/-]+\)=[ \t]*$",
+                       re.M)
 
 
 @dataclass
 class _Open:
-    fence: str  # the opening fence ("```", "::::", ...)
-    kind: str  # "code", "text", "drop", "plain" (a fenced block that is no directive)
+    """A fenced block the reader is inside."""
+
+    fence: str  # its opening fence ("```", "::::", ...)
+    kind: str  # "code", "text", "drop", "plain" (a fenced block that is no directive),
+    #            "unknown" (a directive read as code or text by its first line of content)
     name: str = ""
-    options: bool = False  # still in the options at the start of the body
-    yaml: bool = False  # in a `---` options block
-    had_options: bool = False
-    dropping: bool = False  # in an RST navigation directive (`{eval-rst}`)
     indent: str = ""
-    title: str = ""  # an unknown directive's arguments, its title if its body is text
+    title: str = ""  # an unknown directive's arguments: its title if it reads as text
+    options: bool = False  # still where its options may be
+    dropping: bool = False  # in an RST navigation directive (`{eval-rst}`)
 
     def code_fence(self) -> str:
         """The fence of its code block as written out (a colon fence becomes backticks)."""
@@ -100,48 +122,91 @@ class _Open:
 
 def myst_markdown(text: str) -> str:
     """`text` with MyST's directives, roles and targets read (the module doc); byte for byte
-    `text` when it has none."""
-    if "{" not in text and ")=" not in text:
+    `text` when it shows no MyST."""
+    if not _EVIDENCE.search(text):
         return text
-    out: list[str] = []
+    meta, body = front_matter(text)  # left as it is, for `site_markdown`
+    if meta or len(body) < len(text):
+        head = text[:len(text) - len(body)]
+        return head + myst_markdown(body) if _EVIDENCE.search(body) else text
+    lines = text.splitlines(keepends=True)
+    out: list[tuple[bool, str]] = []  # (is code, text)
     stack: list[_Open] = []
-    for line in text.splitlines(keepends=True):
-        top = stack[-1] if stack else None
-        if top is not None and not top.yaml and _closes(line, top.fence):
+    i = 0
+    while i < len(lines):
+        line, top = lines[i], (stack[-1] if stack else None)
+        i += 1
+        if top is not None and closes_fence(line, top.fence):
             stack.pop()
-            end = "\r\n" if line.endswith("\r\n") else "\n"
-            out.append(line if top.kind == "plain" else f"{top.indent}{top.code_fence()}{end}"
-                       if top.kind == "code" else "\n" if top.kind == "text" else "")
+            out.append((top.kind in ("code", "plain"), _closing(top, line)))
             continue
+        if top is not None and top.options:
+            if (skip := _options(lines, i - 1, top)) is not None:
+                i += skip
+                continue
         if top is not None and _skipped(line, top):
             continue
         if top is not None and top.kind == "unknown":
             if not line.strip():
                 continue
-            out.append(_decided(top, line))
+            out.append((False, _decided(top, line)))
         if top is not None and top.kind in ("code", "plain", "drop"):
             if top.kind != "drop":
-                out.append(line)
+                out.append((True, line))
             continue
-        out.extend(_line(line, stack))
-    return "".join(out)
+        depth = len(stack)
+        pieces = _opened(lines, i - 1, stack)
+        code = len(stack) > depth and stack[-1].kind in ("code", "plain")
+        out.extend((code, p) for p in pieces)
+    return _roles(out)
+
+
+def _closing(top: _Open, line: str) -> str:
+    """What a block's closing fence line becomes: the line for a plain block, the fence the
+    block was written out with for code, a blank line after text."""
+    if top.kind == "plain":
+        return line
+    if top.kind == "code":
+        return f"{top.indent}{top.code_fence()}{_end(line)}"
+    return _end(line) if top.kind == "text" else ""
+
+
+def _options(lines: list[str], n: int, top: _Open) -> int | None:
+    """Lines `lines[n:]` that are the directive's options, to skip (`:key: value` lines, each
+    maybe continued on indented lines, or a `---` YAML block that closes before the
+    directive does and holds only YAML), with the blank line after them; None when line n
+    is content (the options are over)."""
+    first = n
+    if _YAML_FENCE.match(lines[n].rstrip("\r\n")):
+        end = next((j for j in range(n + 1, min(len(lines), n + 200))
+                    if _YAML_FENCE.match(lines[j].rstrip("\r\n"))
+                    or closes_fence(lines[j], top.fence)
+                    or not _YAML_LINE.match(lines[j].rstrip("\r\n"))), None)
+        if end is None or not _YAML_FENCE.match(lines[end].rstrip("\r\n")):
+            top.options = False
+            return None
+        n = end + 1
+    else:
+        while n < len(lines) and (m := _OPTION.match(lines[n].rstrip("\r\n"))):
+            n += 1
+            while n < len(lines) and _indent(lines[n]) > m.end(1) and lines[n].strip() \
+                    and not closes_fence(lines[n], top.fence):
+                n += 1  # a value continued on a deeper line (`:header:` of a csv-table)
+    top.options = False
+    if n == first:
+        return None
+    if n < len(lines) and not lines[n].strip():
+        n += 1
+    return n - first - 1
 
 
 def _skipped(line: str, top: _Open) -> bool:
-    """Whether `line` is one of a directive's options (`:class: info` lines or a `---` YAML
-    block at the start of its body) or, in `{eval-rst}`, part of an RST navigation directive
-    (`.. toctree::` and its indented body)."""
-    if top.options:
-        if top.yaml or (line.strip() == "---"):
-            top.yaml = not (top.yaml and line.strip() == "---")
-            top.had_options = True
-            return True
-        if _OPTION.match(line):
-            top.had_options = True
-            return True
-        top.options = False
-        if top.had_options and not line.strip():  # the blank line after the options
-            return True
+    """Whether `line` is builder-only inside a text block: a card's `^^^`/`+++` rule, or, in
+    `{eval-rst}`, an RST navigation directive (`.. toctree::` and its indented body)."""
+    if top.kind != "text":
+        return False
+    if top.name in ("card", "grid-item-card") and _CARD_RULE.match(line):
+        return True
     if top.name == "eval-rst":
         if _RST_DROPPED.match(line):
             top.dropping = True
@@ -151,47 +216,56 @@ def _skipped(line: str, top: _Open) -> bool:
     return False
 
 
-def _line(line: str, stack: list[_Open]) -> list[str]:
-    """What a line outside code becomes; a directive or fence it opens pushed on `stack`."""
+def _opened(lines: list[str], n: int, stack: list[_Open]) -> list[str]:
+    """What line n outside code becomes; a directive or fence it opens pushed on `stack`. A
+    fence indented past 3 spaces opens only where a closing line at its indentation follows
+    (as `mdx.code_segments` reads it)."""
+    line = lines[n]
     d = _DIRECTIVE.match(line)
-    if d:
-        indent, fence, name, args = d.groups()
-        kind, head = _directive(name.lower(), " ".join(_roles(args).split()))
-        top = _Open(fence, kind, name.lower(), options=True, indent=indent, title=head)
+    if d and _opens(lines, n, d.group(1), d.group(2)):
+        indent, fence, name, args = d.group(1), d.group(2), d.group(3).lower(), d.group(4)
+        kind, head, body = _directive(name, " ".join(args.split()))
+        pad = indent if indent.isspace() or not indent else " " * len(indent)  # "- " → "  "
+        top = _Open(fence, kind, name, indent=pad, title=head, options=name != "eval-rst")
         stack.append(top)
         if kind == "code":
-            end = "\r\n" if line.endswith("\r\n") else "\n"
-            return [f"{indent}{top.code_fence()}{head}{end}"]
-        return [f"{indent}{head}\n"] if head and kind == "text" else []
+            return [f"{indent}{top.code_fence()}{head}{_end(line)}"]
+        if kind != "text" or not (head or body):
+            return []
+        return [f"{indent}{head}{_end(line)}" if head else indent] + \
+            ([f"{pad if head else ''}{body}{_end(line)}"] if body else [])
     m = OPENER.match(line) or _ITEM_FENCE.match(line)
-    if m:
+    if m and _opens(lines, n, m.group(1), m.group(2)):
         stack.append(_Open(m.group(2), "plain"))
         return [line]
-    if _TARGET.match(line):
+    if _TARGET.match(line.rstrip("\r\n")) or _COMMENT.match(line.rstrip("\r\n")):
         return []
-    return [_roles(line)]
+    return [line]
 
 
-def _roles(text: str) -> str:
-    return _ROLE_OR_CODE.sub(_role, text) if "}`" in text else text
+def _opens(lines: list[str], n: int, indent: str, fence: str) -> bool:
+    lead = indent[:len(indent) - len(indent.lstrip(" \t"))]
+    return shallow(lead) or lead != indent or closed_at(lines, n, lead, fence)
 
 
-def _directive(name: str, args: str) -> tuple[str, str]:
-    """(kind, head): for code, the fence's language; for text, its bold title line."""
+def _directive(name: str, args: str) -> tuple[str, str, str]:
+    """(kind, head, body): for code, head is the fence's language; for text, its bold title
+    line, and body the text its first line holds (`{note} Remember this.`: a directive that
+    takes no title starts its content there)."""
     if name in _CODE or name in _LANGUAGES:
         lang = _CODE.get(name, name) or (args.split()[0] if args.split() else "")
-        return "code", lang
+        return "code", lang, ""
     if name in _DROPPED:
-        return "drop", ""
+        return "drop", "", ""
     if name in _ADMONITIONS:
-        label = _ADMONITIONS[name]
-        return "text", f"**{label} {args}**" if args and name.startswith(("version", "dep")) \
-            else f"**{label}: {args}**" if args else f"**{label}**"
-    if name in ("figure", "image", "figure-md"):
-        return "text", ""
+        return "text", bold("See also" if name == "seealso" else name, None), _inline(args)
+    if name in _VERSIONS:
+        version, _, rest = args.partition(" ")
+        return "text", f"**{' '.join((_VERSIONS[name], version)).strip()}**", _inline(rest)
+    title = bold(None, _inline(args)) if args else ""
     if name in _CONTAINERS:
-        return "text", f"**{args}**" if args and name not in _UNTITLED else ""
-    return "unknown", f"**{args}**" if args else ""
+        return "text", "" if name in _UNTITLED else title, ""
+    return "unknown", title, ""
 
 
 def _decided(top: _Open, line: str) -> str:
@@ -200,16 +274,30 @@ def _decided(top: _Open, line: str) -> str:
     its title; what it writes out before that line."""
     if _PROMPT.match(line.lstrip()):
         top.kind = "code"
-        return f"{top.indent}{top.code_fence()}console\n"
+        return f"{top.indent}{top.code_fence()}console{_end(line)}"
     top.kind = "text"
-    return f"{top.indent}{top.title}\n" if top.title else ""
+    return f"{top.indent}{top.title}{_end(line)}" if top.title else ""
 
 
-def _closes(line: str, fence: str) -> bool:
-    if fence[0] != ":":
-        return closes_fence(line, fence)
-    s = line.strip()
-    return bool(s) and set(s) == {":"} and len(s) >= len(fence)
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t")) if line.strip() else 0
+
+
+def _end(line: str) -> str:
+    return "\r\n" if line.endswith("\r\n") else "\n"
+
+
+def _roles(pieces: list[tuple[bool, str]]) -> str:
+    """The pieces joined, the roles of those that are not code read (`_role`; a role may wrap
+    to the next line of its paragraph)."""
+    runs = [(code, "".join(p for _, p in run)) for code, run in groupby(pieces, key=itemgetter(0))]
+    return "".join(text if code or "}`" not in text else _ROLE_OR_CODE.sub(_role, text)
+                   for code, text in runs)
+
+
+def _inline(text: str) -> str:
+    """A directive's arguments with their roles read, on one line (`{octicon}` gone)."""
+    return " ".join(_ROLE_OR_CODE.sub(_role, text).split())
 
 
 def _role(m: re.Match[str]) -> str:
@@ -217,6 +305,7 @@ def _role(m: re.Match[str]) -> str:
     if name is None:  # inline code: as it is
         return m.group(0)
     name, body = name.lower(), " ".join(m.group(3).split())
+    last = name.rsplit(":", 1)[-1]
     if name in _DROPPED_ROLES:
         return ""
     titled = _TITLED.match(body)
@@ -225,10 +314,11 @@ def _role(m: re.Match[str]) -> str:
         return f"{name.upper()} {shown}"
     if name == "math":
         return f"${shown}$"
-    if name not in _CODE_ROLES and (":" not in name or name.startswith(_TEXT_DOMAINS)):
+    if last not in _CODE_ROLES:
         return shown
     if shown.startswith("~") and not titled:
         shown = shown[1:].rsplit(".", 1)[-1]
     shown = shown.lstrip("!~")
-    tick = "``" if "`" in shown else "`"
-    return f"{tick}{shown}{tick}"
+    tick = "`" * (max((len(r) for r in re.findall(r"`+", shown)), default=0) + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{tick}{pad}{shown}{pad}{tick}"
