@@ -233,7 +233,7 @@ def _h1_end(body: str) -> int | None:
     return None
 
 
-class _Masked:
+class Masked:
     """`text`: a piece of Markdown with its inline code (and whatever else is `hide`n) replaced
     by placeholders, so no rule rewrites it; `restore` puts it back. The placeholders and
     `mark` (a separator a rule may leave) use private-use characters the piece does not hold."""
@@ -268,7 +268,7 @@ def _mdx(seg: str) -> str:
             depth += sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
         else:
             kept.append(line)
-    masked = _Masked("".join(kept))
+    masked = Masked("".join(kept))
     seg = _components(_JSX_COMMENT.sub("", masked.text), masked.mark)
     # JSX indents a component's children with tabs (Markdown would read them as code); a
     # nested list item keeps its indentation
@@ -420,7 +420,7 @@ def _shortcodes(seg: str, closed: set[str]) -> str:
             return ""
         return " ".join([name, *positional])
 
-    masked = _Masked(seg)
+    masked = Masked(seg)
     shown = _SHOWN_SHORTCODE.sub(lambda m: masked.hide(_shown(m)), masked.text)
     return masked.restore(_SHORTCODE.sub(text, shown))
 

@@ -16,9 +16,9 @@ from typing import Any
 from agentic_rag.documents import Document, DocumentError, detect_format
 
 DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".rst", ".txt", ".html", ".htm", ".pdf", ".docx",
-                ".ipynb")
+                ".ipynb", ".adoc", ".asciidoc")
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
-FORMATS = ".md/.mdx/.rst/.txt/.html/.pdf/.docx/.ipynb"  # for help texts and errors
+FORMATS = ".md/.mdx/.rst/.adoc/.txt/.html/.pdf/.docx/.ipynb"  # for help texts and errors
 HTML_SUFFIXES = (".html", ".htm")
 _PAGE_HEADING = re.compile(r"^## Page \d+$")
 
@@ -61,6 +61,14 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
                 raise DocumentError(f"{path}: nested too deeply to read") from None
             title = fields.pop("title")
             metadata = fields  # description, tags, last_updated: where the front matter has them
+        elif name.endswith((".adoc", ".asciidoc")):
+            from agentic_rag.ingest.asciidoc import asciidoc_to_markdown
+
+            try:
+                text, title, fields = asciidoc_to_markdown(text)
+            except RecursionError:
+                raise DocumentError(f"{path}: nested too deeply to read") from None
+            metadata = {"converted_from": "asciidoc", **fields}
     return Document(id=doc_id or path.as_posix(), text=text, title=title or first_line(text),
                     source=path.as_posix(), format=detect_format(path.name), metadata=metadata)
 

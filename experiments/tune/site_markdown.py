@@ -12,7 +12,8 @@ titles, and the shipped default pipeline's retrieval on the same questions. No L
     # QUESTIONS: `agentic-rag tune DOCS --out experiments/tune/starlight` wrote them
     #   (span-first, LLM-written from the converted pages: any phrasing bias favours that arm)
 
-Leftovers: chunks outside code blocks holding an ESM line (`import`/`export` at a line start), a
+AsciiDoc pages (.adoc: not read at all before 2026-12-05) read as written are their text as
+Markdown would read it. Leftovers: chunks outside code blocks holding an ESM line (`import`/`export` at a line start), a
 JSX comment, a component tag (`<Tabs`, `</TabItem>`; inline code aside), a front matter line
 (`title:`, `sidebar_position:`, a `---` fence opening the page), an admonition fence (`:::`) or
 a Hugo shortcode (`{{<`, `{{%`: a shortcode the page shows, not runs, reads `{{< x >}}` and counts).
@@ -49,6 +50,14 @@ LEFTOVERS = {
     # MyST (Sphinx, Jupyter Book; 2026-12-05): a role, a target line
     "myst role": re.compile(r"\{[A-Za-z][\w:.+-]*\}\x00"),
     "myst target": re.compile(r"^\([\w.:/+-]+\)=[ \t]*$", re.M),
+    # AsciiDoc (2026-12-05): macros, cross references, block lines, section titles, labels
+    "asciidoc macro": re.compile(r"\b(?:xref|link|image|include|kbd|btn|menu|footnote|pass)"
+                                 r":[^\s\[]*\["),
+    "asciidoc cross reference": re.compile(r"<<[^<>\n]+>>"),
+    "asciidoc block line": re.compile(r"^(?:\[[^\]\n]*\]|-{4,}|\.{4,}|={4,}|\*{4,}|_{4,}|\|===|"
+                                      r":[\w-]+:(?:\s.*)?|(?:ifn?def|endif)::.*|//.*)[ \t]*$", re.M),
+    "asciidoc section title": re.compile(r"^=+ \S", re.M),
+    "asciidoc admonition label": re.compile(r"^(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION): ", re.M),
 }
 # a code chunk that is a MyST directive block (```{note}: read as code before 2026-12-05)
 _DIRECTIVE_CODE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})\{[A-Za-z]")
