@@ -126,3 +126,59 @@ def test_a_link_or_cross_reference_whose_text_wraps_a_line() -> None:
     assert text == ("does not support [binary\nlog compression](https://x.org/log) nor the "
                     "connector\nproperty.\n\n```\nxref:kept.adoc[in code]\n```\n")
     assert "xref:a.adoc" not in text and "xref:kept.adoc[in code]" in text
+
+
+def test_deeper_sections_keep_their_level_and_a_title_needs_a_blank_line_above() -> None:
+    text, _, _ = asciidoc_to_markdown("= T\n\n=== Sec\n\n[[deep]]\n==== Sub\nText\n== not a heading\n")
+    assert "### Sec\n" in text and "#### Sub\n" in text and "Text\n== not a heading" in text
+    text, title, _ = asciidoc_to_markdown("Preface.\n\n= Part\nline1\nline2\n")
+    assert title == "" and "# Part\n" in text and "line1\nline2" in text
+
+
+def test_code_paragraphs_and_literal_paragraphs_after_a_continuation() -> None:
+    text, _, _ = asciidoc_to_markdown("[source,yaml]\nkind: Debezium\n  - name: x\n\nAfter.\n\n"
+                                      "* Install it:\n+\n $ gem install coderay\n\n[stem]\n++++\n"
+                                      "sqrt(4) = 2\n++++\n")
+    assert "```yaml\nkind: Debezium\n  - name: x\n```\n\nAfter." in text
+    assert "- Install it:\n\n```text\n$ gem install coderay\n```" in text
+    assert "```math\nsqrt(4) = 2\n```" in text
+
+
+def test_tables_read_their_column_specs_spans_csv_comments_and_escaped_pipes() -> None:
+    text, _, _ = asciidoc_to_markdown(
+        '[cols="2*"]\n|===\n|a |b\n// a comment\n|c |d\n|===\n\n'
+        "|===\n^|CLI ^|API |More\n\n|x 2+|spans two\n|a \\| b |c |d\n|===\n\n"
+        '[format=csv]\n|===\nName,Age\n"Doe, J",42\n|===\n')
+    assert "| a | b |\n|---|---|\n| c | d |\n" in text and "comment" not in text
+    assert "| CLI | API | More |\n|---|---|---|\n| x | spans two |  |\n| a \\| b | c | d |" in text
+    assert "| Name | Age |\n|---|---|\n| Doe, J | 42 |" in text
+
+
+def test_builder_syntax_goes_and_attributes_read() -> None:
+    text, _, _ = asciidoc_to_markdown(
+        ":product!:\ntoc::[]\n\n[[prop-name]]<<prop-name,`name`>>{nbsp}is the {prodname} "
+        "name, written `+{prodname}+` or +{prodname}+; https://x.org[\"Quoted, text\"] and "
+        "stem:[x^2].\n\nifdef::community[]\nCommunity only.\nendif::community[]\n"
+        "ifdef::product[]\nProduct only.\nendif::product[]\nifndef::product[Not a product.]\n\n"
+        '[quote,Abraham Lincoln]\n____\nFour score.\n____\n',
+        attributes={"prodname": "Debezium", "community": "", "product": ""})
+    assert "toc::" not in text and "[[prop-name]]" not in text and "<<" not in text
+    assert "`name`\u00a0is the Debezium name, written `{prodname}` or {prodname};" in text
+    assert '[Quoted, text](https://x.org)' in text and "x^2." in text
+    assert "Community only." in text and "Product only." not in text
+    assert "Not a product." in text
+    assert "Four score.\n\n— Abraham Lincoln" in text
+
+
+def test_a_folder_reads_its_antora_component_attributes(tmp_path: Path) -> None:
+    root = tmp_path / "documentation"
+    page = root / "modules" / "ROOT" / "pages" / "mysql.adoc"
+    page.parent.mkdir(parents=True)
+    (root / "antora.yml").write_text("name: reference\nasciidoc:\n  attributes:\n"
+                                     "    prodname: Debezium\n    xrefstyle: short@\n"
+                                     "    community: true\n    product: false\n")
+    page.write_text("= {prodname} connector for MySQL\n\nifdef::community[]\nOpen.\n"
+                    "endif::[]\nifdef::product[]\nPaid.\nendif::[]\n")
+    doc = read_document(page)
+    assert doc.title == "Debezium connector for MySQL"
+    assert "Open." in doc.text and "Paid." not in doc.text

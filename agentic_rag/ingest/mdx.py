@@ -90,10 +90,10 @@ def site_markdown(text: str, mdx: bool = False) -> tuple[str, dict[str, Any]]:
         seg = _admonitions(_HEADING_ID.sub(r"\1", _shortcodes(seg, closed)))
         out.append(seg)
     body = "".join(out).lstrip("\n") if len(body) < len(text) else "".join(out)
-    return _headed(body, fields), fields
+    return headed(body, fields), fields
 
 
-def _headed(body: str, fields: dict[str, Any]) -> str:
+def headed(body: str, fields: dict[str, Any]) -> str:
     """`body` with the front matter's title as its H1 when it has none, and its description
     (the author's summary of the page; a site prints it under the title, often the page's
     only sentence on a reference page) as the paragraph under the H1."""
@@ -196,6 +196,14 @@ def closes_fence(line: str, fence: str) -> bool:
     line of the fence's character, at least as long, at any indentation)."""
     s = line.strip()
     return bool(s) and set(s) == {fence[0]} and len(s) >= len(fence)
+
+
+def fenced(text: str, lang: str) -> str:
+    """`text` in a fenced block whose fence is longer than any backtick run inside it (a
+    notebook cell or AsciiDoc listing holding a ```json example stays one block)."""
+    longest = max((len(r) for r in re.findall(r"`{3,}", text)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
 
 
 def shallow(indent: str) -> bool:

@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from agentic_rag.ingest.mdx import OPENER, closes_fence, code_segments
+from agentic_rag.ingest.mdx import OPENER, closes_fence, code_segments, fenced
 from agentic_rag.ingest.myst import myst_markdown
 
 OUTPUT_LINES = 20
@@ -57,10 +57,10 @@ def notebook_to_markdown(raw: bytes) -> tuple[str, str]:
             if not title and (m := _HEADING.search(prose)):
                 title = m.group(1).strip()
         elif kind == "code" and src.strip():
-            parts.append(_fenced(src, lang))
+            parts.append(fenced(src, lang))
             out, shown = _outputs(cell.get("outputs"))
             if out:
-                parts.append(_fenced(out, "text"))
+                parts.append(fenced(out, "text"))
             parts += shown  # display(Markdown(...)): prose as the notebook shows it
         elif kind == "raw" and src.strip():
             parts.append(src)
@@ -76,14 +76,6 @@ def _closed(src: str) -> str:
     if not code or opener is None or (len(lines) > 1 and closes_fence(lines[-1], opener.group(2))):
         return src
     return f"{src}\n{opener.group(2)}"
-
-
-def _fenced(text: str, lang: str) -> str:
-    """`text` in a fenced block whose fence is longer than any backtick run inside it (a
-    prompt holding a ```json example stays inside its cell)."""
-    longest = max((len(r) for r in re.findall(r"`{3,}", text)), default=2)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{text}\n{fence}"
 
 
 def _text(value: Any) -> str:

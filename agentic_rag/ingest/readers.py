@@ -8,6 +8,7 @@ leaving out what is not its documents (`skipped_in_folder`)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -64,13 +65,44 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
         elif name.endswith((".adoc", ".asciidoc")):
             from agentic_rag.ingest.asciidoc import asciidoc_to_markdown
 
-            try:
-                text, title, fields = asciidoc_to_markdown(text)
-            except RecursionError:
-                raise DocumentError(f"{path}: nested too deeply to read") from None
+            text, title, fields = asciidoc_to_markdown(text, asciidoc_attributes(path.parent))
             metadata = {"converted_from": "asciidoc", **fields}
     return Document(id=doc_id or path.as_posix(), text=text, title=title or first_line(text),
                     source=path.as_posix(), format=detect_format(path.name), metadata=metadata)
+
+
+@functools.lru_cache(maxsize=64)
+def asciidoc_attributes(folder: Path) -> dict[str, str]:
+    """The AsciiDoc attributes set for pages in `folder` outside the pages: an Antora
+    component's `antora.yml` (`asciidoc.attributes`) and an editor's `.asciidoctorconfig`
+    (attribute entries), in `folder` or up to 8 folders above it, the nearer winning (a
+    value ending in `@` is a soft set: the page may override it, as it may any of these)."""
+    found: list[dict[str, str]] = []
+    for d in [folder.resolve(), *folder.resolve().parents][:9]:
+        here: dict[str, str] = {}
+        if (cfg := d / ".asciidoctorconfig").is_file():
+            for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
+                if (m := re.match(r"^:(\w[\w-]*):(?:[ \t]+(.*))?$", line)) is not None:
+                    here[m.group(1)] = (m.group(2) or "").strip()
+        if (yml := d / "antora.yml").is_file():
+            here.update(_antora_attributes(yml))
+        found.append(here)
+    return {k: v for here in reversed(found) for k, v in here.items()}
+
+
+def _antora_attributes(path: Path) -> dict[str, str]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+    except yaml.YAMLError:
+        return {}
+    section = data.get("asciidoc") if isinstance(data, dict) else None
+    attrs = section.get("attributes") if isinstance(section, dict) else None
+    if not isinstance(attrs, dict):
+        return {}
+    return {str(k): "" if v is True else str(v).removesuffix("@")
+            for k, v in attrs.items() if v is not False and v is not None}
 
 
 def first_line(text: str) -> str:

@@ -124,12 +124,12 @@ def parts(folder: Path, questions: Path, out: Path) -> dict:
            "qrels": {d: 1 for d in q["doc_ids"]}, "split": q["split"]}
           for q in map(json.loads, questions.read_text().splitlines()) if q.get("answerable", 1)]
     arms = readings(folder)
-    whole, headed = mdx._mdx, mdx._headed
+    whole, headed = mdx._mdx, mdx.headed
     mdx._mdx = lambda seg: seg
     arms["front matter only"] = readings(folder)["site"]
-    mdx._mdx, mdx._headed = whole, (lambda body, fields: body)
+    mdx._mdx, mdx.headed = whole, (lambda body, fields: body)
     arms["site, no H1 or description added"] = readings(folder)["site"]
-    mdx._headed = headed
+    mdx.headed = headed
     with tempfile.TemporaryDirectory() as tmp:
         rows = {k: arm(v, qs, Path(tmp) / str(i))[1] for i, (k, v) in enumerate(arms.items())}
     steps = [("raw", "front matter only"), ("front matter only", "site"),
