@@ -133,6 +133,8 @@ def test_deeper_sections_keep_their_level_and_a_title_needs_a_blank_line_above()
     assert "### Sec\n" in text and "#### Sub\n" in text and "Text\n== not a heading" in text
     text, title, _ = asciidoc_to_markdown("Preface.\n\n= Part\nline1\nline2\n")
     assert title == "" and "# Part\n" in text and "line1\nline2" in text
+    text, _, _ = asciidoc_to_markdown("= Whats new\n\nAll releases.\n\n= Release 2.0.19\n\n== Fixes\n")
+    assert "# Whats new\n" in text and "## Release 2.0.19\n" in text and "## Fixes\n" in text
 
 
 def test_code_paragraphs_and_literal_paragraphs_after_a_continuation() -> None:

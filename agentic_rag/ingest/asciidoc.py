@@ -247,7 +247,8 @@ def _section(lines: list[str], i: int, level: int, heading: str, st: _State) -> 
                     and not lines[i + 1].startswith((":", "//")):
                 i += 1
         return i + 1
-    st.out += ["", "#" * level + " " + heading, ""]
+    # a part (`= Part`) after the page's title: under it, not beside it
+    st.out += ["", "#" * (max(level, 2) if st.title else level) + " " + heading, ""]
     return i + 1
 
 
