@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from agentic_rag.config import RAGConfig
+from agentic_rag.ingest.readers import FORMATS
 from agentic_rag.llm.cache import ChatCache
 from agentic_rag.llm.calls import LLMCallCap
 from agentic_rag.llm.client import OpenAIChatModel
@@ -161,7 +162,7 @@ def test_bad_folders_are_named_before_any_llm_call(tmp_path, fake_embedder):
     chat = _chat(tmp_path, completions)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(TuneError, match="no .md/.mdx/.rst/.txt/.html/.pdf/.docx/.ipynb documents"):
+    with pytest.raises(TuneError, match=f"no {re.escape(FORMATS)} documents"):
         _tune(tmp_path, empty, chat)
     with pytest.raises(TuneError, match="no such folder"):
         _tune(tmp_path, tmp_path / "missing", chat)
