@@ -184,3 +184,14 @@ def test_a_folder_reads_its_antora_component_attributes(tmp_path: Path) -> None:
     doc = read_document(page)
     assert doc.title == "Debezium connector for MySQL"
     assert "Open." in doc.text and "Paid." not in doc.text
+
+
+def test_an_antora_sites_navigation_is_not_a_document(tmp_path: Path) -> None:
+    pages = tmp_path / "docs" / "modules" / "api" / "pages"
+    pages.mkdir(parents=True)
+    (pages / "index.adoc").write_text("= API\n\nText.\n")
+    (pages.parent / "nav.adoc").write_text("* xref:index.adoc[]\n")
+    (pages.parent.parent / "ROOT").mkdir()
+    (pages.parent.parent / "ROOT" / "nav-top.adoc").write_text("* xref:a.adoc[]\n")
+    assert [d for _, d in iter_document_paths([tmp_path / "docs"])] == \
+        ["docs/modules/api/pages/index.adoc"]

@@ -54,6 +54,12 @@ def test_doc_name_is_the_id_as_words_and_hashes_give_none():
     assert doc_name("doc_checking_accounts_blue_account_003") == "checking accounts blue account"
     assert doc_name("pydocs/library/os.path.rst") == "os path"
     assert doc_name("p00e93f5ba251") == "" and doc_name("docs/install.md") == "install"
+    # every format's extension off; a landing page named by its folder (77 Hugo `_index.md`
+    # pages, 13 Antora `index.adoc` pages once shared the name "index")
+    assert doc_name("site/guide/setup.adoc") == "setup" and doc_name("d/x/notes.ipynb") == "notes"
+    assert doc_name("hugo/content/en/functions/_index.md") == "functions"
+    assert doc_name("asciidoctor/docs/modules/api/pages/index.adoc") == "api"
+    assert doc_name("pydocs/library/index.rst") == "library" and doc_name("docs/index.md") == ""
 
 
 def test_field_index_ranks_by_title_not_body():

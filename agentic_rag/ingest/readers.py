@@ -22,6 +22,7 @@ MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 FORMATS = ".md/.mdx/.rst/.adoc/.txt/.html/.pdf/.docx/.ipynb"  # for help texts and errors
 HTML_SUFFIXES = (".html", ".htm")
 _PAGE_HEADING = re.compile(r"^## Page \d+$")
+_ANTORA_NAV = re.compile(r"nav(?:-[\w-]+)?\.adoc")
 
 
 def read_document(path: str | Path, doc_id: str | None = None) -> Document:
@@ -151,9 +152,12 @@ SPHINX_GENERATED = re.compile(r"(genindex(-\w+)?|py-modindex|search)\.html?")
 
 def skipped_in_folder(rel: Path, folder: Path) -> bool:
     """Whether a folder walk leaves out `rel` (a path inside `folder`): under a hidden or
-    `SKIPPED_FOLDERS` folder, or a Sphinx site's generated page (where `searchindex.js`
-    stands beside it)."""
+    `SKIPPED_FOLDERS` folder, an Antora module's navigation file (`modules/api/nav.adoc`), or
+    a Sphinx site's generated page (where `searchindex.js` stands beside it)."""
     if any(part.startswith(".") or part in SKIPPED_FOLDERS for part in rel.parts[:-1]):
+        return True
+    if _ANTORA_NAV.fullmatch(rel.name.lower()) and len(rel.parts) >= 3 \
+            and rel.parts[-3] == "modules":  # an Antora module's navigation: links only
         return True
     return bool(SPHINX_GENERATED.fullmatch(rel.name.lower())
                 and (folder / rel).with_name("searchindex.js").exists())
