@@ -6,7 +6,7 @@ No LLM. The documents of local sets must be where they were made:
     mkdir -p /tmp/node-docs && for p in path os timers console querystring readline tty dgram; do
         cp /usr/share/doc/nodejs/api/$p.md /tmp/node-docs/; done
     # /tmp/node-html, /tmp/pdf-docs, /tmp/green-docs, /tmp/starlight-docs,
-    # /tmp/pyodide-docs/docs (the MyST pages): experiments/tune/README.md
+    # /tmp/pyodide-docs/docs (the MyST pages), /tmp/adoc-asciidoctor: experiments/tune/README.md
     PYTHONPATH=. python experiments/tune/committed_sets.py      # prints OK / ERR per file
 
 (Adapted from a review's script, a helper session's; packaged datasets are loaded by name.)"""
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"bank-products": "/tmp/bank-products", "node-docs": "/tmp/node-docs",
            "node-html": "/tmp/node-html", "pdf-docs": "/tmp/pdf-docs",
            "starlight-docs": "/tmp/starlight-docs", "green-docs": "/tmp/green-docs",
-           "docs": "/tmp/pyodide-docs/docs",
+           "docs": "/tmp/pyodide-docs/docs", "adoc-asciidoctor": "/tmp/adoc-asciidoctor",
            "banking-40-s0": str(ROOT / "experiments/cache/your-docs/banking-40-s0")}
 NAMED = {"doc_": "tau2-banking", "pydocs/": "python-library-qa", "p": "halueval-qa"}
 
