@@ -195,3 +195,12 @@ def test_an_antora_sites_navigation_is_not_a_document(tmp_path: Path) -> None:
     (pages.parent.parent / "ROOT" / "nav-top.adoc").write_text("* xref:a.adoc[]\n")
     assert [d for _, d in iter_document_paths([tmp_path / "docs"])] == \
         ["docs/modules/api/pages/index.adoc"]
+
+
+def test_block_attributes_and_a_title_wait_past_a_blank_line() -> None:
+    text, _, _ = asciidoc_to_markdown("[source,ruby]\n\n----\nputs 1\n----\n\n.Example\n\n"
+                                      "----\nx\n----\n\n[literal]\n\n")
+    assert "```ruby\nputs 1\n```" in text and "**Example**\n```\nx\n```" in text
+    text, title, _ = asciidoc_to_markdown("= Guide\nifdef::product[]\nProduct intro.\n"
+                                          "endif::[]\n\nBody.\n")
+    assert title == "Guide" and "Product intro." not in text and "Body." in text

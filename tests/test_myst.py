@@ -218,3 +218,8 @@ def test_front_matter_is_left_to_site_markdown_and_an_option_ends_at_the_fence()
     out = myst_markdown(text)
     assert out.startswith("---\ntitle: Extensions\nmyst:\n  key2: |\n    ```{note}\n")
     assert out.endswith("---\n\n# Extensions\n\n\nKept.\n")
+
+
+def test_a_literal_role_keeps_its_angle_brackets_and_a_titled_pep_shows_its_title() -> None:
+    assert myst_markdown("Use {code}`List<int>` per {pep}`Style Guide <8>` and {ref}`x`.\n") == \
+        "Use `List<int>` per Style Guide and x.\n"

@@ -59,7 +59,9 @@ def test_doc_name_is_the_id_as_words_and_hashes_give_none():
     assert doc_name("site/guide/setup.adoc") == "setup" and doc_name("d/x/notes.ipynb") == "notes"
     assert doc_name("hugo/content/en/functions/_index.md") == "functions"
     assert doc_name("asciidoctor/docs/modules/api/pages/index.adoc") == "api"
-    assert doc_name("pydocs/library/index.rst") == "library" and doc_name("docs/index.md") == ""
+    assert doc_name("pydocs/library/index.rst") == "library" and doc_name("docs/index.md") == "index"
+    assert doc_name("hugo/functions/compare/Default.md") == "Default"
+    assert doc_name("site/_sources/library/functools.rst.txt") == "functools"
 
 
 def test_field_index_ranks_by_title_not_body():

@@ -100,6 +100,9 @@ def _step(lines: list[str], i: int, st: _State) -> int:
         return _condition(c, st, i)
     if st.skipping:
         return i + 1
+    if not line.strip():  # a blank line: a block's attributes and title wait past it
+        st.out.append("")
+        return i + 1
     if st.open and line == st.open[-1][0]:  # a container block closes
         st.out += ["", st.open.pop()[1]]
         return i + 1
@@ -243,8 +246,9 @@ def _section(lines: list[str], i: int, level: int, heading: str, st: _State) -> 
         st.title = heading
         st.out += [f"# {heading}", ""]
         for _ in range(2):  # the header's author line, then its revision line
-            if i + 1 < len(lines) and lines[i + 1].strip() \
-                    and not lines[i + 1].startswith((":", "//")):
+            nxt = lines[i + 1].rstrip() if i + 1 < len(lines) else ""
+            if nxt and not nxt.startswith((":", "//")) and not _CONDITION.match(nxt) \
+                    and not _BLOCK_MACRO.match(nxt) and not _BLOCK_ATTRS.match(nxt):
                 i += 1
         return i + 1
     # a part (`= Part`) after the page's title: under it, not beside it
@@ -368,7 +372,7 @@ def _titled(title: str) -> list[str]:
 
 
 def _dedent(body: list[str]) -> list[str]:
-    cut = min(len(b) - len(b.lstrip()) for b in body if b.strip())
+    cut = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
     return [b[cut:] for b in body]
 
 

@@ -93,6 +93,8 @@ _CODE_ROLES = {"func", "class", "meth", "mod", "attr", "data", "exc", "obj", "co
                "literal", "regexp", "makevar", "mailheader", "keyword", "token", "type",
                "function", "method", "member", "macro", "struct", "enum", "enumerator",
                "var", "expr", "texpr", "property", "attribute", "interface", "decorator"}
+_LITERAL_ROLES = {"code", "literal", "samp", "kbd", "file", "command", "program", "regexp",
+                  "makevar", "mailheader", "math", "sub", "sup", "abbr"}
 _DROPPED_ROLES = {"octicon", "fa", "iconify", "index"}
 _KNOWN = _ADMONITIONS | set(_VERSIONS) | _CONTAINERS | set(_CODE) | _DROPPED
 _EVIDENCE = re.compile(r"^[ \t]*(?:\S+[ \t]+)?(?:`{3,}|~{3,}|:{3,})\{(?:"
@@ -308,10 +310,11 @@ def _role(m: re.Match[str]) -> str:
     last = name.rsplit(":", 1)[-1]
     if name in _DROPPED_ROLES:
         return ""
-    titled = _TITLED.match(body)
+    # "title <target>" in a cross reference, not in a literal (`{code}`List<int>``)
+    titled = None if last in _LITERAL_ROLES else _TITLED.match(body)
     shown = titled.group(1) if titled and titled.group(1) else (titled.group(2) if titled else body)
     if name in ("pep", "rfc"):
-        return f"{name.upper()} {shown}"
+        return shown if titled and titled.group(1) else f"{name.upper()} {shown}"
     if name == "math":
         return f"${shown}$"
     if last not in _CODE_ROLES:

@@ -34,7 +34,7 @@ _API_LINE = re.compile(r"^\s*\.\. (?:py:)?(?:function|method|class|exception|dat
 
 _NAME_SPLIT = re.compile(r"[_\-./\\]+")
 _DOC_SUFFIX = re.compile(r"\.(?:rst|md|markdown|mdx|txt|adoc|asciidoc|html?|ipynb|pdf|docx)$", re.I)
-_LANDING = {"index", "_index", "readme", "default"}
+_LANDING = {"index", "_index", "readme"}
 # folders that hold a site's pages, not a subject (the first part of an id is the indexed
 # folder's own name, never used)
 _CONTAINERS = {"docs", "doc", "documentation", "pages", "content", "src", "source", "modules",
@@ -46,12 +46,12 @@ def doc_name(doc_id: str) -> str:
     `_ - .` (`doc_checking_accounts_blue_account_003` → `checking accounts blue account`,
     `pydocs/library/functools.rst` → `functools`); a site's landing page (`index`, `_index`,
     `README`) is named by its folder, past folders that only hold pages (`guides/index.md`,
-    Antora's `modules/api/pages/index.adoc` → `guides`, `api`; a site's own index: none, as
-    a page whose name says nothing about it); ids that are hashes give no word."""
+    Antora's `modules/api/pages/index.adoc` → `guides`, `api`; a site's own index keeps
+    `index`); ids that are hashes give no word."""
     parts = doc_id.replace("\\", "/").split("/")
-    last = _DOC_SUFFIX.sub("", parts[-1])
+    last = _DOC_SUFFIX.sub("", _DOC_SUFFIX.sub("", parts[-1]))  # also `x.rst.txt`
     if last.lower() in _LANDING:
-        last = next((p for p in reversed(parts[1:-1]) if p.lower() not in _CONTAINERS), "")
+        last = next((p for p in reversed(parts[1:-1]) if p.lower() not in _CONTAINERS), last)
     words = [w for w in _NAME_SPLIT.split(last) if w and not w.isdigit()]
     if words and words[0] == "doc":
         words = words[1:]

@@ -6,6 +6,7 @@ titles, and the shipped default pipeline's retrieval on the same questions. No L
     PYTHONPATH=. python experiments/tune/site_markdown.py DOCS [QUESTIONS|-] [OUT]
     PYTHONPATH=. python experiments/tune/site_markdown.py parts DOCS QUESTIONS OUT
     PYTHONPATH=. python experiments/tune/site_markdown.py unchanged DIR...   # the MyST pass
+    PYTHONPATH=. python experiments/tune/site_markdown.py names DIR|dataset:NAME ...  # shared names
     # Starlight's own documentation (MIT), 37 pages, from its public repository:
     #   git --git-dir=<starlight clone>/.git archive HEAD docs/src/content/docs | tar -x -C /tmp/sl
     #   (the English pages: the top folder and components/ guides/ reference/ resources/) → DOCS
@@ -156,7 +157,29 @@ def unchanged(folders: list[Path]) -> dict:
     return {"files": len(files), "changed": len(changed), "changes": changed}
 
 
-if __name__ == "__main__" and sys.argv[1] == "unchanged":
+def names(sources: list[str]) -> dict:
+    """Per folder (or `dataset:NAME`): the share of documents whose name another shares
+    (`coverage.shared_name_share`, which turns the subject check and `named_scope: auto` on
+    from 0.25) and the names shared most."""
+    from collections import Counter
+
+    from agentic_rag.datasets.qa import load_dataset
+    from agentic_rag.store.coverage import shared_name_share
+    from agentic_rag.store.lexical import doc_name
+
+    out = {}
+    for src in sources:
+        ids = [d.id for d in load_dataset(src[8:]).corpus] if src.startswith("dataset:") else \
+            [d for _, d in iter_document_paths([Path(src)])]
+        shared = Counter(doc_name(i) for i in ids)
+        out[src] = {"documents": len(ids), "shared_name_share": shared_name_share(ids),
+                    "most shared": [[k, v] for k, v in shared.most_common(5) if v > 1]}
+    return out
+
+
+if __name__ == "__main__" and sys.argv[1] == "names":
+    print(json.dumps(names(sys.argv[2:]), indent=1, ensure_ascii=False))
+elif __name__ == "__main__" and sys.argv[1] == "unchanged":
     print(json.dumps(unchanged([Path(a) for a in sys.argv[2:]]), indent=1))
 elif __name__ == "__main__" and sys.argv[1] == "parts":
     print(json.dumps(parts(*map(Path, sys.argv[2:5])), indent=1))
