@@ -53,6 +53,7 @@ _BLOCK_IMAGE = re.compile(r"^image::([^\[\s]*)\[([^\]]*)\][ \t]*$")
 # where it starts the line or follows a space
 _CELL = re.compile(r"(?:(?<!\S)(?=[\d.+*<^>adehlmsv]+\|)(\d+\*)?(?:(\d+)\+)?(?:\.\d+\+)?"
                    r"(?:[<^>])?(?:\.[<^>])?([adehlmsv])?)?(?<!\\)\|")
+_DELIMITERS = {"csv": ",", "tsv": "\t", "dsv": ":"}  # a `[format=...]` table's
 _KINDS = {"----": "listing", "....": "literal", "====": "example", "****": "sidebar",
           "____": "quote", "--": "open", "++++": "pass", "////": "comment"}
 # what Asciidoctor defines before any page does
@@ -128,7 +129,7 @@ def _condition(c: re.Match[str], st: _State, i: int) -> int:
     the matching `endif` are read; `ifdef::a[text]` reads `text` where `a` is set."""
     kind, names, inline = c.groups()
     if kind == "endif":
-        st.skipping = max(0, st.skipping - 1) if st.skipping else 0
+        st.skipping = max(0, st.skipping - 1)
         return i + 1
     if st.skipping:  # nested inside a block already skipped: count it, to match its endif
         st.skipping += 0 if inline else 1
@@ -304,11 +305,10 @@ def _block_attributes(spec: str) -> dict[str, str]:
 def _table(rows: list[str], attrs: dict[str, str], sep: str, names: dict[str, str]) -> list[str]:
     """A table's lines as a Markdown table: columns from `cols` or its first line, the first
     row a header (Markdown needs one)."""
-    if sep in (",", ":") or attrs.get("format") in ("csv", "tsv", "dsv"):
-        delimiter = {",": ",", ":": ":"}.get(sep) or \
-            {"csv": ",", "tsv": "\t", "dsv": ":"}[attrs.get("format", "csv")]
-        grid = [r for r in csv.reader([r for r in rows if r.strip()], delimiter=delimiter,
-                                      skipinitialspace=True)]
+    if sep in (",", ":") or attrs.get("format") in _DELIMITERS:
+        delimiter = sep if sep in (",", ":") else _DELIMITERS[attrs["format"]]
+        grid = list(csv.reader([r for r in rows if r.strip()], delimiter=delimiter,
+                               skipinitialspace=True))
         cells = [c.strip() for r in grid for c in r]
         cols = _columns(attrs.get("cols", ""), len(grid[0]) if grid else 0)
     else:

@@ -127,8 +127,8 @@ def myst_markdown(text: str) -> str:
     `text` when it shows no MyST."""
     if not _EVIDENCE.search(text):
         return text
-    meta, body = front_matter(text)  # left as it is, for `site_markdown`
-    if meta or len(body) < len(text):
+    body = front_matter(text)[1]  # left as it is, for `site_markdown`
+    if len(body) < len(text):
         head = text[:len(text) - len(body)]
         return head + myst_markdown(body) if _EVIDENCE.search(body) else text
     lines = text.splitlines(keepends=True)

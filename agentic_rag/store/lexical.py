@@ -25,6 +25,7 @@ import numpy as np
 
 from agentic_rag.config import LexicalConfig
 from agentic_rag.documents import Chunk, Hit
+from agentic_rag.ingest.readers import DOC_SUFFIXES
 from agentic_rag.store.base import matches_meta, top_k_stable
 
 _API_LINE = re.compile(r"^\s*\.\. (?:py:)?(?:function|method|class|exception|data|attribute|"
@@ -33,7 +34,7 @@ _API_LINE = re.compile(r"^\s*\.\. (?:py:)?(?:function|method|class|exception|dat
 
 
 _NAME_SPLIT = re.compile(r"[_\-./\\]+")
-_DOC_SUFFIX = re.compile(r"\.(?:rst|md|markdown|mdx|txt|adoc|asciidoc|html?|ipynb|pdf|docx)$", re.I)
+_DOC_SUFFIX = re.compile("(?:" + "|".join(map(re.escape, DOC_SUFFIXES)) + ")$", re.I)
 _LANDING = {"index", "_index", "readme"}
 # folders that hold a site's pages, not a subject (the first part of an id is the indexed
 # folder's own name, never used)
