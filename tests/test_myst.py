@@ -44,7 +44,7 @@ def test_directives_and_roles_read_as_the_built_page() -> None:
     assert out == """# Install widgets
 
 **Note**
-Widgets needs `load` and the settings.
+Widgets needs `load()` and the settings.
 
 
 ```python
@@ -103,7 +103,7 @@ def test_version_notes_titled_admonitions_and_languages() -> None:
                         "```{admonition} Packages with C extensions\n:class: warning\n\nBuild "
                         "them first.\n```\n\n```{r}\nsummary(cars)\n```\n\n"
                         "```{mystery-widget} arg\n:opt: 1\n\nShown as text.\n```\n")
-    assert "**New in version 3.1**\nThe `fast` mode.\n" in out
+    assert "**Added in version 3.1**\nThe `fast` mode.\n" in out
     assert "**Packages with C extensions**\nBuild them first.\n" in out
     assert "```r\nsummary(cars)\n```\n" in out
     assert "**arg**\nShown as text.\n" in out and ":opt:" not in out
@@ -150,8 +150,8 @@ def test_roles_read_as_sphinx_shows_them() -> None:
     out = myst_markdown("Install {pypi}`requests`, edit {file}`pip.conf`, see {issue}`12`, "
                         "{term}`wheel <pypug:Wheel>`, {js:func}`pyodide.runPython`, "
                         "{py:meth}`!Path.open` and {external+sphinx:ref}`roles`.\n")
-    assert out == ("Install requests, edit `pip.conf`, see 12, wheel, `pyodide.runPython`, "
-                   "`Path.open` and roles.\n")
+    assert out == ("Install requests, edit `pip.conf`, see 12, wheel, `pyodide.runPython()`, "
+                   "`Path.open()` and roles.\n")
 
 
 def test_a_fence_in_a_list_item_is_code_and_a_title_reads_its_roles() -> None:

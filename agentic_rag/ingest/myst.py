@@ -4,7 +4,7 @@ roles as their text, what only the builder reads dropped.
     text = myst_markdown(raw_text)      # before `mdx.site_markdown`, which takes the front matter
 
 - an admonition (```` ```{note} ````, ```` ```{admonition} Title ````, `:::{tip}`, a version
-  note: ```` ```{versionadded} 3.1 ```` → "**New in version 3.1**") and a container that shows
+  note: ```` ```{versionadded} 3.1 ```` → "**Added in version 3.1**") and a container that shows
   its content (`{tab-item} pip`, `{dropdown} Title`, `{card}`, `{figure}`'s caption,
   `{eval-rst}`, ...) become a bold line over their content (`mdx`'s admonition form); their
   options (`:class: info`, a `---` YAML block) go, and so do a card's `^^^`/`+++` rules;
@@ -32,6 +32,7 @@ from itertools import groupby
 from operator import itemgetter
 
 from agentic_rag.ingest.mdx import OPENER, bold, closed_at, closes_fence, front_matter, shallow
+from agentic_rag.ingest.rst import CODE_ROLES, VERSIONS, role_shown
 
 _LIST_MARK = r"(?:[-*+]|\d{1,9}[.)])[ \t]+"
 # ```{name} args  /  :::{name} args (the colon_fence extension), maybe after a list marker
@@ -50,12 +51,9 @@ _CARD_RULE = re.compile(r"^[ \t]*(?:\^{3,}|\+{3,})[ \t]*$")
 _SPAN = r"(?:[^\n]|\n(?![ \t]*\n)){1,2000}?"
 _ROLE_OR_CODE = re.compile(rf"\{{([A-Za-z][\w:.+-]*)\}}(`+)(?!`)({_SPAN})(?<!`)\2(?!`)"
                            rf"|(?<!`)(`+)(?!`){_SPAN}(?<!`)\4(?!`)")
-_TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
 
 _ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "danger", "error",
                 "attention", "seealso"}
-_VERSIONS = {"versionadded": "New in version", "versionchanged": "Changed in version",
-             "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
 # content shown, the arguments (if any) as its title
 _CONTAINERS = {"admonition", "dropdown", "tab-set", "tab-item", "tab", "grid", "grid-item",
                "grid-item-card", "card", "card-carousel", "topic", "sidebar", "margin",
@@ -86,20 +84,10 @@ _DROPPED = {"toctree", "contents", "include", "literalinclude", "image", "raw",
 # `.. toctree::`, `.. js:autosummary::`, `.. py:currentmodule::` in `{eval-rst}`
 _RST_DROPPED = re.compile(r"^\.\. (?:[\w-]+:)?(?:auto[\w-]*|"
                           + "|".join(map(re.escape, sorted(_DROPPED))) + ")::")
-# roles Sphinx shows as code, by their last part (`py:func`, `external:py:class`); any other
-# role (`ref`, `doc`, `term`, extlinks such as `pr`, `issue`, `pypi`) reads as text
-_CODE_ROLES = {"func", "class", "meth", "mod", "attr", "data", "exc", "obj", "const", "any",
-               "file", "samp", "command", "program", "option", "envvar", "kbd", "code",
-               "literal", "regexp", "makevar", "mailheader", "keyword", "token", "type",
-               "function", "method", "member", "macro", "struct", "enum", "enumerator",
-               "var", "expr", "texpr", "property", "attribute", "interface", "decorator"}
-_LITERAL_ROLES = {"code", "literal", "samp", "kbd", "file", "command", "program", "regexp",
-                  "makevar", "mailheader", "math", "sub", "sup", "abbr"}
-_DROPPED_ROLES = {"octicon", "fa", "iconify", "index"}
-_KNOWN = _ADMONITIONS | set(_VERSIONS) | _CONTAINERS | set(_CODE) | _DROPPED
+_KNOWN = _ADMONITIONS | set(VERSIONS) | _CONTAINERS | set(_CODE) | _DROPPED
 _EVIDENCE = re.compile(r"^[ \t]*(?:\S+[ \t]+)?(?:`{3,}|~{3,}|:{3,})\{(?:"
                        + "|".join(map(re.escape, sorted(_KNOWN))) + r")\}|\{(?:[\w+-]+:)*(?:"
-                       + "|".join(sorted(_CODE_ROLES))
+                       + "|".join(sorted(CODE_ROLES))
                        + r"|ref|doc|term|numref|pep|rfc|download|abbr)\}`|^\([\w.:/-]+\)=[ \t]*$",
                        re.M)
 
@@ -261,9 +249,9 @@ def _directive(name: str, args: str) -> tuple[str, str, str]:
         return "drop", "", ""
     if name in _ADMONITIONS:
         return "text", bold("See also" if name == "seealso" else name, None), _inline(args)
-    if name in _VERSIONS:
+    if name in VERSIONS:
         version, _, rest = args.partition(" ")
-        return "text", f"**{' '.join((_VERSIONS[name], version)).strip()}**", _inline(rest)
+        return "text", f"**{' '.join((VERSIONS[name], version)).strip()}**", _inline(rest)
     title = bold(None, _inline(args)) if args else ""
     if name in _CONTAINERS:
         return "text", "" if name in _UNTITLED else title, ""
@@ -303,25 +291,13 @@ def _inline(text: str) -> str:
 
 
 def _role(m: re.Match[str]) -> str:
-    name = m.group(1)
-    if name is None:  # inline code: as it is
+    if m.group(1) is None:  # inline code: as it is
         return m.group(0)
-    name, body = name.lower(), " ".join(m.group(3).split())
-    last = name.rsplit(":", 1)[-1]
-    if name in _DROPPED_ROLES:
-        return ""
-    # "title <target>" in a cross reference, not in a literal (`{code}`List<int>``)
-    titled = None if last in _LITERAL_ROLES else _TITLED.match(body)
-    shown = titled.group(1) if titled and titled.group(1) else (titled.group(2) if titled else body)
-    if name in ("pep", "rfc"):
-        return shown if titled and titled.group(1) else f"{name.upper()} {shown}"
-    if name == "math":
+    shown, kind = role_shown(m.group(1), m.group(3))
+    if kind == "math":
         return f"${shown}$"
-    if last not in _CODE_ROLES:
+    if kind != "code":
         return shown
-    if shown.startswith("~") and not titled:
-        shown = shown[1:].rsplit(".", 1)[-1]
-    shown = shown.lstrip("!~")
     tick = "`" * (max((len(r) for r in re.findall(r"`+", shown)), default=0) + 1)
     pad = " " if shown.startswith("`") or shown.endswith("`") else ""
     return f"{tick}{pad}{shown}{pad}{tick}"

@@ -1,6 +1,7 @@
-"""Files into `Document`s: reStructuredText and plain text as they are; Markdown and MDX as a
-documentation site writes them, read as plain Markdown (`ingest.mdx`: front matter, admonitions,
-components); HTML pages and Word documents (`ingest.html`), PDFs (`ingest.pdf`) and Jupyter
+"""Files into `Document`s: plain text as it is; reStructuredText as Sphinx builds it
+(`ingest.rst`: roles, directives), Markdown and MDX as a documentation site writes them, read
+as plain Markdown (`ingest.mdx`: front matter, admonitions, components; `ingest.myst`); AsciiDoc
+(`ingest.asciidoc`); HTML pages and Word documents (`ingest.html`), PDFs (`ingest.pdf`) and Jupyter
 notebooks (`ingest.notebook`) converted to Markdown, so the chunker keeps their code, tables
 and lists whole. Binary, non-UTF-8 or unreadable files raise
 `DocumentError`, which names the file. A folder is read recursively (`iter_document_paths`),
@@ -26,7 +27,8 @@ _ANTORA_NAV = re.compile(r"nav(?:-[\w-]+)?\.adoc")
 
 
 def read_document(path: str | Path, doc_id: str | None = None) -> Document:
-    """Read one .rst / .txt file, a .md / .markdown / .mdx page (`ingest.mdx`), or an .html /
+    """Read one .txt file, an .rst page (`ingest.rst`), a .md / .markdown / .mdx page
+    (`ingest.mdx`, `ingest.myst`), an .adoc page (`ingest.asciidoc`), or an .html /
     .htm page or a .docx (`ingest.html`), a PDF's text (`ingest.pdf`) or a notebook
     (`ingest.notebook`) as Markdown; binary, non-UTF-8 or unreadable content raises
     `DocumentError`."""
@@ -63,6 +65,13 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
                 raise DocumentError(f"{path}: nested too deeply to read") from None
             title = fields.pop("title")
             metadata = fields  # description, tags, last_updated: where the front matter has them
+        elif detect_format(name) == "rst":
+            from agentic_rag.ingest.rst import sphinx_rst
+
+            try:
+                text = sphinx_rst(text)
+            except RecursionError:
+                raise DocumentError(f"{path}: nested too deeply to read") from None
         elif name.endswith((".adoc", ".asciidoc")):
             from agentic_rag.ingest.asciidoc import asciidoc_to_markdown
 

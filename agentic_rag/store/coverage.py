@@ -32,7 +32,7 @@ import numpy as np
 
 from agentic_rag.documents import Chunk, Hit
 from agentic_rag.store.base import top_k_stable
-from agentic_rag.store.lexical import _API_LINE, LexicalIndex, doc_name
+from agentic_rag.store.lexical import LexicalIndex, api_objects, doc_name
 
 
 def chunk_fields(chunk: Chunk) -> list[str]:
@@ -42,7 +42,7 @@ def chunk_fields(chunk: Chunk) -> list[str]:
     fields = [doc_name(chunk.doc_id)]
     fields += [title] if title and not chunk.heading_path.startswith(title) else []
     fields.append(chunk.heading_path)
-    fields += [m.group(1).strip() for m in _API_LINE.finditer(chunk.text)]
+    fields += api_objects(chunk.text)
     return [f for f in fields if f]
 
 

@@ -9,7 +9,8 @@ is rebuilt from the chunk list after a change (~0.5 s for 10k chunks).
 
 Field matching (the `title` retriever): `field_text(chunk)` is a chunk's title field — its
 document's name (from its id or file name) and title, its heading path and, in
-reStructuredText, the API objects it describes (`.. function:: reduce(function, ...)`). A
+reStructuredText, the API objects it describes (`.. function:: reduce(function, ...)`, or
+the signature line a folder's .rst page is read as). A
 `LexicalIndex` built over those texts (`name="title"`) ranks chunks by page, product and
 API names alone. It is a bag of words: "Blue Account" also matches "Light Blue Account"
 (docs/design.md, "Retrieval strategies", has the measured effect).
@@ -28,9 +29,18 @@ from agentic_rag.documents import Chunk, Hit
 from agentic_rag.ingest.readers import DOC_SUFFIXES
 from agentic_rag.store.base import matches_meta, top_k_stable
 
-_API_LINE = re.compile(r"^\s*\.\. (?:py:)?(?:function|method|class|exception|data|attribute|"
+# an API object a chunk describes: a description directive as written, or the signature line
+# `ingest.rst` reads it as (``json.dumps(obj, ...)``, class ``json.JSONEncoder(...)``)
+_API_LINE = re.compile(r"^\s*(?:\.\. (?:py:)?(?:function|method|class|exception|data|attribute|"
                        r"decorator|decoratormethod|classmethod|staticmethod|module|"
-                       r"describe|option|envvar)::\s*(.+)$", re.M)
+                       r"describe|option|envvar)::\s*(.+)|(?:(?:class|exception|classmethod|"
+                       r"staticmethod|abstractmethod|property|coroutine|awaitable)[ \t]+)?"
+                       r"``(@?[A-Za-z_][^`\n]*)``[ \t]*)$", re.M)
+
+
+def api_objects(text: str) -> list[str]:
+    """The API objects a chunk's text describes, one a signature (`_API_LINE`)."""
+    return [(m.group(1) or m.group(2)).strip() for m in _API_LINE.finditer(text)]
 
 
 _NAME_SPLIT = re.compile(r"[_\-./\\]+")
@@ -71,7 +81,7 @@ def field_text(chunk: Chunk) -> str:
     parts = [doc_name(chunk.doc_id)]
     parts += [title] if title and not chunk.heading_path.startswith(title) else []
     parts.append(chunk.heading_path)
-    parts += [m.group(1).strip() for m in _API_LINE.finditer(chunk.text)]
+    parts += api_objects(chunk.text)
     return "\n".join(p for p in parts if p)
 
 

@@ -59,6 +59,11 @@ LEFTOVERS = {
                                       r":[\w-]+:(?:\s.*)?|(?:ifn?def|endif)::.*|//.*)[ \t]*$", re.M),
     "asciidoc section title": re.compile(r"^=+ \S", re.M),
     "asciidoc admonition label": re.compile(r"^(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION): ", re.M),
+    # reStructuredText (Sphinx; 2026-12-06): a role, an explicit markup line (a directive, a
+    # target, a comment), a hyperlink reference
+    "rst role": re.compile(r"(?<![\w`]):(?:[A-Za-z][\w.+-]*:)+\x00"),
+    "rst explicit markup": re.compile(r"^[ \t]*\.\.(?:[ \t]+\S.*)?$", re.M),
+    "rst hyperlink reference": re.compile(r"\x00__?(?!\w)"),
 }
 # a code chunk that is a MyST directive block (```{note}: read as code before 2026-12-05)
 _DIRECTIVE_CODE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})\{[A-Za-z]")
@@ -76,16 +81,24 @@ def readings(folder: Path) -> dict[str, list[Document]]:
     return {"raw": raw, "site": site}
 
 
+def _markup(doc_id: str) -> str:
+    lower = doc_id.lower()
+    return "asciidoc" if lower.endswith((".adoc", ".asciidoc")) else \
+        "rst" if detect_format(lower) == "rst" else "markdown"
+
+
 def leftovers(docs: list[Document]) -> dict:
     chunker = AgenticChunker(RAGConfig().chunking)
     chunks = [c for d in docs for c in chunker.chunk(d)]
     # inline code out (a mark left where it was: a role is its name before one); the AsciiDoc
-    # patterns only for AsciiDoc pages (an RST field list reads like an attribute entry)
-    prose = [(_INLINE_CODE.sub("\x00", c.text), c.doc_id.endswith((".adoc", ".asciidoc")))
+    # and RST patterns only for their own pages (an RST field list reads like an attribute
+    # entry; an RST literal is two marks)
+    prose = [(_INLINE_CODE.sub("\x00", c.text), _markup(c.doc_id))
              for c in chunks if c.chunk_type != "code"]
 
-    def hit(k: str, t: str, adoc: bool) -> bool:
-        return (adoc or not k.startswith("asciidoc")) and bool(LEFTOVERS[k].search(t))
+    def hit(k: str, t: str, markup: str) -> bool:
+        own = k.split()[0] if k.split()[0] in ("asciidoc", "rst") else markup
+        return own == markup and bool(LEFTOVERS[k].search(t))
 
     return {"documents": len(docs), "chunks": len(chunks),
             "non-code chunks": len(prose),
