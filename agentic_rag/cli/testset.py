@@ -52,11 +52,16 @@ def testset(
              "so the new set shares no question with it (another --seed alone shares many: "
              "the same chunk gives the same question); matched by file and range within the "
              "folder, so a set made from a copy of the folder under another name counts")] = None,
+    reanchor: Annotated[Path | None, typer.Option(
+        help="no generation, no LLM call: a set made before (its questions JSONL) with its gold "
+             "spans moved to today's reading of DOCS (a newer agentic-rag reads some markup "
+             "differently), written to --out; a row whose answer is gone is left out")] = None,
     config: ConfigOpt = None, home: HomeOpt = None,
     max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
 ) -> None:
     """Generate questions, short answers and their gold spans from DOCS with the configured
-    LLM (the local model unless llm.base_url / llm.endpoints is set); every call is cached."""
+    LLM (the local model unless llm.base_url / llm.endpoints is set); every call is cached.
+    With --reanchor SET: move SET's gold spans to today's reading of DOCS instead."""
     from agentic_rag.datasets.testset import generate_testset
     from agentic_rag.datasets.testset_cost import estimate
     from agentic_rag.experiments.llm_cost import Progress
@@ -67,6 +72,9 @@ def testset(
 
     cfg = _config(config, home)
     documents, chunks, excluded = _read_docs(docs, cfg, exclude or [])
+    if reanchor is not None:
+        _reanchor(reanchor, documents, chunks, out)
+        return
     conc = max_concurrency or cfg.llm.max_concurrency
     typer.echo(f"{len(documents)} documents, {len(chunks)} chunks → {n} questions")
     if mode not in ("span", "free"):
@@ -140,6 +148,31 @@ def _echo_estimate(est: dict, cfg, conc: int, unanswerable: float) -> None:  # n
                + (f"; of the calls, {est['corpus_checks']} check the unanswerable questions "
                   f"against the corpus (one each: {unanswerable:.0%} of n)"
                   if est["corpus_checks"] else ""))
+
+
+def _reanchor(path: Path, documents: list, chunks: list, out: Path) -> None:
+    """`--reanchor`: the set at `path` re-anchored (`datasets.reanchor`) and written to `out`,
+    never over `path` itself."""
+    from agentic_rag.datasets.reanchor import reanchor
+
+    if not path.is_file():
+        _fail(f"--reanchor {path}: no such file")
+    if out.resolve() == path.resolve():
+        _fail(f"--out {out} is the set being re-anchored: write it to another file")
+    rows = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            row = json.loads(line) if line.strip() else None
+        except json.JSONDecodeError as exc:
+            _fail(f"--reanchor {path}: line {i} is not JSON ({exc.msg})")
+        if row is not None and not isinstance(row, dict):
+            _fail(f"--reanchor {path}: line {i} is not a JSON object (a questions JSONL)")
+        rows += [row] if row is not None else []
+    kept, report = reanchor(rows, documents, chunks)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept),
+                   encoding="utf-8")
+    typer.echo(f"{path} → {out}: {report.line()}")
 
 
 def excluded_chunks(paths: list[Path]) -> set[str]:

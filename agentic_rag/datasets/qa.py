@@ -318,7 +318,8 @@ def _refuse_stale(qpath: Path, stale: list[str], n: int, docs: str) -> None:
             f"{qpath}: the gold spans of {len(stale)} of {n} generated questions no longer hold "
             f"their answers (first: {stale[0]}): the documents in {docs} changed, or were read "
             "by another version of agentic-rag, since the set was made (or the set was edited); "
-            "generate it again from them (`agentic-rag testset`)")
+            f"move its spans to today's reading with `agentic-rag testset {docs} --reanchor "
+            f"{qpath} --out NEW.jsonl` (no LLM call), or generate it again")
 
 
 def _spans(value: Any, where: str, docs: dict[str, Document]) -> list[GoldSpan]:
@@ -335,7 +336,9 @@ def _spans(value: Any, where: str, docs: dict[str, Document]) -> list[GoldSpan]:
         doc = docs.get(span.doc_id)
         if doc is None or not 0 <= span.start < span.end <= len(doc.text):
             raise DatasetError(f"{where}: span {s!r} is not inside document {span.doc_id!r}"
-                               + ("" if doc is None else f" ({len(doc.text)} characters)"))
+                               + ("" if doc is None else f" ({len(doc.text)} characters; read "
+                                  "differently since the set was made? `agentic-rag testset "
+                                  "DOCS --reanchor SET --out NEW.jsonl` moves its spans)"))
         out.append(span)
     return out
 
