@@ -224,6 +224,22 @@ def test_a_built_sphinx_site_gives_its_pages_not_its_copies_or_generated_pages(t
     assert "html/search.html" in {d for _, d in iter_document_paths([site])}
 
 
+def test_a_sphinx_build_beside_its_sources_is_left_out_and_read_alone_it_is_the_site(tmp_path):
+    docs = tmp_path / "docs"
+    for rel in ("index.rst", "api.rst", "_build/html/index.html", "_build/html/api.html",
+                "_build/html/searchindex.js", "_build/html/_sources/api.rst.txt",
+                "blog/_site/post.html"):
+        (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (docs / rel).write_text("Title\n=====\n\ntext\n")
+    assert sorted(d for _, d in iter_document_paths([docs])) == ["docs/api.rst", "docs/index.rst"]
+    # the build folder alone, or a folder that holds nothing else: its pages are the documents
+    assert sorted(d for _, d in iter_document_paths([docs / "_build"])) == [
+        "_build/html/api.html", "_build/html/index.html"]
+    for rel in ("index.rst", "api.rst"):
+        (docs / rel).unlink()
+    assert len(list(iter_document_paths([docs]))) == 3  # the two built pages and the post
+
+
 def test_damaged_pages_and_word_files_are_named_and_legacy_pages_decode(tmp_path):
     import zipfile
 

@@ -157,6 +157,9 @@ SKIPPED_FOLDERS = {"node_modules", "__pycache__", "site-packages", "_sources", "
                    "_images", "_downloads", "_modules"}
 # a built Sphinx site's generated pages (index, module index, search): no content of their own
 SPHINX_GENERATED = re.compile(r"(genindex(-\w+)?|py-modindex|search)\.html?")
+# a documentation project's build output (Sphinx's `_build/html`, Jekyll's `_site`): left out
+# where the walk also finds pages outside it, its sources (read alone it is the site's pages)
+BUILD_FOLDERS = {"_build", "_site"}
 
 
 def skipped_in_folder(rel: Path, folder: Path) -> bool:
@@ -175,13 +178,18 @@ def skipped_in_folder(rel: Path, folder: Path) -> bool:
 def iter_document_paths(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str]]:
     """Expand files and folders into (file, doc_id); ids are paths relative to the folder's parent.
     A folder's documents are its files with a `DOC_SUFFIXES` suffix, recursively, but not those
-    `skipped_in_folder`; a file given by itself must be a document too."""
+    `skipped_in_folder`, nor a build output (`BUILD_FOLDERS`) beside pages outside it; a file
+    given by itself must be a document too."""
     for p in map(Path, paths):
         if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if (f.is_file() and f.name.lower().endswith(DOC_SUFFIXES)
-                        and not skipped_in_folder(f.relative_to(p), p)):
-                    yield f, (Path(p.resolve().name) / f.relative_to(p)).as_posix()
+            files = [f for f in sorted(p.rglob("*"))
+                     if f.is_file() and f.name.lower().endswith(DOC_SUFFIXES)
+                     and not skipped_in_folder(f.relative_to(p), p)]
+            built = {f for f in files if BUILD_FOLDERS & set(f.relative_to(p).parts[:-1])}
+            if len(built) < len(files):  # the sources beside their build: not both
+                files = [f for f in files if f not in built]
+            for f in files:
+                yield f, (Path(p.resolve().name) / f.relative_to(p)).as_posix()
         elif p.is_file():
             if not p.name.lower().endswith(DOC_SUFFIXES):  # as a folder's files are chosen
                 hint = ("; a question set given after `testset --exclude a.jsonl` is read as a "
