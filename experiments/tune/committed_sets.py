@@ -6,7 +6,8 @@ No LLM. The documents of local sets must be where they were made:
     mkdir -p /tmp/node-docs && for p in path os timers console querystring readline tty dgram; do
         cp /usr/share/doc/nodejs/api/$p.md /tmp/node-docs/; done
     # /tmp/node-html, /tmp/pdf-docs, /tmp/green-docs, /tmp/starlight-docs,
-    # /tmp/pyodide-docs/docs (the MyST pages), /tmp/adoc-asciidoctor: experiments/tune/README.md
+    # /tmp/pyodide-docs/docs (the MyST pages), /tmp/adoc-asciidoctor, /tmp/rst-pallets+flask/docs:
+    # experiments/tune/README.md
     PYTHONPATH=. python experiments/tune/committed_sets.py      # prints OK / ERR per file
 
 (Adapted from a review's script, a helper session's; packaged datasets are loaded by name.)"""
@@ -24,6 +25,8 @@ FOLDERS = {"bank-products": "/tmp/bank-products", "node-docs": "/tmp/node-docs",
            "docs": "/tmp/pyodide-docs/docs", "adoc-asciidoctor": "/tmp/adoc-asciidoctor",
            "banking-40-s0": str(ROOT / "experiments/cache/your-docs/banking-40-s0")}
 NAMED = {"doc_": "tau2-banking", "pydocs/": "python-library-qa", "p": "halueval-qa"}
+# sets whose folder name another set's folder shares ("docs"): their folder by file
+BY_FILE = {"experiments/tune/flask/": "/tmp/rst-pallets+flask/docs"}
 # sets kept as they were made, whose spans an older reading of their documents placed (the
 # figures computed on them stand); the re-anchored copy beside each is the one that loads
 STALE = {"experiments/tune/pyodide/questions.jsonl":
@@ -46,8 +49,9 @@ if __name__ == "__main__":
             continue
         top = ids[0].split("/")[0]
         try:
-            if top in FOLDERS:
-                ds = load_local(FOLDERS[top], ROOT / f)
+            own = next((d for k, d in BY_FILE.items() if f.startswith(k)), None)
+            if own is not None or top in FOLDERS:
+                ds = load_local(own or FOLDERS[top], ROOT / f)
             else:
                 key = next(v for k, v in NAMED.items() if ids[0].startswith(k))
                 named.setdefault(key, load_dataset(key))
