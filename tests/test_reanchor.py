@@ -16,8 +16,8 @@ from agentic_rag.datasets.reanchor import reanchor
 from agentic_rag.documents import Document
 from agentic_rag.ingest.chunking import AgenticChunker
 
-OLD = "Timeouts\n========\n\nThe client waits 30 seconds, then retries twice.\n"
-NEW = "Timeouts\n========\n\n**Note**\n\nThe client waits 30 seconds, then retries twice.\n"
+OLD = "Timeouts\n========\n\nThe client waits 30 seconds.\n\nIt retries twice.\n"
+NEW = "Timeouts\n========\n\nThe client waits 30 seconds.\n\n**Note**\n\nIt retries twice.\n"
 
 
 def _row(qid: str, answer: str, start: int, end: int, **extra) -> dict:
@@ -30,23 +30,27 @@ def _row(qid: str, answer: str, start: int, end: int, **extra) -> dict:
 def test_stale_spans_move_to_their_answer_and_the_rest_is_reported() -> None:
     doc = Document(id="t.rst", text=NEW, format="rst")
     chunks = AgenticChunker(RAGConfig().chunking).chunk(doc)
-    at = OLD.index("30 seconds")
-    rows = [_row("moved", "30 seconds", at, at + 10),
-            _row("holds", "Timeouts", 0, 8),
-            _row("gone", "45 seconds", at, at + 10),
+    at, old = OLD.index("retries twice"), OLD.index("30 seconds")
+    rows = [_row("moved", "retries twice", at, at + 13),
+            _row("holds", "30 seconds", old, old + 10),
+            _row("gone", "45 seconds", old, old + 10),
             {"id": "unanswerable", "question": "?", "answer": "", "spans": [],
              "generator": "model@x"},
             {"id": "hand-made", "question": "?", "answer": "x",
              "spans": [{"doc_id": "t.rst", "start": 0, "end": 1}]}]
     out, report = reanchor(rows, [doc], chunks)
     assert [r["id"] for r in out] == ["moved", "holds", "unanswerable", "hand-made"]
-    assert report.kept == 3 and report.moved == ["moved"]
+    # "holds" reads its answer where it was, but its chunk is gone: the span stays, the id is
+    # renewed (`--exclude` matches ids); the unanswerable and the hand-made rows as they were
+    assert report.kept == 2 and report.moved == ["moved"] and report.rechunked == ["holds"]
     assert report.dropped == {"gone": "'45 seconds' does not occur in t.rst"}
     span = out[0]["spans"][0]
-    assert NEW[span["start"]:span["end"]] == "30 seconds" and out[0]["reanchored"] is True
+    assert NEW[span["start"]:span["end"]] == "retries twice" and out[0]["reanchored"] is True
     holder = next(c for c in chunks if c.id == out[0]["chunk_id"])
     assert holder.start_char <= span["start"] and span["end"] <= holder.end_char
-    assert out[1] is rows[1]  # untouched rows are the same objects, no "reanchored" mark
+    assert out[1]["spans"] == rows[1]["spans"] and "reanchored" not in out[1]
+    assert out[1]["chunk_id"] in {c.id for c in chunks} and out[1]["chunk_id"] != rows[1]["chunk_id"]
+    assert out[2] is rows[3] and out[3] is rows[4]  # untouched rows are the same objects
 
 
 def test_the_occurrence_nearest_the_old_span_wins_case_and_wrapping_aside() -> None:
@@ -72,6 +76,16 @@ def test_the_command_reanchors_a_set_made_from_the_raw_reading(tmp_path: Path) -
     same = runner.invoke(app, ["testset", str(docs), "--reanchor", str(stale), "--out", str(stale),
                                "--home", str(tmp_path / "home")])
     assert same.exit_code != 0 and "is the set being re-anchored" in same.output
+    (tmp_path / "link.jsonl").hardlink_to(stale)  # the same file under another name
+    linked = runner.invoke(app, ["testset", str(docs), "--reanchor", str(stale), "--out",
+                                 str(tmp_path / "link.jsonl"), "--home", str(tmp_path / "home")])
+    assert linked.exit_code != 0 and "is the set being re-anchored" in linked.output
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**_row("q9", "x", 0, 1), "spans": [{"doc_id": "docs/retry.rst",
+                                                                    "start": None, "end": 1}]}))
+    res = runner.invoke(app, ["testset", str(docs), "--reanchor", str(bad), "--out",
+                              str(tmp_path / "b2.jsonl"), "--home", str(tmp_path / "home")])
+    assert res.exit_code != 0 and "q9: span" in res.output and "whole numbers" in res.output
     new = tmp_path / "new.jsonl"
     res = runner.invoke(app, ["testset", str(docs), "--reanchor", str(stale), "--out", str(new),
                               "--home", str(tmp_path / "home")])
@@ -82,3 +96,17 @@ def test_the_command_reanchors_a_set_made_from_the_raw_reading(tmp_path: Path) -
     ds = load_local(docs, new)  # the loader refuses the stale set and takes this one
     span = ds.spans["q1"][0]
     assert ds.corpus[0].text[span.start:span.end] == "30 seconds"
+
+
+def test_the_question_s_words_pick_a_far_copy_over_a_near_one() -> None:
+    near = "Set the timeout to 30 seconds.\n\n"
+    far = "The retry loop waits 30 seconds before each reconnect.\n"
+    text = near + "filler words here. " * 140 + "\n\n" + far
+    doc = Document(id="t.rst", text=text, format="rst")
+    row = _row("q", "30 seconds", 30, 40)  # the old start lands by the first copy
+    row["question"] = "How long does the retry loop wait before a reconnect?"
+    out, _ = reanchor([row], [doc], [])
+    assert out[0]["spans"][0]["start"] == text.rindex("30 seconds")
+    row["question"] = "What is the timeout set to?"  # its words are by the first copy
+    out, _ = reanchor([row], [doc], [])
+    assert out[0]["spans"][0]["start"] == text.index("30 seconds")

@@ -178,7 +178,7 @@ def test_roles_wrap_escape_and_substitute() -> None:
     out = sphinx_rst(".. |tool| replace:: ``pip``\n\nRun :ref:`the\nguide <x>` then :class:`list`\\ s,"
                      " a\\ :class:`dict` and |tool|_ or `the docs`_ and pyblake2_.\n\n"
                      ".. _pyblake2: https://example.org\n")
-    assert out == "Run the guide then ``list``s, a``dict`` and ``pip`` or the docs and pyblake2.\n\n"
+    assert out == "Run the guide then ``list``s, a``dict`` and ``pip`` or the docs and pyblake2.\n"
 
 
 def test_directives_not_known_keep_their_line_and_read_their_content() -> None:
@@ -283,3 +283,80 @@ def test_the_reading_shows_the_words_sphinx_s_text_builder_shows(tmp_path: Path)
     assert precision(ours) >= 0.97, (ours - theirs)
     assert recall >= 0.95, (theirs - ours)
     assert precision(raw) < 0.85
+
+
+def test_a_space_before_the_double_colon_is_still_a_directive() -> None:
+    out = sphinx_rst("Intro:\n\n.. code-block :: python\n\n   import os\n\n.. note ::\n\n"
+                     "   Important words.\n\nAfter.\n")
+    assert out == ("Intro:\n\n.. code-block :: python\n\n   import os\n\n**Note**\n\n"
+                   "Important words.\n\nAfter.\n")
+
+
+@pytest.mark.parametrize("role, shown", [
+    (":file:`.pypirc`", "``.pypirc``"),
+    (":file:`~/.local/lib/python{X.Y}/site-packages`", "``~/.local/lib/python{X.Y}/site-packages``"),
+    (":command:`./configure`", "``./configure``"),
+    (":kbd:`~`", "``~``"),
+])
+def test_literal_roles_keep_their_text(role: str, shown: str) -> None:
+    assert sphinx_rst(f"Edit {role} now.\n") == f"Edit {shown} now.\n"
+
+
+def test_cpython_notes_keep_their_content() -> None:
+    out = sphinx_rst(".. availability:: Linux >= 2.6.38.\n\n   Some algorithm types need newer "
+                     "kernels.\n\n.. audit-event:: subprocess.Popen executable,args,cwd,env\n\n"
+                     "   Raises an auditing event with *args*, the command as given.\n")
+    assert out == ("Availability: Linux >= 2.6.38.\n\nSome algorithm types need newer kernels.\n\n"
+                   "Raises an auditing event with *args*, the command as given.\n")
+
+
+def test_containers_without_arguments_and_one_line_code_directives_keep_their_text() -> None:
+    assert sphinx_rst(".. glossary::\n   term\n      The definition.\n") == \
+        "term\n   The definition.\n"
+    assert sphinx_rst(".. math:: e^{i\\pi} + 1 = 0\n") == \
+        ".. code-block:: math\n\n   e^{i\\pi} + 1 = 0\n"
+    assert sphinx_rst(".. command-output:: python -V\n") == \
+        ".. code-block:: console\n\n   $ python -V\n"
+
+
+def test_references_inside_literals_stay_and_list_items_end_their_literal_block() -> None:
+    out = sphinx_rst("Set ``x = data_`` and data_.\n\n.. _data: http://x\n")
+    assert out == "Set ``x = data_`` and data.\n"
+    out = sphinx_rst("1. Install it::\n\n      pip install :func:`foo`\n\n   Then call "
+                     ":func:`foo.run`.\n\n   .. note:: Be careful.\n")
+    assert out == ("1. Install it::\n\n      pip install :func:`foo`\n\n   Then call "
+                   "``foo.run()``.\n\n   **Note**\n\n   Be careful.\n")
+
+
+def test_a_literal_block_under_a_version_note_stays_code() -> None:
+    text = sphinx_rst(".. versionchanged:: 3.9\n   The output is now::\n\n      run(:func:`f`)\n")
+    assert text == "Changed in version 3.9: The output is now::\n\n   run(:func:`f`)\n"
+    chunks = AgenticChunker(RAGConfig().chunking).chunk(Document(id="v.rst", text=text, format="rst"))
+    assert [c.chunk_type for c in chunks if "run(" in c.text] == ["code"]
+
+
+def test_titles_in_a_directive_are_no_sections_and_long_titles_keep_their_underline() -> None:
+    page = (".. confval:: html_theme\n\n   The theme.\n\n   Examples\n   --------\n\n   One.\n\n"
+            "Later\n=====\n\nText.\n\n.. |proj| replace:: a much longer project name\n\n"
+            "Using |proj|\n------------\n\nMore.\n")
+    out = sphinx_rst(page)
+    assert "**Examples**\n\nOne." in out and "\nExamples\n" not in out
+    assert "Using a much longer project name\n--------------------------------\n" in out
+    chunks = AgenticChunker(RAGConfig().chunking).chunk(Document(id="c.rst", text=out, format="rst"))
+    assert {c.heading_path for c in chunks if "One." in c.text} == {""}
+    assert any(c.heading_path.endswith("Using a much longer project name") for c in chunks)
+
+
+def test_a_section_label_referring_to_itself_is_read_once() -> None:
+    out = sphinx_rst(".. _a:\n\nUnlike :ref:`a`\n===============\n\nText.\n")
+    assert out.startswith("Unlike Unlike a\n")  # no endless recursion
+
+
+def test_builder_only_content_goes_and_the_title_field_keeps_options() -> None:
+    out = sphinx_rst(".. only:: latex\n\n   For print.\n\n.. only:: html\n\n   For the web.\n\n"
+                     ".. testcode::\n   :hide:\n\n   check()\n\n.. admonition::\n\n   Bare.\n\n"
+                     ".. option:: -b buildername\n\n   The builder.\n")
+    assert out == "For the web.\n\nBare.\n\n``-b buildername``\n\nThe builder.\n"
+    doc = Document(id="o.rst", text=out, format="rst")
+    fields = "\n".join(field_text(c) for c in AgenticChunker(RAGConfig().chunking).chunk(doc))
+    assert "-b buildername" in fields

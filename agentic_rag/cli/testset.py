@@ -4,6 +4,7 @@ own documents by the configured LLM (`datasets.testset.generate_testset`)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -157,7 +158,7 @@ def _reanchor(path: Path, documents: list, chunks: list, out: Path) -> None:
 
     if not path.is_file():
         _fail(f"--reanchor {path}: no such file")
-    if out.resolve() == path.resolve():
+    if out.resolve() == path.resolve() or (out.exists() and os.path.samefile(out, path)):
         _fail(f"--out {out} is the set being re-anchored: write it to another file")
     rows = []
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -168,7 +169,10 @@ def _reanchor(path: Path, documents: list, chunks: list, out: Path) -> None:
         if row is not None and not isinstance(row, dict):
             _fail(f"--reanchor {path}: line {i} is not a JSON object (a questions JSONL)")
         rows += [row] if row is not None else []
-    kept, report = reanchor(rows, documents, chunks)
+    try:
+        kept, report = reanchor(rows, documents, chunks)
+    except ValueError as exc:
+        _fail(f"--reanchor {path}: {exc}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept),
                    encoding="utf-8")

@@ -36,7 +36,7 @@ without files.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # roles Sphinx shows as code, by their last part (`py:func`, `c:func`, `external:py:class`);
 # any other role (`ref`, `doc`, `term`, extlinks such as `pr`, `source`) reads as its text
@@ -70,7 +70,7 @@ def role_shown(name: str, body: str) -> tuple[str, str]:
         return shown, "math"
     if last not in CODE_ROLES:
         return shown, "text"
-    if not titled:
+    if not titled and last not in LITERAL_ROLES:  # an object's name, not a file's or a key's
         shown = shown.lstrip(".")
         if shown.startswith("~"):
             shown = shown[1:].rsplit(".", 1)[-1]
@@ -90,9 +90,12 @@ _INLINE = re.compile(
     rf"``(?!\s){_LITERAL_SPAN}``(?![\w`])"                               # an inline literal
     rf"|(?:\\ )?(?<![\w`\\]):((?:[A-Za-z][\w.+-]*:)+)`(?!`)({_SPAN})(?<![\\\s])`(?![`\w])(?:\\ |\\(?=\w))?"
     rf"|(?<![\w`])`(?![`\s])({_SPAN})(?<![\\\s])`__?(?![\w])"          # a hyperlink reference
-    r"|\|([^|\n`]{1,80})\|(?:__?(?!\w))?")                                # a substitution
+    r"|\|([^|\n`]{1,80})\|(?:__?(?!\w))?"                                 # a substitution
+    r"|(?<![\w`])\[#?([\w-]*)\]_(?![\w])")                                  # a footnote reference
+# the same, and `name_` (a reference to a target the page defines), where the page has targets
+_INLINE_REFS = re.compile(_INLINE.pattern + r"|(?<![\w`\\])([A-Za-z][\w.+-]*[A-Za-z0-9])__?(?![\w])")
 _EXPLICIT = re.compile(r"^([ \t]*)\.\.(?:[ \t]+(.*))?$")
-_DIRECTIVE = re.compile(r"^([\w:+.-]+)::(?:[ \t]+(.*))?$")
+_DIRECTIVE = re.compile(r"^([\w:+.-]+) ?::(?:[ \t]+(.*))?$")  # docutils allows "name ::"
 _OPTION = re.compile(r"^:[\w -]+:(?:[ \t].*)?$")
 _ADORNMENT = set("=-~^\"'`#*+<>:._!$%&,/;?@[]\\{}|")
 _SUBSTITUTION = re.compile(r"^\|([^|]+)\|[ \t]+([\w-]+)::(?:[ \t]+(.*))?$")
@@ -107,6 +110,7 @@ _CODE = {"code-block": None, "code": None, "sourcecode": None, "doctest": None,
          "program-output": "text", "command-output": "console", "ipython": "python",
          "jupyter-execute": "python", "code-cell": "", "exec": "python", "testoutput": "text",
          "code-tab": ""}
+_ARGUMENT_IS_CODE = {"math", "program-output", "command-output"}
 _HIDDEN = {"testsetup", "testcleanup"}  # Sphinx runs them, the page does not show them
 _DROPPED = {*_HIDDEN, "toctree", "index", "highlight", "moduleauthor", "sectionauthor",
             "tabularcolumns", "raw", "image", "include", "literalinclude", "contents", "meta",
@@ -122,7 +126,9 @@ _ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "dange
 _ADMONITION_LABEL = {"seealso": "See also", "impl-detail": "CPython implementation detail"}
 _TITLED = {"admonition", "topic", "sidebar", "dropdown", "tab", "tab-item", "group-tab", "card",
            "grid-item-card", "details", "list-table", "table", "csv-table", "rubric"}
-_UNTITLED_ADMONITIONS = _ADMONITIONS - _TITLED  # their first line is content, not a title
+# no argument: the text on their first line and the lines under it are content
+_NO_ARGUMENTS = (_ADMONITIONS - _TITLED) | {"glossary", "hlist", "compound", "pull-quote",
+                                            "epigraph", "highlights", "tab-set", "tabs"}
 # their content shown (under their title, where `_TITLED`)
 _CONTAINERS = {"only", "glossary", "hlist", "container", "compound", "grid", "grid-item",
                "tab-set", "tabs", "epigraph", "highlights", "pull-quote", "figure",
@@ -154,8 +160,6 @@ _ANNOTATIONS = {"class": "class", "exception": "exception", "classmethod": "clas
                 "autoexception": "exception", "autoproperty": "property"}
 _LABEL = re.compile(r"^[ \t]*\.\. _([^:`]+):[ \t]*$")
 _TARGET = re.compile(r"^[ \t]*\.\. _`?([^:`]+)`?:", re.M)
-_NAMED_REF = re.compile(r"(?<![\w`\\])([A-Za-z][\w.+-]*[A-Za-z0-9])__?(?![\w])")
-_FOOTNOTE_REF = re.compile(r"(?<![\w`])\[#?([\w-]*)\]_(?![\w])")
 
 
 @dataclass
@@ -225,9 +229,10 @@ def _block_end(lines: list[str], i: int, indent: int) -> int:
     return last
 
 
-def _read(lines: list[str], ctx: _Context) -> list[str]:
+def _read(lines: list[str], ctx: _Context, nested: bool = False) -> list[str]:
     """The lines read: explicit markup blocks (`_explicit`) and paragraphs (roles read,
-    `_inline`); literal and doctest blocks as written."""
+    `_inline`, titles `_titled`); literal and doctest blocks as written. `nested`: a
+    directive's content, where a title is no section of the page."""
     out: list[str] = []
     para: list[str] = []
     literal_at: int | None = None  # a paragraph ended with "::" at this indentation
@@ -235,7 +240,7 @@ def _read(lines: list[str], ctx: _Context) -> list[str]:
 
     def flush() -> None:
         if para:
-            out.extend(_inline("\n".join(para), ctx).split("\n"))
+            out.extend(_titled(_inline("\n".join(para), ctx).split("\n"), nested))
             para.clear()
 
     while i < len(lines):
@@ -262,15 +267,57 @@ def _read(lines: list[str], ctx: _Context) -> list[str]:
             flush()
             empty = s == ".." and (i + 1 == len(lines) or not lines[i + 1].strip())
             end = i if empty else _block_end(lines, i, _indent(line))  # ".." ends a block
-            out.extend(_explicit(lines[i:end + 1], ctx))
+            shown = _explicit(lines[i:end + 1], ctx)
+            out.extend(shown)
             i = end + 1
+            while not shown and not empty and i < len(lines) and not lines[i].strip():
+                i += 1  # a block that shows nothing leaves no blank lines behind it
             continue
         para.append(line)
         if s.endswith("::"):
+            literal_at = _text_indent(para[0])  # a list item's text, not its marker
             flush()
-            literal_at = _indent(line)
         i += 1
     flush()
+    return out
+
+
+_MARKER = re.compile(r"^[ \t]*(?:[-*+\u2022]|\d+[.)]|#\.|\(?[A-Za-z0-9]\)|[A-Za-z][.)])[ \t]+")
+
+
+def _text_indent(line: str) -> int:
+    """Where a paragraph's text starts: past a list item's marker ("1. Install it::")."""
+    m = _MARKER.match(line)
+    return len(m.group(0)) if m else _indent(line)
+
+
+def _is_adornment(line: str) -> bool:
+    t = line.strip()
+    return len(t) >= 3 and t[0] in _ADORNMENT and t == t[0] * len(t) and _indent(line) == 0
+
+
+def _titled(lines: list[str], nested: bool) -> list[str]:
+    """A paragraph's section titles: in a directive's content (`nested`), a bold line (a
+    title there is no section of the page: Sphinx's confval "Examples"); else an underline
+    (and overline) as long as the title, which a role read may have made longer."""
+    out: list[str] = []
+    k = 0
+    while k < len(lines):
+        title = lines[k]
+        if k + 1 < len(lines) and title.strip() and not _is_adornment(title) \
+                and _is_adornment(lines[k + 1]) and _indent(title) == 0:
+            over = bool(out) and out[-1] == lines[k + 1] and _is_adornment(out[-1])
+            if nested:
+                out = out[:-1] if over else out
+                out.append(f"**{title.strip()}**")
+            else:
+                mark = lines[k + 1].strip()[0] * max(len(lines[k + 1].strip()), len(title.rstrip()))
+                out = out[:-1] + [mark] if over else out
+                out += [title, mark]
+            k += 2
+            continue
+        out.append(title)
+        k += 1
     return out
 
 
@@ -283,8 +330,8 @@ def _inline(text: str, ctx: _Context) -> str:
     def shown(m: re.Match[str]) -> str:
         if m.group(1) is not None:
             name, target = m.group(1)[:-1].lower(), " ".join(m.group(2).split())
-            if name in ("ref", "std:ref") and target in ctx.labels:
-                return _inline(ctx.labels[target], ctx)
+            if name in ("ref", "std:ref") and target in ctx.labels:  # its title, read once
+                return _inline(ctx.labels[target], replace(ctx, labels={}))
             body, kind = role_shown(name, m.group(2))
             return f"``{body}``" if kind == "code" and body and "``" not in body else body
         if m.group(3) is not None:  # `text <url>`_
@@ -292,13 +339,13 @@ def _inline(text: str, ctx: _Context) -> str:
             return (titled.group(1) or titled.group(2)) if titled else m.group(3)
         if m.group(4) is not None:
             return ctx.substitutions.get(m.group(4), m.group(0))  # `|name|_`: its text
+        if m.group(5) is not None:  # [1]_, [#note]_
+            return f"[{m.group(5)}]" if m.group(5) else ""
+        if m.re.groups >= 6 and m.group(6) is not None:  # pyblake2_
+            return m.group(6) if m.group(6).lower() in ctx.targets else m.group(0)
         return m.group(0)
 
-    text = _INLINE.sub(shown, text)
-    if ctx.targets and "_" in text:  # `pyblake2_`: a reference to a target of the page
-        text = _NAMED_REF.sub(lambda m: m.group(1) if m.group(1).lower() in ctx.targets
-                              else m.group(0), text)
-    return _FOOTNOTE_REF.sub(lambda m: f"[{m.group(1)}]" if m.group(1) else "", text)
+    return (_INLINE_REFS if ctx.targets else _INLINE).sub(shown, text)
 
 
 def _explicit(block: list[str], ctx: _Context) -> list[str]:
@@ -318,10 +365,12 @@ def _explicit(block: list[str], ctx: _Context) -> list[str]:
     if short in _CODE:
         return _code(block, indent, short, args)
     if short not in _KNOWN:
-        return block[:1] + _read(block[1:], ctx)  # not known here: its line as written
+        return block[:1] + _read(block[1:], ctx, nested=True)  # not known: its line as written
     if short in _DROPPED:
         return []
-    more, options, content = _parts(block[1:], short in _UNTITLED_ADMONITIONS)
+    if short == "only" and _not_html(args):
+        return []
+    more, options, content = _parts(block[1:], short in _NO_ARGUMENTS)
     args = " ".join([args, *more]).strip() if short not in _DESCRIPTIONS else args
     if short in _DESCRIPTIONS:
         return _description(indent, short, [args, *more], options, content, ctx)
@@ -331,12 +380,16 @@ def _explicit(block: list[str], ctx: _Context) -> list[str]:
 def _code(block: list[str], indent: str, short: str, args: str) -> list[str]:
     """A code directive as a code-block `markup` reads (in its language), or as written where
     it already does; a `testoutput` with `:hide:` goes, as on the page."""
-    if short == "testoutput" and any(ln.strip() == ":hide:" for ln in block[1:]):
+    if short in ("testoutput", "testcode") and any(ln.strip() == ":hide:" for ln in block[1:]):
         return []
     if _CODE[short] is None:
         return block
     lang = _CODE[short] or (args.split()[0] if args.split() else "")
-    return [f"{indent}.. code-block:: {lang}".rstrip(), *block[1:]]
+    rest = block[1:]
+    if args and short in _ARGUMENT_IS_CODE:  # `.. math:: e^{i\pi} = -1`: the formula
+        shown = f"$ {args}" if short == "command-output" else args
+        rest = ["", f"{indent}   {shown}", *[ln for ln in rest if not _OPTION.match(ln.strip())]]
+    return [f"{indent}.. code-block:: {lang}".rstrip(), *rest]
 
 
 def _parts(lines: list[str], no_arguments: bool) -> tuple[list[str], dict[str, str], list[str]]:
@@ -363,8 +416,12 @@ def _dedented(lines: list[str], indent: str) -> list[str]:
 def _with_content(indent: str, head: str, first: str, content: list[str], ctx: _Context,
                   sep: str = " ") -> list[str]:
     """`head` (and the content's first line, `first`, after `sep`), then the content read."""
-    least = min((_indent(ln) for ln in content if ln.strip()), default=3)
-    body = _read(_dedented(([" " * least + first] if first else []) + content, indent), ctx)
+    least = min((_indent(ln) for ln in content if ln.strip()), default=len(indent) + 3)
+    # the first line where the content starts: the next line's indentation when it goes on
+    # there, else no deeper than a directive's content (a literal block under it stays deeper)
+    at = _indent(content[0]) if content and content[0].strip() else min(least, len(indent) + 3)
+    body = _read(_dedented(([" " * at + first] if first else []) + content, indent), ctx,
+                 nested=True)
     while body and not body[0].strip():
         body.pop(0)
     if body and first and sep:
@@ -386,8 +443,10 @@ def _shown(indent: str, short: str, args: str, options: dict[str, str], content:
             return [f"{indent}{head}."]
         return _with_content(indent, f"{head}:", text, content, ctx)
     if short == "availability":
-        return [f"{indent}Availability: {_inline(args, ctx)}"]
+        return _with_content(indent, "Availability:", args, content, ctx)
     if short == "audit-event":
+        if any(ln.strip() for ln in content):  # its own words instead of the sentence
+            return _body(content, indent, ctx)
         event, _, rest = args.partition(" ")
         names = ", ".join(a for a in rest.split(" ", 1)[0].split(",") if a)
         text = f"with arguments {names}" if names else "with no arguments"
@@ -399,6 +458,8 @@ def _shown(indent: str, short: str, args: str, options: dict[str, str], content:
         label = _ADMONITION_LABEL.get(short, "" if short in _TITLED else short.title())
         head = f"**{label}: {title}**" if label and title else f"**{label or title}**"
         first = "" if short in _TITLED else args
+        if not (label or title):  # `.. admonition::` with no title: its content
+            return _body(content, indent, ctx)
         return _with_content(indent, head, first, content, ctx, sep="")
     if short == "csv-table" and options.get("header"):  # the header row over the rows
         while content and not content[0].strip():
@@ -406,8 +467,26 @@ def _shown(indent: str, short: str, args: str, options: dict[str, str], content:
         content = [" " * (_indent(content[0]) if content else 3) + options["header"], *content]
     if title:
         return _with_content(indent, f"**{title}**", "", content, ctx)
-    body = _read(_dedented(content, indent), ctx)
-    return body[1:] if body and not body[0].strip() else body
+    if short in _NO_ARGUMENTS and args:  # `.. glossary:: term`
+        least = min((_indent(ln) for ln in content if ln.strip()), default=3)
+        content = [" " * least + args, *content]
+    return _body(content, indent, ctx)
+
+
+def _body(content: list[str], indent: str, ctx: _Context) -> list[str]:
+    """A directive's content read at `indent`, without the blank lines before it."""
+    body = _read(_dedented(content, indent), ctx, nested=True)
+    while body and not body[0].strip():
+        body.pop(0)
+    return body
+
+
+def _not_html(condition: str) -> bool:
+    """Whether an `.. only::` condition leaves its content out of the HTML page ("latex",
+    "not html", "man or texinfo")."""
+    c = condition.lower()
+    return bool(re.search(r"\bnot\s+html\b", c)) or ("html" not in c and bool(
+        re.search(r"\b(?:latex|man|texinfo|epub|text|xml|pseudoxml|linkcheck)\b", c)))
 
 
 def _description(indent: str, short: str, signatures: list[str], options: dict[str, str],
@@ -430,7 +509,5 @@ def _description(indent: str, short: str, signatures: list[str], options: dict[s
         head.append(indent + shown)
     shown_options = [f"{indent}{k.title()}: {_inline(options[k], ctx)}"
                      for k in ("type", "value", "default") if options.get(k)]  # a confval's
-    body = _read(_dedented(content, indent), ctx)
-    while body and not body[0].strip():
-        body.pop(0)
+    body = _body(content, indent, ctx)
     return head + ([""] + shown_options if shown_options else []) + ([""] + body if body else [])

@@ -35,7 +35,7 @@ _API_LINE = re.compile(r"^\s*(?:\.\. (?:py:)?(?:function|method|class|exception|
                        r"decorator|decoratormethod|classmethod|staticmethod|module|"
                        r"describe|option|envvar)::\s*(.+)|(?:(?:class|exception|classmethod|"
                        r"staticmethod|abstractmethod|property|coroutine|awaitable)[ \t]+)?"
-                       r"``(@?[A-Za-z_][^`\n]*)``[ \t]*)$", re.M)
+                       r"``([@/-]*[A-Za-z_][^`\n]*)``[ \t]*)$", re.M)  # `@cache`, `-b name`
 
 
 def api_objects(text: str) -> list[str]:
