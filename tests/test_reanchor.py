@@ -98,15 +98,30 @@ def test_the_command_reanchors_a_set_made_from_the_raw_reading(tmp_path: Path) -
     assert ds.corpus[0].text[span.start:span.end] == "30 seconds"
 
 
-def test_the_question_s_words_pick_a_far_copy_over_a_near_one() -> None:
-    near = "Set the timeout to 30 seconds.\n\n"
-    far = "The retry loop waits 30 seconds before each reconnect.\n"
-    text = near + "filler words here. " * 140 + "\n\n" + far
+def test_an_answer_found_once_tells_where_a_repeated_one_moved() -> None:
+    body = "Retries: 3 attempts.\n\n" + "filler words here. " * 20 + "\n\nTimeout: 3 attempts.\n"
+    old = "x" * 300 + body  # the old reading had 300 characters of markup before the text
+    new = body + "\n\nLater: 3 attempts again.\n"
+    doc = Document(id="t.rst", text=new, format="rst")
+    second = old.rindex("3 attempts")  # "3 attempts" is repeated; "Timeout" occurs once
+    rows = [_row("unique", "Timeout", old.index("Timeout"), old.index("Timeout") + 7),
+            _row("repeated", "3 attempts", second, second + 10)]
+    alone, _ = reanchor(rows[1:], [doc], [])
+    anchored, report = reanchor(rows, [doc], [])
+    assert report.moved == ["unique", "repeated"]
+    assert alone[0]["spans"][0]["start"] == new.rindex("3 attempts")  # the nearest: wrong
+    assert anchored[1]["spans"][0]["start"] == new.index("Timeout: 3 attempts") + 9
+
+
+def test_the_question_s_words_break_a_near_tie() -> None:
+    text = ("Set the timeout to 30 seconds.\n\n" + "filler words here. " * 25
+            + "\n\nThe retry loop waits 30 seconds.\n")
     doc = Document(id="t.rst", text=text, format="rst")
-    row = _row("q", "30 seconds", 30, 40)  # the old start lands by the first copy
-    row["question"] = "How long does the retry loop wait before a reconnect?"
+    first, second = text.index("30 seconds"), text.rindex("30 seconds")
+    mid = (first + second) // 2  # the old place: as far from both copies
+    row = {**_row("q", "30 seconds", mid, mid + 10), "question": "How long does the retry loop wait?"}
     out, _ = reanchor([row], [doc], [])
-    assert out[0]["spans"][0]["start"] == text.rindex("30 seconds")
-    row["question"] = "What is the timeout set to?"  # its words are by the first copy
+    assert out[0]["spans"][0]["start"] == second
+    row["question"] = "What is the timeout set to?"
     out, _ = reanchor([row], [doc], [])
-    assert out[0]["spans"][0]["start"] == text.index("30 seconds")
+    assert out[0]["spans"][0]["start"] == first

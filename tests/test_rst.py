@@ -360,3 +360,18 @@ def test_builder_only_content_goes_and_the_title_field_keeps_options() -> None:
     doc = Document(id="o.rst", text=out, format="rst")
     fields = "\n".join(field_text(c) for c in AgenticChunker(RAGConfig().chunking).chunk(doc))
     assert "-b buildername" in fields
+
+
+def test_second_review_cases_read_as_docutils_and_sphinx_do() -> None:
+    # a field list entry's literal block ends at the entry's own indentation
+    assert sphinx_rst(":param x: Example\n   more::\n\n      code :func:`z`\n\n   After :func:`y`.\n") \
+        == ":param x: Example\n   more::\n\n      code :func:`z`\n\n   After ``y()``.\n"
+    # `only`: a negated other builder is shown, and its titles are sections of the page
+    assert sphinx_rst(".. only:: not latex\n\n   Kept.\n") == "Kept.\n"
+    assert sphinx_rst(".. only:: html\n\n   Indices\n   -------\n\n   Text.\n") == \
+        "Indices\n-------\n\nText.\n"
+    # an underline under 4 characters, shorter than its line, is text (docutils)
+    assert sphinx_rst("The output looks like\n...\n\nx :func:`f`\n") == \
+        "The output looks like\n...\n\nx ``f()``\n"
+    # a dropped block right under a paragraph line leaves the two paragraphs apart
+    assert sphinx_rst("Para one.\n.. index:: foo\n\nPara two.\n") == "Para one.\n\nPara two.\n"

@@ -174,7 +174,8 @@ def _reanchor(path: Path, documents: list, chunks: list, out: Path) -> None:
     except ValueError as exc:
         _fail(f"--reanchor {path}: {exc}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept),
+    out.write_text("".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n"
+                           for r in kept),  # as `testset` writes a set
                    encoding="utf-8")
     typer.echo(f"{path} → {out}: {report.line()}")
 

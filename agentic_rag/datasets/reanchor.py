@@ -7,10 +7,13 @@ against other text. The questions and answers themselves, the costly part, still
 
     rows, report = reanchor(rows, documents, chunks)      # `agentic-rag testset DOCS --reanchor SET`
 
-A span that still reads its answer is kept. Otherwise the answer is looked for in the same
-document as it reads today (case and line wrapping aside, as the loader compares): the
-occurrence nearest the old start is the new span, and the row's `chunk_id` / `chunk_type`
-become those of the chunk that holds it, so `--exclude` still skips it. A row whose answer
+The answer is looked for in the same document as it reads today (case and line wrapping
+aside, as the loader compares). An answer that occurs there once is placed, and anchors the
+others of its document: a repeated answer takes the occurrence nearest to where its old start
+stands today (between the anchors around it, in proportion; with none, the old start itself),
+the question's words breaking near-ties; a span that still reads its answer there stays. The
+row's `chunk_id` / `chunk_type` become those of the chunk that holds the span, so `--exclude`
+still skips it. A row whose answer
 no longer occurs in its document (the reading changed the answer's own text: a role in it,
 a link's markup) is left out and named in the report; a row with no spans (an unanswerable
 question) or no generator (a hand-made set) is kept as it is. Pure: tested without files.
@@ -62,7 +65,9 @@ def reanchor(rows: Iterable[dict], documents: Iterable[Document], chunks: Iterab
     by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         by_doc.setdefault(c.doc_id, []).append(c)
+    rows = list(rows)
     today = _Today(docs, by_doc, {c.id for c in chunks})
+    today.anchor(rows)
     out, report = [], ReanchorReport()
     for n, row in enumerate(rows, 1):
         spans, rid = row.get("spans") or [], str(row.get("id") or f"row {n}")
@@ -104,6 +109,38 @@ class _Today:
     docs: dict[str, Document]
     chunks: dict[str, list[Chunk]]
     chunk_ids: set[str]
+    # per document, (old start, start today) of the spans whose answer occurs once today
+    anchors: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def anchor(self, rows: list[dict]) -> None:
+        """The anchors: an answer that occurs once in its document today is placed for sure,
+        and tells how far the text around its old place moved."""
+        for row in rows:
+            answer = row.get("answer") or next(iter(row.get("answers") or []), None)
+            pattern = _pattern(str(answer)) if answer and row.get("generator") else None
+            for s in (row.get("spans") or []) if pattern else []:
+                doc = self.docs.get(s.get("doc_id")) if isinstance(s, dict) else None
+                if doc is not None and isinstance(s.get("start"), int):
+                    found = [m for m, _ in zip(pattern.finditer(doc.text), range(2))]
+                    if len(found) == 1:
+                        self.anchors.setdefault(doc.id, []).append((s["start"], found[0].start()))
+        for points in self.anchors.values():
+            points.sort()
+
+    def predict(self, doc_id: str, start: int) -> float:
+        """Where the text at `start` of the old reading stands today: between the anchors
+        around it, in proportion; past the last (or before the first), moved as it moved;
+        with no anchor, where it was."""
+        points = self.anchors.get(doc_id, [])
+        left = [p for p in points if p[0] <= start]
+        right = [p for p in points if p[0] > start]
+        if left and right:
+            (o1, n1), (o2, n2) = left[-1], right[0]
+            return n1 + (start - o1) * (n2 - n1) / (o2 - o1)
+        if left or right:
+            o, moved = left[-1] if left else right[0]
+            return start + moved - o
+        return float(start)
 
     def span(self, s: dict, row: dict, answers: list[str]) -> tuple[dict | None, str]:
         """(the span today, "") or (None, why it cannot be placed)."""
@@ -111,16 +148,16 @@ class _Today:
         if doc is None:
             return None, f"document {s.get('doc_id')!r} is not among the documents"
         start, end = s["start"], s["end"]
-        if 0 <= start < end <= len(doc.text) \
-                and any(_holds(doc.text[start:end], a) for a in answers) \
-                and self.still_there(row.get("chunk_id"), start, end):
-            return s, ""
+        holds = 0 <= start < end <= len(doc.text) \
+            and any(_holds(doc.text[start:end], a) for a in answers)
         for answer in answers:
             pattern = _pattern(answer)
             found = list(pattern.finditer(doc.text)) if pattern else []
             if found:
-                m = _likeliest(found, start, str(row.get("question", "")), answer,
-                               self.chunks.get(doc.id, []))
+                m = _likeliest(found, self.predict(doc.id, start), str(row.get("question", "")),
+                               answer, self.chunks.get(doc.id, []))
+                if holds and m.start() < end and start < m.end():
+                    return s, ""  # it reads that occurrence where it was: it stays
                 return {**s, "start": m.start(), "end": m.end()}, ""
         return None, f"{answers[0]!r} does not occur in {doc.id}"
 
@@ -137,20 +174,21 @@ class _Today:
 
 _WORD = re.compile(r"[a-z0-9_]{3,}")
 _NEAR = 200  # characters either side of an occurrence that its question is compared with
-_WORTH = 1000  # characters further from the old start that one more shared word outweighs
+_TIE = 50  # occurrences this much further than the nearest are as near (the words decide)
+_COMMON = set("the and for with that this what which when how does are was were from into its "
+              "can not use used using who why where there than then also you your".split())
 
 
-def _likeliest(found: list[re.Match[str]], start: int, question: str, answer: str,
+def _likeliest(found: list[re.Match[str]], start: float, question: str, answer: str,
                chunks: list[Chunk]) -> re.Match[str]:
-    """The occurrence of the answer the question was most likely written from: each scores the
-    question's words (the answer's own aside) its surroundings share (`_NEAR` characters either
-    side, and its chunk's heading path), less one per `_WORTH` characters from the old start.
-    A reading that drops markup moves later text back by hundreds of characters: on 187 answers
-    of 40 Python library pages moved from their .rst as written to today's reading, with
-    questions made of 8 words from around each answer (a proxy: generated questions paraphrase
-    their passage), the nearest occurrence alone is another copy for 41 %, this for 22 %; the
-    12 moved rows of a real set (Pyodide's) land where the nearest puts them, as they should."""
-    words = set(_WORD.findall(question.lower())) - set(_WORD.findall(answer.lower()))
+    """The occurrence of the answer nearest `start` (where the old start stands today, as far
+    as the anchors tell); among those within `_TIE`
+    characters of that distance, the one whose surroundings (`_NEAR` characters either side,
+    and its chunk's heading path) share the most of the question's words (common words and
+    the answer's own aside). Measured on the .rst migration with the committed Python sets'
+    LLM-written questions (`experiments/tune/reanchor_eval.py`), the question's words as the
+    main score picked another copy more often than the nearest did: they only break ties."""
+    words = set(_WORD.findall(question.lower())) - set(_WORD.findall(answer.lower())) - _COMMON
 
     def shared(m: re.Match[str]) -> int:
         if not words:
@@ -160,8 +198,9 @@ def _likeliest(found: list[re.Match[str]], start: int, question: str, answer: st
         return len(words & set(_WORD.findall(f"{holder.heading_path if holder else ''} {near}"
                                              .lower())))
 
-    return min(found, key=lambda m: (abs(m.start() - start) / _WORTH - shared(m),
-                                      abs(m.start() - start)))
+    nearest = min(abs(m.start() - start) for m in found)
+    tied = [m for m in found if abs(m.start() - start) <= nearest + _TIE]
+    return min(tied, key=lambda m: (-shared(m), abs(m.start() - start)))
 
 
 def _holding_chunk(chunks: list[Chunk], start: int, end: int) -> Chunk | None:

@@ -270,12 +270,14 @@ def _read(lines: list[str], ctx: _Context, nested: bool = False) -> list[str]:
             shown = _explicit(lines[i:end + 1], ctx)
             out.extend(shown)
             i = end + 1
-            while not shown and not empty and i < len(lines) and not lines[i].strip():
+            while not shown and not empty and (not out or not out[-1].strip()) \
+                    and i < len(lines) and not lines[i].strip():
                 i += 1  # a block that shows nothing leaves no blank lines behind it
             continue
         para.append(line)
         if s.endswith("::"):
-            literal_at = _text_indent(para[0])  # a list item's text, not its marker
+            # a one-line list item's text ("1. Install it::"), not its marker; else the line's
+            literal_at = _text_indent(para[0]) if len(para) == 1 else _indent(line)
             flush()
         i += 1
     flush()
@@ -304,8 +306,9 @@ def _titled(lines: list[str], nested: bool) -> list[str]:
     k = 0
     while k < len(lines):
         title = lines[k]
-        if k + 1 < len(lines) and title.strip() and not _is_adornment(title) \
-                and _is_adornment(lines[k + 1]) and _indent(title) == 0:
+        under = lines[k + 1].strip() if k + 1 < len(lines) else ""
+        if under and title.strip() and not _is_adornment(title) and _is_adornment(lines[k + 1]) \
+                and _indent(title) == 0 and (len(under) >= 4 or len(under) >= len(title.rstrip())):
             over = bool(out) and out[-1] == lines[k + 1] and _is_adornment(out[-1])
             if nested:
                 out = out[:-1] if over else out
@@ -470,23 +473,49 @@ def _shown(indent: str, short: str, args: str, options: dict[str, str], content:
     if short in _NO_ARGUMENTS and args:  # `.. glossary:: term`
         least = min((_indent(ln) for ln in content if ln.strip()), default=3)
         content = [" " * least + args, *content]
-    return _body(content, indent, ctx)
+    return _body(content, indent, ctx, nested=short != "only")  # `only`'s titles are sections
 
 
-def _body(content: list[str], indent: str, ctx: _Context) -> list[str]:
+def _body(content: list[str], indent: str, ctx: _Context, nested: bool = True) -> list[str]:
     """A directive's content read at `indent`, without the blank lines before it."""
-    body = _read(_dedented(content, indent), ctx, nested=True)
+    body = _read(_dedented(content, indent), ctx, nested=nested)
     while body and not body[0].strip():
         body.pop(0)
     return body
 
 
+_HTML_TAGS = {"html", "format_html", "builder_html", "dirhtml", "builder_dirhtml",
+              "singlehtml", "builder_singlehtml"}
+_OTHER_BUILDERS = re.compile(r"(?:format_|builder_)?(?:latex|man|texinfo|epub|text|xml|"
+                             r"pseudoxml|linkcheck|gettext|changes|json|pickle|qthelp|devhelp)")
+
+
 def _not_html(condition: str) -> bool:
-    """Whether an `.. only::` condition leaves its content out of the HTML page ("latex",
-    "not html", "man or texinfo")."""
-    c = condition.lower()
-    return bool(re.search(r"\bnot\s+html\b", c)) or ("html" not in c and bool(
-        re.search(r"\b(?:latex|man|texinfo|epub|text|xml|pseudoxml|linkcheck)\b", c)))
+    """Whether an `.. only::` condition leaves its content out of the HTML page: the
+    expression (`and`, `or`, `not`, parentheses) with the HTML builder's tags true, other
+    builders' false and any other tag (a project's own) true; one that does not parse is
+    shown."""
+    import ast
+
+    try:
+        tree = ast.parse(condition.strip(), mode="eval").body
+    except SyntaxError:
+        return False
+
+    def value(node: ast.AST) -> bool:
+        if isinstance(node, ast.BoolOp):
+            parts = [value(v) for v in node.values]
+            return all(parts) if isinstance(node.op, ast.And) else any(parts)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not value(node.operand)
+        if isinstance(node, ast.Name):
+            return node.id in _HTML_TAGS or not _OTHER_BUILDERS.fullmatch(node.id)
+        raise ValueError(node)
+
+    try:
+        return not value(tree)
+    except ValueError:
+        return False
 
 
 def _description(indent: str, short: str, signatures: list[str], options: dict[str, str],
