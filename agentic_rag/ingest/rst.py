@@ -21,16 +21,18 @@ reStructuredText, for `markup.parse_blocks` to split.
   CPython's `impl-detail`) as a bold line over its content; a version note as its sentence
   (`.. versionadded:: 3.8` → "Added in version 3.8.", as Sphinx 7.3+ words it;
   `.. versionchanged:: 3.9` with text → "Changed in version 3.9: text"); CPython's
-  `availability` and `audit-event` as theirs;
-- a container (`.. only::`, `.. glossary::`, `.. list-table:: Title`, tabs, cards, a figure's
-  caption) as its content, under its title where it has one; a footnote as "[1] text";
+  `availability` and `audit-event` as theirs, with their content; a section title inside a
+  directive's content as a bold line (it is no section of the page);
+- a container (`.. glossary::`, `.. list-table:: Title`, tabs, cards, a figure's caption) as
+  its content, under its title where it has one; `.. only::` as its content where an HTML
+  build shows it (`not latex`), its titles still sections; a footnote as "[1] text";
 - what only the builder reads goes: comments, targets (`.. _label:`), `index`, `toctree`,
-  `module` / `currentmodule`, `highlight`, `image`, `include`,
-  `raw`, autodoc directives, and a page's leading metadata fields (`:orphan:`).
-Code is left as written: `::` literal blocks, `>>>` doctest blocks, code directives
-(`code-block`, `doctest`, `productionlist`, ...), inline literals, and any directive this
-module does not know. Content is dedented to its directive's indentation. Pure: tested
-without files.
+  `module` / `currentmodule`, `highlight`, `image`, `include`, `raw`, `testsetup`, hidden
+  test code and output, `only:: latex`, and a page's leading metadata fields (`:orphan:`).
+Code is left as written: `::` literal blocks (a list item's too), `>>>` doctest blocks, code
+directives (`code-block`, `doctest`; `productionlist`, `testoutput`, a one-line `math::` as
+code-blocks), inline literals; a directive this module does not know keeps its line, its
+content read. Content is dedented to its directive's indentation. Pure: tested without files.
 """
 
 from __future__ import annotations
