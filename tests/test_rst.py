@@ -13,7 +13,8 @@ from agentic_rag.config import RAGConfig
 from agentic_rag.documents import Document
 from agentic_rag.ingest.chunking import AgenticChunker
 from agentic_rag.ingest.readers import read_document
-from agentic_rag.ingest.rst import role_shown, sphinx_rst
+from agentic_rag.ingest.rst import sphinx_rst
+from agentic_rag.ingest.sphinx import role_shown
 from agentic_rag.store.lexical import field_text
 
 PAGE = """\

@@ -32,7 +32,7 @@ from itertools import groupby
 from operator import itemgetter
 
 from agentic_rag.ingest.mdx import OPENER, bold, closed_at, closes_fence, front_matter, shallow
-from agentic_rag.ingest.rst import CODE_ROLES, VERSIONS, role_shown
+from agentic_rag.ingest.sphinx import CODE_ROLES, VERSIONS, role_shown
 
 _LIST_MARK = r"(?:[-*+]|\d{1,9}[.)])[ \t]+"
 # ```{name} args  /  :::{name} args (the colon_fence extension), maybe after a list marker

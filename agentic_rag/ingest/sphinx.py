@@ -1,0 +1,151 @@
+"""What Sphinx shows for reStructuredText's inline markup, and for the roles MyST shares with
+it: a role as its text (`role_shown`), a page's hyperlink, footnote and substitution references
+read (`inline`, with the page's `Context`), a version note's words (`VERSIONS`). Used by
+`ingest.rst` (pages) and `ingest.myst` (roles). Pure: tested without files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+# roles Sphinx shows as code, by their last part (`py:func`, `c:func`, `external:py:class`);
+# any other role (`ref`, `doc`, `term`, extlinks such as `pr`, `source`) reads as its text
+CODE_ROLES = {"func", "class", "meth", "mod", "attr", "data", "exc", "obj", "const", "any",
+              "file", "samp", "command", "program", "option", "envvar", "kbd", "code",
+              "literal", "regexp", "makevar", "mailheader", "keyword", "token", "type",
+              "function", "method", "member", "macro", "struct", "enum", "enumerator",
+              "var", "expr", "texpr", "property", "attribute", "interface", "decorator"}
+# roles whose content is literal: "a <b>" in them is not a title and a target
+LITERAL_ROLES = {"code", "literal", "samp", "kbd", "file", "command", "program", "regexp",
+                 "makevar", "mailheader", "math", "sub", "sup", "abbr"}
+DROPPED_ROLES = {"octicon", "fa", "iconify", "index"}
+_CALLED_ROLES = {"func", "meth", "function", "method"}  # Sphinx adds "()" to their names
+_TITLE_TARGET = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
+
+
+def role_shown(name: str, body: str) -> tuple[str, str]:
+    """(text, kind) Sphinx shows for the role `name` (`func`, `py:func`, `ref`, ...) with
+    content `body`: kind "code" (show it as inline code), "math", "text", or "" (nothing
+    shown: an icon, an index entry)."""
+    name, body = name.lower(), " ".join(body.split())
+    last = name.rsplit(":", 1)[-1]
+    if name in DROPPED_ROLES:
+        return "", ""
+    # "title <target>" in a cross reference, not in a literal (`:code:`List<int>``)
+    titled = None if last in LITERAL_ROLES else _TITLE_TARGET.match(body)
+    shown = titled.group(1) if titled and titled.group(1) else (titled.group(2) if titled else body)
+    if name in ("pep", "rfc"):
+        return (shown if titled and titled.group(1) else f"{name.upper()} {shown}"), "text"
+    if name == "math":
+        return shown, "math"
+    if last not in CODE_ROLES:
+        return shown, "text"
+    if not titled and last not in LITERAL_ROLES:  # an object's name, not a file's or a key's
+        shown = shown.lstrip(".")
+        if shown.startswith("~"):
+            shown = shown[1:].rsplit(".", 1)[-1]
+        shown = shown.lstrip("!~")
+        if last in _CALLED_ROLES and shown and not shown.endswith(")"):
+            shown += "()"
+    return shown, "code"
+
+
+# a version note's words (shared with `ingest.myst`), as Sphinx 7.3+ words them
+VERSIONS = {"versionadded": "Added in version", "versionchanged": "Changed in version",
+            "deprecated": "Deprecated since version", "versionremoved": "Removed in version",
+            "version-added": "Added in version", "version-changed": "Changed in version",
+            "version-deprecated": "Deprecated since version",
+            "version-removed": "Removed in version"}
+# a role's or reference's content, an inline literal's: may wrap, not past a blank line, and
+# stops at the next backtick (a literal's at the next two): each opening looks no further than
+# the next one, so a line of unclosed openings reads in linear time
+_SPAN = r"(?:[^`\n]|\n(?![ \t]*\n)){1,2000}?"
+_LITERAL_SPAN = r"(?:[^`\n]|`(?!`)|\n(?![ \t]*\n)){1,2000}?"
+_INLINE = re.compile(
+    rf"``(?!\s){_LITERAL_SPAN}``(?![\w`])"                               # an inline literal
+    rf"|(?:\\ )?(?<![\w`\\]):((?:[A-Za-z][\w.+-]*:)+)`(?!`)({_SPAN})(?<![\\\s])`(?![`\w])(?:\\ |\\(?=\w))?"
+    rf"|(?<![\w`])`(?![`\s])({_SPAN})(?<![\\\s])`__?(?![\w])"          # a hyperlink reference
+    r"|\|([^|\n`]{1,80})\|(?:__?(?!\w))?"                                 # a substitution
+    r"|(?<![\w`])\[#?([\w-]*)\]_(?![\w])")                                  # a footnote reference
+# the same, and `name_` (a reference to a target the page defines), where the page has targets
+_INLINE_REFS = re.compile(_INLINE.pattern + r"|(?<![\w`\\])([A-Za-z][\w.+-]*[A-Za-z0-9])__?(?![\w])")
+EXPLICIT = re.compile(r"^([ \t]*)\.\.(?:[ \t]+(.*))?$")
+ADORNMENT = set("=-~^\"'`#*+<>:._!$%&,/;?@[]\\{}|")
+_SUBSTITUTION = re.compile(r"^\|([^|]+)\|[ \t]+([\w-]+)::(?:[ \t]+(.*))?$")
+_LABEL = re.compile(r"^[ \t]*\.\. _([^:`]+):[ \t]*$")
+_TARGET = re.compile(r"^[ \t]*\.\. _`?([^:`]+)`?:", re.M)
+
+
+@dataclass
+class Context:
+    """A page's names: what `inline` reads references by."""
+
+    substitutions: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # `.. _label:` -> its section's title
+    targets: set[str] = field(default_factory=set)  # every `.. _name:` of the page, lower case
+
+
+def _substitutions(lines: list[str]) -> dict[str, str]:
+    """`.. |name| replace:: text` definitions of the page (any line, any depth)."""
+    found = {}
+    for line in lines:
+        m = EXPLICIT.match(line)
+        s = _SUBSTITUTION.match(m.group(2) or "") if m else None
+        if s and s.group(2) == "replace" and s.group(3):
+            found[s.group(1)] = s.group(3).strip()
+    return found
+
+
+
+def _labels(lines: list[str]) -> dict[str, str]:
+    """The page's section labels: `.. _label:` lines (one or more) right before a heading,
+    each to the heading's title (what `:ref:`label`` shows)."""
+    found, pending = {}, []
+    for k, line in enumerate(lines):
+        if (m := _LABEL.match(line)) is not None:
+            pending.append(m.group(1).strip())
+            continue
+        if not line.strip() or not pending:
+            continue
+        title, under = line.strip(), lines[k + 1].strip() if k + 1 < len(lines) else ""
+        if set(title) <= ADORNMENT and k + 2 < len(lines) and lines[k + 2].strip() == title:
+            title, under = under, title  # an overlined heading
+        if under and set(under) <= ADORNMENT and len(set(under)) == 1 and len(under) >= 3:
+            found.update((label, title) for label in pending)
+        pending = []
+    return found
+
+
+
+def page_context(lines: list[str], text: str) -> Context:
+    """The substitutions, section labels and targets a page defines."""
+    return Context(substitutions=_substitutions(lines), labels=_labels(lines),
+                   targets={t.strip().lower() for t in _TARGET.findall(text)})
+
+
+def inline(text: str, ctx: Context) -> str:
+    """A paragraph's roles, hyperlink references and substitutions read; inline literals
+    as they are."""
+    if "`" not in text and "|" not in text and "_" not in text:
+        return text
+
+    def shown(m: re.Match[str]) -> str:
+        if m.group(1) is not None:
+            name, target = m.group(1)[:-1].lower(), " ".join(m.group(2).split())
+            if name in ("ref", "std:ref") and target in ctx.labels:  # its title, read once
+                return inline(ctx.labels[target], replace(ctx, labels={}))
+            body, kind = role_shown(name, m.group(2))
+            return f"``{body}``" if kind == "code" and body and "``" not in body else body
+        if m.group(3) is not None:  # `text <url>`_
+            titled = _TITLE_TARGET.match(" ".join(m.group(3).split()))
+            return (titled.group(1) or titled.group(2)) if titled else m.group(3)
+        if m.group(4) is not None:
+            return ctx.substitutions.get(m.group(4), m.group(0))  # `|name|_`: its text
+        if m.group(5) is not None:  # [1]_, [#note]_
+            return f"[{m.group(5)}]" if m.group(5) else ""
+        if m.re.groups >= 6 and m.group(6) is not None:  # pyblake2_
+            return m.group(6) if m.group(6).lower() in ctx.targets else m.group(0)
+        return m.group(0)
+
+    return (_INLINE_REFS if ctx.targets else _INLINE).sub(shown, text)
