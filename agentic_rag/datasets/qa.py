@@ -302,12 +302,17 @@ def with_questions(ds: Dataset, questions: str | Path, knowable: bool = True,
 
 
 def _holds(spans: list[GoldSpan], answers: list, docs: dict[str, Document]) -> bool:
-    """Whether one of `spans` reads one of `answers` (case and line wrapping aside; a number
-    as written or, when whole, without its ".0")."""
-    texts = [" ".join(docs[s.doc_id].text[s.start:s.end].split()).lower() for s in spans]
+    """Whether one of `spans` reads one of `answers` (`reads_answer`)."""
+    return any(reads_answer(docs[s.doc_id].text[s.start:s.end], answers) for s in spans)
+
+
+def reads_answer(text: str, answers: list) -> bool:
+    """Whether `text` (a gold span's) holds one of `answers`, case and line wrapping aside; a
+    number as written or, when whole, without its ".0"."""
+    t = " ".join(text.split()).lower()
     wants = {" ".join(str(a).split()).lower() for a in answers}
     wants |= {str(int(a)) for a in answers if isinstance(a, float) and a.is_integer()}
-    return any(w and w in t for w in wants for t in texts)
+    return any(w and w in t for w in wants)
 
 
 def _refuse_stale(qpath: Path, stale: list[str], n: int, docs: str) -> None:

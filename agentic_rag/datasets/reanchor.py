@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from agentic_rag.datasets.qa import reads_answer
 from agentic_rag.documents import Chunk, Document
 
 
@@ -49,10 +50,6 @@ class ReanchorReport:
 def _pattern(answer: str) -> re.Pattern[str] | None:
     words = str(answer).split()
     return re.compile(r"\s+".join(map(re.escape, words)), re.I) if words else None
-
-
-def _holds(text: str, answer: str) -> bool:
-    return " ".join(answer.split()).lower() in " ".join(text.split()).lower()
 
 
 def reanchor(rows: Iterable[dict], documents: Iterable[Document], chunks: Iterable[Chunk]
@@ -148,8 +145,7 @@ class _Today:
         if doc is None:
             return None, f"document {s.get('doc_id')!r} is not among the documents"
         start, end = s["start"], s["end"]
-        holds = 0 <= start < end <= len(doc.text) \
-            and any(_holds(doc.text[start:end], a) for a in answers)
+        holds = 0 <= start < end <= len(doc.text) and reads_answer(doc.text[start:end], answers)
         for answer in answers:
             pattern = _pattern(answer)
             found = list(pattern.finditer(doc.text)) if pattern else []

@@ -23,7 +23,7 @@ from agentic_rag.documents import Format
 
 BlockKind = Literal["code", "table", "list", "paragraph", "heading"]
 
-_RST_ADORNMENT = set("=-~^\"'`#*+<>:._!$%&,/;?@[]\\{}|")
+RST_ADORNMENT = set("=-~^\"'`#*+<>:._!$%&,/;?@[]\\{}|")
 _CODE_DIRECTIVES = ("code-block", "code", "sourcecode", "doctest", "testcode", "testsetup")
 _SKIP_DIRECTIVES = ("index", "toctree", "highlight", "module", "currentmodule", "sectionauthor",
                     "moduleauthor", "only", "include", "image", "figure", "raw", "contents")
@@ -114,9 +114,11 @@ def _is_md_table_delim(s: str) -> bool:
     return bool(t) and "-" in t and "|" in t and all(c in "|:- \t" for c in t)
 
 
-def _is_rst_adornment(s: str) -> bool:
+def is_rst_adornment(s: str) -> bool:
+    """A reStructuredText title's underline or overline: 3 or more of one punctuation
+    character, from the line's start."""
     t = s.rstrip()
-    return len(t) >= 3 and t[0] in _RST_ADORNMENT and t == t[0] * len(t)
+    return len(t) >= 3 and t[0] in RST_ADORNMENT and t == t[0] * len(t)
 
 
 def _is_simple_table_border(s: str) -> bool:
@@ -233,13 +235,13 @@ class _Parser:
                 return j - 1
         else:
             # rst heading with overline
-            if _is_rst_adornment(s) and i + 2 < n and lines[i + 2].text.rstrip() == s.rstrip() \
+            if is_rst_adornment(s) and i + 2 < n and lines[i + 2].text.rstrip() == s.rstrip() \
                     and nxt.strip():
                 self._push_heading(self._rst_level(t[0], True), nxt.strip(), i, i + 2)
                 return i + 2
             # rst heading, underline only
-            if nxt and _is_rst_adornment(nxt) and ln.indent == 0 \
-                    and len(nxt.rstrip()) >= len(s.rstrip()) and not _is_rst_adornment(s):
+            if nxt and is_rst_adornment(nxt) and ln.indent == 0 \
+                    and len(nxt.rstrip()) >= len(s.rstrip()) and not is_rst_adornment(s):
                 self._push_heading(self._rst_level(nxt.strip()[0], False), t, i, i + 1)
                 return i + 1
             # directives and comments
@@ -294,8 +296,8 @@ class _Parser:
         if self.rst:
             t = s.strip()
             return t.startswith(".. ") or t.startswith(">>>") or t.startswith("+-") \
-                or (i + 1 < len(self.lines) and _is_rst_adornment(self.lines[i + 1].text)
-                    and not _is_rst_adornment(s))
+                or (i + 1 < len(self.lines) and is_rst_adornment(self.lines[i + 1].text)
+                    and not is_rst_adornment(s))
         nxt = self.lines[i + 1].text if i + 1 < len(self.lines) else ""
         return st.startswith("#") or ("|" in s and _is_md_table_delim(nxt))
 

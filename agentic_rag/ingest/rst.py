@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 
+from agentic_rag.ingest.markup import is_rst_adornment
 from agentic_rag.ingest.rst_directives import (
     ADMONITION_LABEL,
     ADMONITIONS,
@@ -58,7 +59,7 @@ from agentic_rag.ingest.rst_directives import (
     not_html,
     parts,
 )
-from agentic_rag.ingest.sphinx import ADORNMENT, EXPLICIT, VERSIONS, Context, inline, page_context
+from agentic_rag.ingest.sphinx import EXPLICIT, VERSIONS, Context, inline, page_context
 
 # -- reStructuredText --------------------------------------------------------------------
 _DIRECTIVE = re.compile(r"^([\w:+.-]+) ?::(?:[ \t]+(.*))?$")  # docutils allows "name ::"
@@ -155,11 +156,6 @@ def _text_indent(line: str) -> int:
     return len(m.group(0)) if m else indent_of(line)
 
 
-def _is_adornment(line: str) -> bool:
-    t = line.strip()
-    return len(t) >= 3 and t[0] in ADORNMENT and t == t[0] * len(t) and indent_of(line) == 0
-
-
 def _titled(lines: list[str], nested: bool) -> list[str]:
     """A paragraph's section titles: in a directive's content (`nested`), a bold line (a
     title there is no section of the page: Sphinx's confval "Examples"); else an underline
@@ -169,9 +165,9 @@ def _titled(lines: list[str], nested: bool) -> list[str]:
     while k < len(lines):
         title = lines[k]
         under = lines[k + 1].strip() if k + 1 < len(lines) else ""
-        if under and title.strip() and not _is_adornment(title) and _is_adornment(lines[k + 1]) \
+        if under and title.strip() and not is_rst_adornment(title) and is_rst_adornment(lines[k + 1]) \
                 and indent_of(title) == 0 and (len(under) >= 4 or len(under) >= len(title.rstrip())):
-            over = bool(out) and out[-1] == lines[k + 1] and _is_adornment(out[-1])
+            over = bool(out) and out[-1] == lines[k + 1] and is_rst_adornment(out[-1])
             if nested:
                 out = out[:-1] if over else out
                 out.append(f"**{title.strip()}**")

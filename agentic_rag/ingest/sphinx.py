@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from agentic_rag.ingest.markup import is_rst_adornment
+
 # roles Sphinx shows as code, by their last part (`py:func`, `c:func`, `external:py:class`);
 # any other role (`ref`, `doc`, `term`, extlinks such as `pr`, `source`) reads as its text
 CODE_ROLES = {"func", "class", "meth", "mod", "attr", "data", "exc", "obj", "const", "any",
@@ -71,7 +73,6 @@ _INLINE = re.compile(
 # the same, and `name_` (a reference to a target the page defines), where the page has targets
 _INLINE_REFS = re.compile(_INLINE.pattern + r"|(?<![\w`\\])([A-Za-z][\w.+-]*[A-Za-z0-9])__?(?![\w])")
 EXPLICIT = re.compile(r"^([ \t]*)\.\.(?:[ \t]+(.*))?$")
-ADORNMENT = set("=-~^\"'`#*+<>:._!$%&,/;?@[]\\{}|")
 _SUBSTITUTION = re.compile(r"^\|([^|]+)\|[ \t]+([\w-]+)::(?:[ \t]+(.*))?$")
 _LABEL = re.compile(r"^[ \t]*\.\. _([^:`]+):[ \t]*$")
 _TARGET = re.compile(r"^[ \t]*\.\. _`?([^:`]+)`?:", re.M)
@@ -109,9 +110,9 @@ def _labels(lines: list[str]) -> dict[str, str]:
         if not line.strip() or not pending:
             continue
         title, under = line.strip(), lines[k + 1].strip() if k + 1 < len(lines) else ""
-        if set(title) <= ADORNMENT and k + 2 < len(lines) and lines[k + 2].strip() == title:
+        if is_rst_adornment(title) and k + 2 < len(lines) and lines[k + 2].strip() == title:
             title, under = under, title  # an overlined heading
-        if under and set(under) <= ADORNMENT and len(set(under)) == 1 and len(under) >= 3:
+        if is_rst_adornment(under):
             found.update((label, title) for label in pending)
         pending = []
     return found
