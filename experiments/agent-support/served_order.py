@@ -1,0 +1,81 @@
+"""Where the answer's passage stands among the passages served (issue 40), no LLM: for each
+committed answer of today's default (`amount+abstain`) on the dev-side sets, the question is
+searched again as the agent's tool searches it (`retrieve_first`: the question itself, 5
+passages, in the order the model read them), and the positions of the passages stating the gold figure and of
+those stating the answer's figures are recorded. A wrong answer whose gold passage was served
+after the passage it took its figure from is one that putting the item's passage first could
+move; a gold passage not served at all is one no ordering can.
+
+    PYTHONPATH=. python experiments/agent-support/served_order.py <index home>
+    # → served-order-dev.json (the dev-side sets only: the test parts and generated-s4 are not read)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from agent_eval import AGENT, BEFORE_AUTO, SETTINGS
+from agentic_rag.agent.result import strip_citations
+from agentic_rag.config import RAGConfig
+from agentic_rag.datasets.corpora import banking_documents
+from agentic_rag.evaluation.figures import strip_passage_refs
+from agentic_rag.evaluation.support import numbers
+from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.store.index import AgenticIndex
+
+HERE = Path(__file__).parent
+SETS = {  # answers of today's default → the set they answer (dev side only)
+    "dev": ("agent-dev-amount-answers.jsonl", "../../datasets/banking-products/dev.jsonl"),
+    "dev customer": ("agent-dev-customer-amount-answers.jsonl", "customer/dev.jsonl"),
+    "s2": ("agent-figures-named-generated-s2-amount-answers.jsonl", "generated-s2/figures-named.jsonl"),
+    "s2 customer": ("agent-generated-s2-customer-placeholder-answers.jsonl", "customer/generated-s2.jsonl"),
+    "s3": ("agent-figures-named-generated-s3-answers.jsonl", "generated-s3/figures-named.jsonl"),
+    "s3 customer": ("agent-generated-s3-customer-answers.jsonl", "customer/generated-s3.jsonl"),
+}
+
+
+def positions(texts: list[str], figures: list[str]) -> list[int]:
+    """1-based positions of the passages stating any of `figures` (canonical numbers)."""
+    return [i + 1 for i, t in enumerate(texts) if set(numbers(t)) & set(figures)]
+
+
+def main(home: str) -> dict:
+    cfg = RAGConfig().with_overrides({"home": home, **AGENT, **BEFORE_AUTO,
+                                      **SETTINGS["amount+abstain"]})
+    index = AgenticIndex(cfg)
+    if index.count() == 0:  # a fresh home: the τ²-banking documents, default chunking
+        index.add_documents(banking_documents())
+    pipe = Pipeline(cfg, index=index)
+    out: dict = {}
+    for name, (answers, qset) in SETS.items():
+        rows = {r["id"]: r for r in map(json.loads, (HERE / qset).open())}
+        counts: Counter = Counter()
+        detail = []
+        for a in map(json.loads, (HERE / answers).open()):
+            if a.get("setting") != "amount+abstain" or "answer" not in a:
+                continue
+            r = rows[a["id"]]
+            intent, result = pipe.retrieve(r["question"], {}, [], set(), k=5)
+            by_id = {h.chunk.id: h.chunk.text for h in result.hits[:5]}
+            texts = [by_id[cid] for cid in pipe.format(result.hits[:5], intent).included]
+            gold = numbers(r["answer"])[:1]
+            said = [n for n in numbers(strip_passage_refs(strip_citations(a["answer"])))
+                    if n not in numbers(r["question"]) and n not in gold]
+            g, w = positions(texts, gold), positions(texts, said)
+            kind = "correct" if a["correct"] else "abstained" if a["abstained"] else "wrong"
+            where = ("gold not served" if not g else "gold first" if g[0] == 1 else
+                     "gold after the answer's" if w and w[0] < g[0] else "gold later")
+            counts[f"{kind}: {where}"] += 1
+            if kind == "wrong":
+                detail.append({"id": a["id"], "question": r["question"], "gold": r["answer"],
+                               "answer": a["answer"][:160], "gold_at": g, "answer_at": w})
+        out[name] = {"counts": dict(sorted(counts.items())), "wrong": detail}
+    (HERE / "served-order-dev.json").write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1]), indent=1))
