@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from agent_eval import AGENT, BEFORE_AUTO, SETTINGS
+
 from agentic_rag.agent.result import strip_citations
 from agentic_rag.config import RAGConfig
 from agentic_rag.datasets.corpora import banking_documents
