@@ -60,8 +60,9 @@ def main(home: str) -> dict:
                 continue
             r = rows[a["id"]]
             intent, result = pipe.retrieve(r["question"], {}, [], set(), k=5)
-            by_id = {h.chunk.id: h.chunk.text for h in result.hits[:5]}
-            texts = [by_id[cid] for cid in pipe.format(result.hits[:5], intent).included]
+            by_id = {h.chunk.id: h.chunk for h in result.hits[:5]}
+            served = [by_id[cid] for cid in pipe.format(result.hits[:5], intent).included]
+            texts = [c.text for c in served]
             gold = numbers(r["answer"])[:1]
             said = [n for n in numbers(strip_passage_refs(strip_citations(a["answer"])))
                     if n not in numbers(r["question"]) and n not in gold]
@@ -71,8 +72,12 @@ def main(home: str) -> dict:
                      "gold after the answer's" if w and w[0] < g[0] else "gold later")
             counts[f"{kind}: {where}"] += 1
             if kind == "wrong":
+                first = served[g[0] - 1] if g else None  # the first passage stating the gold
                 detail.append({"id": a["id"], "question": r["question"], "gold": r["answer"],
-                               "answer": a["answer"][:160], "gold_at": g, "answer_at": w})
+                               "answer": a["answer"][:160], "gold_at": g, "answer_at": w,
+                               "gold_chunk_type": first.chunk_type if first else None,
+                               "figures_in_gold_passage": len(set(numbers(first.text)))
+                               if first else None})
         out[name] = {"counts": dict(sorted(counts.items())), "wrong": detail}
     (HERE / "served-order-dev.json").write_text(json.dumps(out, indent=1) + "\n")
     return out
