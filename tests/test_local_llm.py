@@ -47,18 +47,24 @@ def smol(home):
 @pytest.fixture(scope="module")
 def qwen(home):
     # binary=None: the agent tests below pin native tool calls on llama-cpp-python's server. The
-    # C++ llama-server (the default since issue 39) takes `tool_choice` only as a string (an
-    # object naming the function is logged as the wrong type and read as "auto"), and with
-    # "required" Qwen2.5-Coder-1.5B still writes the call as a fenced JSON block, which the agent
-    # reads as a text tool call (checked 2026-12-06): native forcing is this server's feature
+    # C++ llama-server (the default since issue 39) takes `tool_choice` only as a string: the
+    # object naming the function that the agent sends is logged as the wrong type and read as
+    # "auto", so nothing constrains the reply (with "required" too, Qwen2.5-Coder-1.5B wrote
+    # its call as a fenced JSON block; checked 2026-12-06). The agent reads a call written as
+    # text, and otherwise asks for the JSON action: native forcing is this server's feature
     with LlamaServer(ServerConfig(port=free_port(), n_ctx=4096, binary=None), home=home) as srv:
         yield srv
 
 
 @pytest.fixture(scope="module")
-def qwen_default(home):
+def qwen_default(request, home):
     """Qwen on the default server (llama.cpp's C++ llama-server where it is built, issue 39):
-    what `make run`, `agentic-rag ask` and the sweeps use; about twice as fast here."""
+    what `make run`, `agentic-rag ask` and the sweeps use; about twice as fast here. Where no
+    llama-server is built the default is llama-cpp-python's server: `qwen` itself, not a
+    second copy of it."""
+    if ServerConfig().binary is None:
+        yield request.getfixturevalue("qwen")
+        return
     with LlamaServer(ServerConfig(port=free_port(), n_ctx=4096), home=home) as srv:
         yield srv
 
@@ -205,11 +211,12 @@ def test_default_agent_searches_on_a_documentation_question(default_run):
 
 
 def test_default_agent_answer_cites_a_served_chunk(default_run):
-    """Issue 11: the default agent's answer cites a chunk it was served. With the Blue row
-    served 3rd of 5 (two Lime Green $25.00 passages above it) Qwen2.5-Coder-1.5B answers
-    "… $20.00, as stated in Document 3 [6ab58]". It was xfail under the agent-v2 prompt
-    (question before the passages: "I don't know"); the passages-first prompt (chosen on dev,
-    experiments/agent-runs/README.md) has passed every run since, so it is a plain test."""
+    """Issue 11: the default agent's answer cites a chunk it was served. On llama-cpp-python's
+    server, with the Blue row served 3rd of 5 (two Lime Green $25.00 passages above it),
+    Qwen2.5-Coder-1.5B answered "… $20.00, as stated in Document 3 [6ab58]". It was xfail
+    under the agent-v2 prompt (question before the passages: "I don't know"); the
+    passages-first prompt (chosen on dev, experiments/agent-runs/README.md) passed every run
+    since; since 2026-12-06 it runs on the default server (passed there too)."""
     res = default_run
     assert res.cites_served, (res.answer, res.citations)
     assert set(res.cited_chunks) <= set(res.served) and "20" in res.answer
@@ -217,8 +224,8 @@ def test_default_agent_answer_cites_a_served_chunk(default_run):
 
 @pytest.mark.parametrize("mode", ["native", "json"])
 def test_tool_required_makes_the_first_turn_a_bounded_search(request, mode):
-    """llama.cpp's server honours `tool_choice` (native); JSON actions stay under their
-    max_tokens whatever the model would write."""
+    """llama-cpp-python's server honours `tool_choice` (native: pinned there); JSON actions
+    stay under their max_tokens whatever the model would write (on the default server)."""
     cfg = AgentConfig(policy="tool_required", mode=mode)
     pipe = _blue(request, mode)
     res = run_agent("Is there a fee for an outgoing international wire transfer?",

@@ -5,8 +5,10 @@ Policies (`AgentConfig.policy`), so "does the agent retrieve?" is a setting, not
 - `retrieve_first`: the question itself is searched before the model's first turn; the
   model reads those passages and may search again.
 - `tool_required`: the model's first turn must be a search. Native mode forces it with
-  `tool_choice` (llama.cpp's server then constrains the reply to the tool's JSON schema);
-  if the server refuses, a JSON action constrained to `search` is asked for instead.
+  `tool_choice` (llama-cpp-python's server then constrains the reply to the tool's JSON
+  schema; the C++ llama-server reads the object as "auto": a call written as text is read);
+  if the server refuses, or the reply holds no call, a JSON action constrained to `search`
+  is asked for instead.
 - `free`: the model decides whether to search (small local models often do not).
 - `closed_book`: no retrieval at all, one answer from the model's own knowledge: the
   "without RAG" arm of every comparison.

@@ -7,12 +7,14 @@ after the passage it took its figure from is one that putting the item's passage
 move; a gold passage not served at all is one no ordering can.
 
     PYTHONPATH=. python experiments/agent-support/served_order.py <index home>
-    # → served-order-dev.json (the dev-side sets only: the test parts and generated-s4 are not read)
+    # from the repository root → served-order-dev.json (the dev-side sets only: the test parts
+    # and generated-s4 are not read)
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -24,10 +26,12 @@ from agentic_rag.config import RAGConfig
 from agentic_rag.datasets.corpora import banking_documents
 from agentic_rag.evaluation.figures import strip_passage_refs
 from agentic_rag.evaluation.support import numbers
+from agentic_rag.retrieve.context import citation_id
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
 
 HERE = Path(__file__).parent
+_LIST_MARK = re.compile(r"^[ \t]*\d+[.)][ \t]", re.M)  # "1. " opening a list item: not a figure
 SETS = {  # answers of today's default → the set they answer (dev side only)
     "dev": ("agent-dev-amount-answers.jsonl", "../../datasets/banking-products/dev.jsonl"),
     "dev customer": ("agent-dev-customer-amount-answers.jsonl", "customer/dev.jsonl"),
@@ -68,16 +72,26 @@ def main(home: str) -> dict:
                     if n not in numbers(r["question"]) and n not in gold]
             g, w = positions(texts, gold), positions(texts, said)
             kind = "correct" if a["correct"] else "abstained" if a["abstained"] else "wrong"
+            cites = set(re.findall(r"\[([0-9a-f]{5})\]", a["answer"]))
+            if cites:  # did the search give back what the answer cites? (the reproduction check)
+                counts["answers citing a passage"] += 1
+                counts["... all of whose citations were served again"] += cites <= {
+                    citation_id(c.id) for c in served}
             where = ("gold not served" if not g else "gold first" if g[0] == 1 else
                      "gold after the answer's" if w and w[0] < g[0] else "gold later")
             counts[f"{kind}: {where}"] += 1
             if kind == "wrong":
                 first = served[g[0] - 1] if g else None  # the first passage stating the gold
+                cited = [c for c in served if citation_id(c.id) in cites]
                 detail.append({"id": a["id"], "question": r["question"], "gold": r["answer"],
-                               "answer": a["answer"][:160], "gold_at": g, "answer_at": w,
+                               "answer": a["answer"], "gold_at": g, "answer_at": w,
                                "gold_chunk_type": first.chunk_type if first else None,
-                               "figures_in_gold_passage": len(set(numbers(first.text)))
-                               if first else None})
+                               "figures_in_gold_passage": len(set(numbers(
+                                   _LIST_MARK.sub("", first.text)))) if first else None,
+                               # what the answer cites: the served passage(s) it took its figure from
+                               "cited_served": len(cited) == len(cites) and bool(cites),
+                               "cited_at": [served.index(c) + 1 for c in cited],
+                               "cited_chunk_types": [c.chunk_type for c in cited]})
         out[name] = {"counts": dict(sorted(counts.items())), "wrong": detail}
     (HERE / "served-order-dev.json").write_text(json.dumps(out, indent=1) + "\n")
     return out
