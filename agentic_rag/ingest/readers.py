@@ -67,9 +67,10 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
             metadata = fields  # description, tags, last_updated: where the front matter has them
         elif detect_format(name) == "rst":
             from agentic_rag.ingest.rst import sphinx_rst
+            from agentic_rag.ingest.sphinx_site import site_names
 
             try:
-                text = sphinx_rst(text)
+                text = sphinx_rst(text, site_names(path, skip=BUILD_FOLDERS))
             except RecursionError:
                 raise DocumentError(f"{path}: nested too deeply to read") from None
         elif name.endswith((".adoc", ".asciidoc")):

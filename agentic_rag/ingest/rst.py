@@ -59,7 +59,7 @@ from agentic_rag.ingest.rst_directives import (
     not_html,
     parts,
 )
-from agentic_rag.ingest.sphinx import EXPLICIT, VERSIONS, Context, inline, page_context
+from agentic_rag.ingest.sphinx import EXPLICIT, VERSIONS, Context, SiteNames, inline, page_context
 
 # -- reStructuredText --------------------------------------------------------------------
 _DIRECTIVE = re.compile(r"^([\w:+.-]+) ?::(?:[ \t]+(.*))?$")  # docutils allows "name ::"
@@ -67,16 +67,17 @@ _METADATA = re.compile(r"^:(?:orphan|nosearch|nocomments|tocdepth|hide-toc|hide-
                        r":(?:[ \t].*)?$")
 
 
-def sphinx_rst(text: str) -> str:
+def sphinx_rst(text: str, site: SiteNames | None = None) -> str:
     """`text` read as Sphinx builds it (the module doc), still reStructuredText; `text`
-    itself when nothing in it changes."""
+    itself when nothing in it changes. `site`: the project's other pages' labels and titles
+    (`ingest.sphinx_site`), for `:ref:` and `:doc:` to them."""
     lines = text.replace("\r\n", "\n").split("\n")
     k = 0
     while k < len(lines) and _METADATA.match(lines[k]):
         k += 1  # a page's leading metadata: ":orphan:", ":tocdepth: 2"
     if k and (k == len(lines) or not lines[k].strip()):
         lines = lines[k:]
-    ctx = page_context(lines, text)
+    ctx = page_context(lines, text, site)
     out = "\n".join(_read(lines, ctx)).lstrip("\n")
     return text if out == text.replace("\r\n", "\n") else out
 

@@ -1,11 +1,14 @@
 """What Sphinx shows for reStructuredText's inline markup, and for the roles MyST shares with
 it: a role as its text (`role_shown`), a page's hyperlink, footnote and substitution references
-read (`inline`, with the page's `Context`), a version note's words (`VERSIONS`). Used by
-`ingest.rst` (pages) and `ingest.myst` (roles). Pure: tested without files.
+read (`inline`, with the page's `Context`; `:ref:` and `:doc:` to other pages by the
+`SiteNames` that `ingest.sphinx_site` reads from the project's folder), a version note's words
+(`VERSIONS`). Used by `ingest.rst` (pages) and `ingest.myst` (roles). Pure: tested without
+files.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field, replace
 
@@ -78,6 +81,28 @@ _LABEL = re.compile(r"^[ \t]*\.\. _([^:`]+):[ \t]*$")
 _TARGET = re.compile(r"^[ \t]*\.\. _`?([^:`]+)`?:", re.M)
 
 
+@dataclass(frozen=True)
+class SiteNames:
+    """What the pages of a Sphinx project define for one another (`ingest.sphinx_site` reads
+    them from its folder): section labels, lower case, each to its section's title (what
+    `:ref:`label`` shows on any page), page names (root-relative, no suffix) to their titles
+    (what `:doc:`name`` shows), and the name of the page being read."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    titles: dict[str, str] = field(default_factory=dict)
+    docname: str = ""
+
+    def doc_title(self, target: str) -> str | None:
+        """The title `:doc:`target`` shows from this page: "/x/y" from the project's root,
+        "y" or "../y" from this page's folder."""
+        t = target.strip()
+        if not t:
+            return None
+        name = t[1:] if t.startswith("/") else posixpath.normpath(
+            posixpath.join(posixpath.dirname(self.docname), t))
+        return self.titles.get(name)
+
+
 @dataclass
 class Context:
     """A page's names: what `inline` reads references by."""
@@ -85,6 +110,7 @@ class Context:
     substitutions: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)  # `.. _label:` -> its section's title
     targets: set[str] = field(default_factory=set)  # every `.. _name:` of the page, lower case
+    site: SiteNames | None = None  # the other pages' labels and titles, where known
 
 
 def _substitutions(lines: list[str]) -> dict[str, str]:
@@ -119,10 +145,30 @@ def _labels(lines: list[str]) -> dict[str, str]:
 
 
 
-def page_context(lines: list[str], text: str) -> Context:
-    """The substitutions, section labels and targets a page defines."""
+def section_labels(lines: list[str]) -> dict[str, str]:
+    """A page's section labels, lower case as Sphinx keys them, to their titles (as written)."""
+    return {label.lower(): title for label, title in _labels(lines).items()}
+
+
+def page_title(lines: list[str]) -> str:
+    """A page's title as written: its first section heading (underlined, or over- and
+    underlined, with the same character), or "" when it has none."""
+    for k in range(len(lines) - 1):
+        title, under = lines[k].strip(), lines[k + 1].strip()
+        if is_rst_adornment(title) and k + 2 < len(lines) and lines[k + 2].strip() == title:
+            title, under = under, title  # an overlined heading
+        elif not title or is_rst_adornment(title) or title.startswith(".. ") or lines[k][:1].isspace():
+            continue
+        if is_rst_adornment(under) and len(under) >= len(title.rstrip()):
+            return title
+    return ""
+
+
+def page_context(lines: list[str], text: str, site: SiteNames | None = None) -> Context:
+    """The substitutions, section labels and targets a page defines; `site`: the other
+    pages' (`ingest.sphinx_site`)."""
     return Context(substitutions=_substitutions(lines), labels=_labels(lines),
-                   targets={t.strip().lower() for t in _TARGET.findall(text)})
+                   targets={t.strip().lower() for t in _TARGET.findall(text)}, site=site)
 
 
 def inline(text: str, ctx: Context) -> str:
@@ -134,8 +180,9 @@ def inline(text: str, ctx: Context) -> str:
     def shown(m: re.Match[str]) -> str:
         if m.group(1) is not None:
             name, target = m.group(1)[:-1].lower(), " ".join(m.group(2).split())
-            if name in ("ref", "std:ref") and target in ctx.labels:  # its title, read once
-                return inline(ctx.labels[target], replace(ctx, labels={}))
+            title = _title_of(name, target, ctx)
+            if title:  # a section's or a page's title, read once
+                return inline(title, replace(ctx, labels={}, site=None))
             body, kind = role_shown(name, m.group(2))
             return f"``{body}``" if kind == "code" and body and "``" not in body else body
         if m.group(3) is not None:  # `text <url>`_
@@ -150,3 +197,13 @@ def inline(text: str, ctx: Context) -> str:
         return m.group(0)
 
     return (_INLINE_REFS if ctx.targets else _INLINE).sub(shown, text)
+
+
+def _title_of(role: str, target: str, ctx: Context) -> str | None:
+    """The title an untitled `:ref:` (this page's label, then any page's) or `:doc:` shows."""
+    if role in ("ref", "std:ref"):
+        return ctx.labels.get(target) or (ctx.site.labels.get(target.lower()) if ctx.site
+                                          else None)
+    if role in ("doc", "std:doc") and ctx.site:
+        return ctx.site.doc_title(target)
+    return None

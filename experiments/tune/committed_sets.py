@@ -31,7 +31,13 @@ BY_FILE = {"experiments/tune/flask/": "/tmp/rst-pallets+flask/docs"}
 # figures computed on them stand); the re-anchored copy beside each is the one that loads
 STALE = {"experiments/tune/pyodide/questions.jsonl":
          "made on 2026-12-05's reading (.rst as written, MyST func roles without '()'); "
-         "agentic-rag testset /tmp/pyodide-docs/docs --reanchor ... → questions-reanchored.jsonl"}
+         "agentic-rag testset /tmp/pyodide-docs/docs --reanchor ... → questions-reanchored.jsonl",
+         "experiments/tune/flask/questions.jsonl":
+         "made on 2026-12-06's first .rst reading (`:doc:` and other pages' `:ref:` as their "
+         "targets); agentic-rag testset /tmp/rst-pallets+flask/docs --reanchor ... → "
+         "questions-reanchored.jsonl",
+         "experiments/tune/flask/questions.dev.jsonl": "the same set's dev split (`tune`'s copy)",
+         "experiments/tune/flask/questions.test.jsonl": "the same set's test split (`tune`'s copy)"}
 
 if __name__ == "__main__":
     files = subprocess.run("grep -rl '\"generator\"' experiments notebooks/data datasets "
