@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from agentic_rag.ingest import sphinx_site
 from agentic_rag.ingest.readers import read_document
 from agentic_rag.ingest.rst import sphinx_rst
 from agentic_rag.ingest.sphinx import SiteNames, page_title, section_labels
@@ -56,7 +57,7 @@ def test_refs_and_docs_to_other_pages_show_their_titles(tmp_path: Path) -> None:
     text = read_document(page).text
     assert "Follow Our Tool and Our Tool, then Installing it and\nInstalling it;" in text
     assert "Blueprints is this page's, the guide is\ntitled, nowhere and missing are not known." in text
-    site = site_names(page)  # the build folder's copy of the label is not a page
+    site = site_names(page, skip={"_build"})  # the build folder's copy of the label is no page
     assert site.docname == "tutorial/views" and site.labels["install-guide"] == "Installing it"
     assert source_root(page.resolve()) == (tmp_path / "docs").resolve()
 
@@ -90,3 +91,47 @@ def test_the_pure_parts() -> None:
     assert site.doc_title("/tutorial/a") == "A" and site.doc_title("b") is None
     # without a site, as before: the label's text; a page's own label is still its title
     assert sphinx_rst("See :doc:`a` and :ref:`x`.\n") == "See a and x.\n"
+
+
+def test_review_cases_resolve_as_sphinx_does(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "usage").mkdir(parents=True)
+    (docs / "conf.py").write_text("")
+    (docs / "usage" / "referencing.rst").write_text("Cross-references\n================\n")
+    (docs / "examples.rst").write_text(
+        "Examples\n========\n\nWrite it so::\n\n   .. _installation:\n\n   Installation\n   ------------\n\n"
+        ".. _search  Adapters:\n\n.. currentmodule:: x.y\n\n.. index:: pair: a; b\n\nSearch Adapters\n"
+        "---------------\n\n.. _options:\n\n.. rubric:: Makefile options\n\n"
+        ".. _async:\n\nUsing ``async`` and |x|\n=======================\n\n.. |x| replace:: await\n")
+    page = docs / "usage" / "page.rst"
+    page.write_text(".. |x| replace:: WRONG\n\nPage\n====\n\nSee :doc:`/usage/referencing/`, "
+                    ":doc:`../examples`, :ref:`installation`, :ref:`search adapters`, "
+                    ":ref:`options` and :ref:`async`.\n")
+    text = read_document(page).text
+    assert ("See Cross-references, Examples, installation, Search Adapters, Makefile options "
+            "and Using async and |x|.") in text, text
+
+
+def test_a_build_folder_under_a_project_is_its_own_site_and_the_scan_skips_it(tmp_path: Path) -> None:
+    page = _project(tmp_path)
+    built = tmp_path / "docs" / "_build" / "html" / "_sources"
+    built.mkdir(parents=True)
+    (built / "a.rst.txt").write_text("A Page\n======\n")
+    (built / "b.rst.txt").write_text("B\n=\n\nSee :doc:`a`.\n")
+    assert "See A Page." in read_document(built / "b.rst.txt").text  # named from its own folder
+    assert "_build/old" not in site_names(page, skip={"_build"}).titles
+    assert site_names(page).titles["_build/old"] == "Old"  # skip is part of the cache key
+
+
+def test_a_project_is_read_once_for_all_its_pages(tmp_path: Path, monkeypatch) -> None:
+    for i in range(5):
+        (tmp_path / f"p{i}.rst").write_text(f"Page {i}\n======\n\nSee :doc:`p{(i + 1) % 5}`.\n")
+    reads = []
+    real = sphinx_site._read_site
+    monkeypatch.setattr(sphinx_site, "_read_site", lambda *a: reads.append(a) or real(*a))
+    texts = [read_document(tmp_path / f"p{i}.rst").text for i in range(5)]
+    assert len(reads) == 1 and "See Page 2." in texts[1]
+    monkeypatch.setattr(sphinx_site, "MAX_PAGES", 3)  # too large: read once, nothing resolved
+    (tmp_path / "p0.rst").write_text("Page 0\n======\n\nSee :doc:`p1` again.\n")
+    assert "See p1 again." in read_document(tmp_path / "p0.rst").text
+    assert "See p3." in read_document(tmp_path / "p2.rst").text and len(reads) == 2

@@ -70,7 +70,7 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
             from agentic_rag.ingest.sphinx_site import site_names
 
             try:
-                text = sphinx_rst(text, site_names(path, skip=BUILD_FOLDERS))
+                text = sphinx_rst(text, site_names(path, skip=BUILD_FOLDERS | SKIPPED_FOLDERS))
             except RecursionError:
                 raise DocumentError(f"{path}: nested too deeply to read") from None
         elif name.endswith((".adoc", ".asciidoc")):

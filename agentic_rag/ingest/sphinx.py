@@ -98,8 +98,8 @@ class SiteNames:
         t = target.strip()
         if not t:
             return None
-        name = t[1:] if t.startswith("/") else posixpath.normpath(
-            posixpath.join(posixpath.dirname(self.docname), t))
+        # Sphinx's docname_join: relative to this page's folder, "/..." from the root
+        name = posixpath.normpath(posixpath.join("/" + self.docname, "..", t))[1:]
         return self.titles.get(name)
 
 
@@ -108,7 +108,7 @@ class Context:
     """A page's names: what `inline` reads references by."""
 
     substitutions: dict[str, str] = field(default_factory=dict)
-    labels: dict[str, str] = field(default_factory=dict)  # `.. _label:` -> its section's title
+    labels: dict[str, str] = field(default_factory=dict)  # `.. _label:` (lower) -> its title
     targets: set[str] = field(default_factory=set)  # every `.. _name:` of the page, lower case
     site: SiteNames | None = None  # the other pages' labels and titles, where known
 
@@ -125,15 +125,60 @@ def _substitutions(lines: list[str]) -> dict[str, str]:
 
 
 
+# directives that show nothing where they stand: a label before them labels what follows
+_SILENT = re.compile(r"^[ \t]*\.\.[ \t]+(?:py:)?(?:currentmodule|module|highlight|default-role|"
+                     r"default-domain|index)[ \t]*::")
+_RUBRIC = re.compile(r"^[ \t]*\.\.[ \t]+rubric[ \t]*::[ \t]+(\S.*)$")
+_CODE_OPENING = re.compile(r"^[ \t]*\.\.[ \t]+(?:code-block|code|sourcecode)[ \t]*::")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _literal_lines(lines: list[str]) -> set[int]:
+    """The lines inside literal blocks (after a paragraph ending in `::`) and code
+    directives: a `.. _label:` there is an example, no label."""
+    out: set[int] = set()
+    k = 0
+    while k < len(lines):
+        s = lines[k].strip()
+        if (s.endswith("::") and not s.startswith("..")) or _CODE_OPENING.match(lines[k]):
+            j, ind = k + 1, _indent(lines[k])
+            while j < len(lines) and (not lines[j].strip() or _indent(lines[j]) > ind):
+                out.add(j)
+                j += 1
+            k = j
+            continue
+        k += 1
+    return out
+
+
 def _labels(lines: list[str]) -> dict[str, str]:
-    """The page's section labels: `.. _label:` lines (one or more) right before a heading,
-    each to the heading's title (what `:ref:`label`` shows)."""
+    """The page's section labels: `.. _label:` lines (one or more) right before a heading
+    (or a rubric; directives that show nothing between), each to the heading's title (what
+    `:ref:`label`` shows). Labels inside literal blocks are examples, not labels."""
     found, pending = {}, []
-    for k, line in enumerate(lines):
+    literal = _literal_lines(lines)
+    k = -1
+    while k + 1 < len(lines):
+        k += 1
+        line = lines[k]
+        if k in literal:
+            continue
         if (m := _LABEL.match(line)) is not None:
-            pending.append(m.group(1).strip())
+            pending.append(" ".join(m.group(1).split()))
             continue
         if not line.strip() or not pending:
+            continue
+        if _SILENT.match(line):  # skip it and its content; the labels wait for what follows
+            while k + 1 < len(lines) and (not lines[k + 1].strip()
+                                          or _indent(lines[k + 1]) > _indent(line)):
+                k += 1
+            continue
+        if (r := _RUBRIC.match(line)) is not None:
+            found.update((label, r.group(1).strip()) for label in pending)
+            pending = []
             continue
         title, under = line.strip(), lines[k + 1].strip() if k + 1 < len(lines) else ""
         if is_rst_adornment(title) and k + 2 < len(lines) and lines[k + 2].strip() == title:
@@ -146,7 +191,8 @@ def _labels(lines: list[str]) -> dict[str, str]:
 
 
 def section_labels(lines: list[str]) -> dict[str, str]:
-    """A page's section labels, lower case as Sphinx keys them, to their titles (as written)."""
+    """A page's section labels, lower case as Sphinx keys them (whitespace collapsed), to
+    their titles (as written)."""
     return {label.lower(): title for label, title in _labels(lines).items()}
 
 
@@ -167,7 +213,7 @@ def page_title(lines: list[str]) -> str:
 def page_context(lines: list[str], text: str, site: SiteNames | None = None) -> Context:
     """The substitutions, section labels and targets a page defines; `site`: the other
     pages' (`ingest.sphinx_site`)."""
-    return Context(substitutions=_substitutions(lines), labels=_labels(lines),
+    return Context(substitutions=_substitutions(lines), labels=section_labels(lines),
                    targets={t.strip().lower() for t in _TARGET.findall(text)}, site=site)
 
 
@@ -182,7 +228,7 @@ def inline(text: str, ctx: Context) -> str:
             name, target = m.group(1)[:-1].lower(), " ".join(m.group(2).split())
             title = _title_of(name, target, ctx)
             if title:  # a section's or a page's title, read once
-                return inline(title, replace(ctx, labels={}, site=None))
+                return title
             body, kind = role_shown(name, m.group(2))
             return f"``{body}``" if kind == "code" and body and "``" not in body else body
         if m.group(3) is not None:  # `text <url>`_
@@ -200,10 +246,20 @@ def inline(text: str, ctx: Context) -> str:
 
 
 def _title_of(role: str, target: str, ctx: Context) -> str | None:
-    """The title an untitled `:ref:` (this page's label, then any page's) or `:doc:` shows."""
+    """The title an untitled `:ref:` (this page's label, then any page's) or `:doc:` shows,
+    as plain text (Sphinx's reference shows a title's words, not its markup); another page's
+    title is read without this page's substitutions."""
+    title = None
     if role in ("ref", "std:ref"):
-        return ctx.labels.get(target) or (ctx.site.labels.get(target.lower()) if ctx.site
-                                          else None)
-    if role in ("doc", "std:doc") and ctx.site:
-        return ctx.site.doc_title(target)
-    return None
+        title = ctx.labels.get(target.lower())
+        if title:
+            return _plain(inline(title, replace(ctx, labels={}, site=None)))
+        title = ctx.site.labels.get(target.lower()) if ctx.site else None
+    elif role in ("doc", "std:doc") and ctx.site:
+        title = ctx.site.doc_title(target)
+    return _plain(inline(title, Context())) if title else None
+
+
+def _plain(text: str) -> str:
+    """An inline literal's text without its backquotes (``x`` → x)."""
+    return re.sub(r"``(?!\s)(.+?)(?<!\s)``", r"\1", text)
