@@ -23,6 +23,7 @@ MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 FORMATS = ".md/.mdx/.rst/.adoc/.txt/.html/.pdf/.docx/.ipynb"  # for help texts and errors
 HTML_SUFFIXES = (".html", ".htm")
 _PAGE_HEADING = re.compile(r"^## Page \d+$")
+_CROSS_REFERENCE = re.compile(r":(?:std:)?(?:ref|doc):`")  # a reST role naming another page
 _ANTORA_NAV = re.compile(r"nav(?:-[\w-]+)?\.adoc")
 
 
@@ -70,7 +71,10 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
             from agentic_rag.ingest.sphinx_site import site_names
 
             try:
-                text = sphinx_rst(text, site_names(path, skip=BUILD_FOLDERS | SKIPPED_FOLDERS))
+                # the project's other pages are read only for a page that refers to them
+                site = site_names(path, skip=BUILD_FOLDERS | SKIPPED_FOLDERS) \
+                    if _CROSS_REFERENCE.search(text) else None
+                text = sphinx_rst(text, site)
             except RecursionError:
                 raise DocumentError(f"{path}: nested too deeply to read") from None
         elif name.endswith((".adoc", ".asciidoc")):

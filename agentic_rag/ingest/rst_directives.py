@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from agentic_rag.ingest.sphinx import VERSIONS
+from agentic_rag.ingest.sphinx import VERSIONS, indent_of
 
 _OPTION = re.compile(r"^:[\w -]+:(?:[ \t].*)?$")
 # code: left as written where `markup` reads them as code, else rewritten as a code-block in
@@ -79,7 +79,6 @@ def code_block(block: list[str], indent: str, short: str, args: str) -> list[str
     return [f"{indent}.. code-block:: {lang}".rstrip(), *rest]
 
 
-
 def parts(lines: list[str], no_arguments: bool) -> tuple[list[str], dict[str, str], list[str]]:
     """A directive's lines after its first: (arguments continued, options, content). A
     directive that takes no arguments (an admonition) starts its content there."""
@@ -95,17 +94,10 @@ def parts(lines: list[str], no_arguments: bool) -> tuple[list[str], dict[str, st
     return more, options, lines[k:]
 
 
-
 def dedented(lines: list[str], indent: str) -> list[str]:
     """`lines` moved to `indent`, their own indentation relative to the least kept."""
     least = min((indent_of(ln) for ln in lines if ln.strip()), default=0)
     return [indent + ln[least:] if ln.strip() else "" for ln in lines]
-
-
-
-def indent_of(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
-
 
 
 _HTML_TAGS = {"html", "format_html", "builder_html", "dirhtml", "builder_dirhtml",

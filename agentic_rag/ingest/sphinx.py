@@ -132,8 +132,19 @@ _RUBRIC = re.compile(r"^[ \t]*\.\.[ \t]+rubric[ \t]*::[ \t]+(\S.*)$")
 _CODE_OPENING = re.compile(r"^[ \t]*\.\.[ \t]+(?:code-block|code|sourcecode)[ \t]*::")
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
+def indent_of(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _heading_at(lines: list[str], k: int) -> str | None:
+    """The title of the section heading starting at line k (underlined, or over- and
+    underlined with the same line), or None."""
+    title, under = lines[k].strip(), lines[k + 1].strip() if k + 1 < len(lines) else ""
+    if is_rst_adornment(title) and k + 2 < len(lines) and lines[k + 2].strip() == title:
+        title, under = under, title  # an overlined heading
+    elif not title or is_rst_adornment(title) or title.startswith(".. "):
+        return None
+    return title if is_rst_adornment(under) else None
 
 
 def _literal_lines(lines: list[str]) -> set[int]:
@@ -144,8 +155,8 @@ def _literal_lines(lines: list[str]) -> set[int]:
     while k < len(lines):
         s = lines[k].strip()
         if (s.endswith("::") and not s.startswith("..")) or _CODE_OPENING.match(lines[k]):
-            j, ind = k + 1, _indent(lines[k])
-            while j < len(lines) and (not lines[j].strip() or _indent(lines[j]) > ind):
+            j, ind = k + 1, indent_of(lines[k])
+            while j < len(lines) and (not lines[j].strip() or indent_of(lines[j]) > ind):
                 out.add(j)
                 j += 1
             k = j
@@ -173,17 +184,14 @@ def _labels(lines: list[str]) -> dict[str, str]:
             continue
         if _SILENT.match(line):  # skip it and its content; the labels wait for what follows
             while k + 1 < len(lines) and (not lines[k + 1].strip()
-                                          or _indent(lines[k + 1]) > _indent(line)):
+                                          or indent_of(lines[k + 1]) > indent_of(line)):
                 k += 1
             continue
         if (r := _RUBRIC.match(line)) is not None:
             found.update((label, r.group(1).strip()) for label in pending)
             pending = []
             continue
-        title, under = line.strip(), lines[k + 1].strip() if k + 1 < len(lines) else ""
-        if is_rst_adornment(title) and k + 2 < len(lines) and lines[k + 2].strip() == title:
-            title, under = under, title  # an overlined heading
-        if is_rst_adornment(under):
+        if (title := _heading_at(lines, k)) is not None:
             found.update((label, title) for label in pending)
         pending = []
     return found
@@ -200,12 +208,7 @@ def page_title(lines: list[str]) -> str:
     """A page's title as written: its first section heading (underlined, or over- and
     underlined, with the same character), or "" when it has none."""
     for k in range(len(lines) - 1):
-        title, under = lines[k].strip(), lines[k + 1].strip()
-        if is_rst_adornment(title) and k + 2 < len(lines) and lines[k + 2].strip() == title:
-            title, under = under, title  # an overlined heading
-        elif not title or is_rst_adornment(title) or title.startswith(".. ") or lines[k][:1].isspace():
-            continue
-        if is_rst_adornment(under) and len(under) >= len(title.rstrip()):
+        if not lines[k][:1].isspace() and (title := _heading_at(lines, k)):
             return title
     return ""
 

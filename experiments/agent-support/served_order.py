@@ -21,7 +21,7 @@ from pathlib import Path
 
 from agent_eval import AGENT, BEFORE_AUTO, SETTINGS
 
-from agentic_rag.agent.result import strip_citations
+from agentic_rag.agent.result import parse_citations, strip_citations
 from agentic_rag.config import RAGConfig
 from agentic_rag.datasets.corpora import banking_documents
 from agentic_rag.evaluation.figures import strip_passage_refs
@@ -72,7 +72,7 @@ def main(home: str) -> dict:
                     if n not in numbers(r["question"]) and n not in gold]
             g, w = positions(texts, gold), positions(texts, said)
             kind = "correct" if a["correct"] else "abstained" if a["abstained"] else "wrong"
-            cites = set(re.findall(r"\[([0-9a-f]{5})\]", a["answer"]))
+            cites = set(parse_citations(a["answer"]))
             if cites:  # did the search give back what the answer cites? (the reproduction check)
                 counts["answers citing a passage"] += 1
                 counts["... all of whose citations were served again"] += cites <= {
