@@ -6,7 +6,7 @@ import pytest
 
 from agentic_rag import AgenticChunker, Document, DocumentError, read_document
 from agentic_rag.config import ChunkingConfig
-from agentic_rag.ingest.markup import parse_blocks
+from agentic_rag.ingest.markup import marker_style, parse_blocks
 
 
 def _fences(text: str) -> list[tuple[int, int]]:
@@ -102,6 +102,29 @@ def test_procedure_split_between_steps_with_numbers():
         expected = c.metadata["step_end"] + 1
         assert c.token_count <= 120
     assert expected == 13
+
+
+@pytest.mark.parametrize("fmt, ext, steps, notes", [
+    ("markdown", "md", "1. Create it:\n\n   ```bash\n   python -m venv .venv\n   ```\n\n"
+     "2. Install it.\n3. Run it.\n", "- It needs Python 3.9.\n- On Windows use py.\n"),
+    ("rst", "rst", "#. Create it:\n\n   .. code-block:: bash\n\n      python -m venv .venv\n\n"
+     "#. Install it.\n#. Run it.\n", "* It needs Python 3.9.\n* On Windows use py.\n"),
+])
+def test_a_bullet_list_after_a_procedure_is_not_its_steps(fmt, ext, steps, notes):
+    """A marker of another style starts another list (CommonMark, docutils): the notes
+    after a procedure are not steps 4 and 5, and the step with code stays whole."""
+    title = "# Setup\n\n" if fmt == "markdown" else "Setup\n=====\n\n"
+    doc = Document(id=f"setup.{ext}", text=f"{title}{steps}\n{notes}", format=fmt)
+    blocks = [b for b in parse_blocks(doc.text, fmt) if b.kind == "list"]
+    assert [(b.ordered, [it.number for it in b.items]) for b in blocks] == [
+        (True, [1, 2, 3]), (False, [None, None])]
+    chunks = AgenticChunker(ChunkingConfig(merge_small_lists=False)).chunk(doc)
+    lists = [c for c in chunks if c.chunk_type == "list"]
+    assert [(c.metadata.get("step"), c.metadata.get("step_end")) for c in lists][0] == (1, 3)
+    assert "python -m venv .venv" in lists[0].text and "Python 3.9" not in lists[0].text
+    marks = [("1. a", "1."), ("3) a", "1)"), ("(2) a", "(1)"), ("#. a", "1."), ("b. a", "a."),
+             ("- a", "-"), ("* a", "*")]
+    assert [marker_style(m) for m, _ in marks] == [s for _, s in marks]
 
 
 def test_long_code_split_only_at_blank_lines_or_defs(pydocs):

@@ -109,6 +109,21 @@ def list_marker(s: str, rst: bool) -> tuple[int, int | None] | None:
     return lead + j + 2, int(t[i:j])
 
 
+def marker_style(s: str) -> str:
+    """What a list item's marker is, apart from its number: the bullet ("-", "*", "+"), or an
+    enumerator's form ("1.", "1)", "(1)", "a.", "#." read as "1."). A marker of another style
+    starts a new list (CommonMark, docutils): a procedure's steps end where a bullet list
+    of notes begins."""
+    t = s.lstrip(" ")
+    if t[:1] in ("-", "*", "+"):
+        return t[0]
+    if t.startswith("#."):
+        return "1."
+    paren = t.startswith("(")
+    closer = next((c for c in t[paren:] if not c.isalnum()), "")
+    return ("(" if paren else "") + ("a" if t[paren:paren + 1].isalpha() else "1") + closer
+
+
 def _is_md_table_delim(s: str) -> bool:
     t = s.strip()
     return bool(t) and "-" in t and "|" in t and all(c in "|:- \t" for c in t)
@@ -305,6 +320,7 @@ class _Parser:
         lines, n = self.lines, len(self.lines)
         base = lines[i].indent
         ordered = marker[1] is not None or lines[i].text.lstrip().startswith(("#.", "("))
+        style = marker_style(lines[i].text)
         items: list[Item] = []
         cur_start, cur_num, last = i, marker[1], i
         j = i + 1
@@ -314,6 +330,8 @@ class _Parser:
                 j += 1
                 continue
             m = list_marker(ln.text, self.rst)
+            if m is not None and ln.indent == base and marker_style(ln.text) != style:
+                break  # another list begins
             if m is not None and ln.indent == base:
                 items.append(Item(lines[cur_start].start, lines[last].end, cur_num))
                 cur_start, cur_num, last = j, m[1], j
