@@ -12,7 +12,8 @@ roles as their text, what only the builder reads dropped.
   `{jupyter-execute}`, `{math}`, a language such as ```` ```{r} ````) becomes a plain fenced
   block in its language, without its options; an unknown directive is code when its content
   starts with a prompt (`$ `, `>>> `: pip's `{pip-cli}`), else text under its arguments;
-- navigation and build-only directives (`{toctree}`, `{include}`, `{image}`, `{raw}`, autodoc,
+- navigation and build-only directives (`{toctree}`, `{image}`, `{raw}`, autodoc, an
+  `{include}` whose file `ingest.includes` could not read in,
   and the same written in RST inside `{eval-rst}`, with `.. currentmodule::`) go;
 - roles read as Sphinx shows them: a code role (``{py:func}`~os.path.join` ``, every
   `domain:role` whose role is code) as inline code (`join`: "~" keeps the last part), a
@@ -90,6 +91,13 @@ _EVIDENCE = re.compile(r"^[ \t]*(?:\S+[ \t]+)?(?:`{3,}|~{3,}|:{3,})\{(?:"
                        + "|".join(sorted(CODE_ROLES))
                        + r"|ref|doc|term|numref|pep|rfc|download|abbr)\}`|^\([\w.:/-]+\)=[ \t]*$",
                        re.M)
+
+
+def holds_markdown(name: str) -> bool:
+    """Whether a directive's content is Markdown the page shows (an admonition, a
+    container, an unknown directive), not code or what only the builder reads."""
+    name = name.rsplit(":", 1)[-1]
+    return name not in _CODE and name not in _DROPPED and name != "eval-rst"
 
 
 @dataclass

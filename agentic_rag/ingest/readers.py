@@ -56,21 +56,26 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
                 "convert it to UTF-8 first"
             ) from None
         if name.endswith(MARKDOWN_SUFFIXES):
+            from agentic_rag.ingest.includes import myst_with_includes
             from agentic_rag.ingest.mdx import site_markdown
             from agentic_rag.ingest.myst import myst_markdown
 
             mdx = name.endswith(".mdx")
             try:
-                text, fields = site_markdown(text if mdx else myst_markdown(text), mdx=mdx)
+                if not mdx:
+                    text = myst_markdown(myst_with_includes(text, path, BUILD_FOLDERS | SKIPPED_FOLDERS))
+                text, fields = site_markdown(text, mdx=mdx)
             except RecursionError:
                 raise DocumentError(f"{path}: nested too deeply to read") from None
             title = fields.pop("title")
             metadata = fields  # description, tags, last_updated: where the front matter has them
         elif detect_format(name) == "rst":
+            from agentic_rag.ingest.includes import rst_with_includes
             from agentic_rag.ingest.rst import sphinx_rst
             from agentic_rag.ingest.sphinx_site import site_names
 
             try:
+                text = rst_with_includes(text, path, skip=BUILD_FOLDERS | SKIPPED_FOLDERS)
                 # the project's other pages are read only for a page that refers to them
                 site = site_names(path, skip=BUILD_FOLDERS | SKIPPED_FOLDERS) \
                     if _CROSS_REFERENCE.search(text) else None

@@ -30,8 +30,9 @@ with MyST), and the directive tables and parts `ingest.rst_directives`.
   its content, under its title where it has one; `.. only::` as its content where an HTML
   build shows it (`not latex`), its titles still sections; a footnote as "[1] text";
 - what only the builder reads goes: comments, targets (`.. _label:`), `index`, `toctree`,
-  `module` / `currentmodule`, `highlight`, `image`, `include`, `raw`, `testsetup`, hidden
-  test code and output, `only:: latex`, and a page's leading metadata fields (`:orphan:`).
+  `module` / `currentmodule`, `highlight`, `image`, `raw`, `testsetup`, hidden test code and
+  output, `only:: latex`, a page's leading metadata fields (`:orphan:`), and an `include` /
+  `literalinclude` whose file `ingest.includes` could not read in before this module runs.
 Code is left as written: `::` literal blocks (a list item's too), `>>>` doctest blocks, code
 directives (`code-block`, `doctest`; `productionlist`, `testoutput`, a one-line `math::` as
 code-blocks), inline literals; a directive this module does not know keeps its line, its

@@ -147,7 +147,7 @@ def _heading_at(lines: list[str], k: int) -> str | None:
     return title if is_rst_adornment(under) else None
 
 
-def _literal_lines(lines: list[str]) -> set[int]:
+def literal_lines(lines: list[str]) -> set[int]:
     """The lines inside literal blocks (after a paragraph ending in `::`) and code
     directives: a `.. _label:` there is an example, no label."""
     out: set[int] = set()
@@ -170,7 +170,7 @@ def _labels(lines: list[str]) -> dict[str, str]:
     (or a rubric; directives that show nothing between), each to the heading's title (what
     `:ref:`label`` shows). Labels inside literal blocks are examples, not labels."""
     found, pending = {}, []
-    literal = _literal_lines(lines)
+    literal = literal_lines(lines)
     k = -1
     while k + 1 < len(lines):
         k += 1

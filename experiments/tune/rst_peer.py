@@ -1,7 +1,13 @@
 """reStructuredText read three ways, against Sphinx's own text builder (the peer): the words of
 each page as written, as `ingest.rst` reads it, and as `sphinx-build -b text` renders it.
 
-    PYTHONPATH=. python experiments/tune/rst_peer.py FOLDER [OUT.json]
+    PYTHONPATH=. python experiments/tune/rst_peer.py FOLDER [OUT.json] [--root TREE] [--without-includes]
+
+`--without-includes`: the reading as before `ingest.includes` (2026-12-06), each include
+dropped, for the before/after of `rst-includes.json`.
+`--root TREE`: the project's tree FOLDER is in (a repository holding docs/), copied for
+Sphinx whole, so that an `.. include:: ../CHANGES.rst` resolves for Sphinx as it does for
+the reader; without it only FOLDER is copied (an include outside it shows nothing in Sphinx).
 
 Per page, the word multisets (`[A-Za-z0-9_]+`, lower case) of the raw text and of the reading
 are compared with Sphinx's: precision (of a reading's words, the share Sphinx shows too) and
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -32,12 +39,18 @@ def words(text: str) -> Counter:
     return Counter(_WORD.findall(text.lower()))
 
 
-def sphinx_text(folder: Path, pages: list[Path]) -> dict[Path, str]:
-    """Each page's text as Sphinx's text builder writes it (no extension, no warnings)."""
+def sphinx_text(folder: Path, pages: list[Path], root: Path | None = None) -> dict[Path, str]:
+    """Each page's text as Sphinx's text builder writes it (no extension, no warnings);
+    `root`: the tree copied around FOLDER (its files as they are, FOLDER's pages below)."""
     from sphinx.application import Sphinx
 
     with tempfile.TemporaryDirectory() as tmp:
-        src, out = Path(tmp) / "src", Path(tmp) / "out"
+        tree, out = Path(tmp) / "tree", Path(tmp) / "out"
+        src = tree / folder.resolve().relative_to(root.resolve()) if root else tree
+        if root is not None:
+            shutil.copytree(root, tree, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+            for stale in (p for p in src.rglob("*") if p.name.endswith((".rst", ".rst.txt"))):
+                stale.unlink()  # FOLDER's pages are written below, as without a root
         for p in pages:
             dest = src / p.relative_to(folder).with_suffix(".rst")
             if p.name.endswith(".rst.txt"):
@@ -78,21 +91,24 @@ def overlap(ours: Counter, theirs: Counter) -> tuple[float, float]:
     return common / max(1, sum(ours.values())), common / max(1, sum(theirs.values()))
 
 
-def main(folder: Path, out: Path | None) -> dict:
+def main(folder: Path, out: Path | None, root: Path | None = None) -> dict:
     pages = sorted(p for p in folder.rglob("*") if p.name.endswith((".rst", ".rst.txt")))
-    built = sphinx_text(folder, pages)
+    built = sphinx_text(folder, pages, root)
     rows = []
     for p, text in built.items():
         theirs = words(text)
-        raw = words(p.read_text(encoding="utf-8-sig"))
+        source = p.read_text(encoding="utf-8-sig")
+        raw = words(source)
         read = words(read_document(p).text)
         rows.append({"page": p.relative_to(folder).as_posix(),
-                     "raw": overlap(raw, theirs), "read": overlap(read, theirs)})
+                     "raw": overlap(raw, theirs), "read": overlap(read, theirs),
+                     "include": bool(re.search(r"^\s*\.\. (?:literal)?include::", source, re.M))})
 
     def mean(arm: str, k: int) -> float:
         return round(sum(r[arm][k] for r in rows) / max(1, len(rows)), 4)
 
-    result = {"folder": str(folder), "pages": len(pages), "built by Sphinx": len(rows),
+    result = {"folder": str(folder), "root": str(root) if root else None, "pages": len(pages),
+              "built by Sphinx": len(rows),
               "sphinx": __import__("sphinx").__version__,
               "mean precision": {"raw": mean("raw", 0), "read": mean("read", 0)},
               "mean recall": {"raw": mean("raw", 1), "read": mean("read", 1)},
@@ -100,6 +116,8 @@ def main(folder: Path, out: Path | None) -> dict:
                   sum(r["read"][0] < r["raw"][0] - 1e-9 for r in rows),
               "pages where the reading's recall is lower than raw's":
                   sum(r["read"][1] < r["raw"][1] - 1e-9 for r in rows),
+              "pages with an include or literalinclude (read precision, recall)": {
+                  r["page"]: [round(x, 3) for x in r["read"]] for r in rows if r["include"]},
               "lowest recall (read)": sorted((round(r["read"][1], 3), r["page"]) for r in rows)[:5]}
     if out is not None:
         out.write_text(json.dumps(result, indent=1) + "\n")
@@ -108,4 +126,15 @@ def main(folder: Path, out: Path | None) -> dict:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    print(json.dumps(main(Path(args[0]), Path(args[1]) if len(args) > 1 else None), indent=1))
+    tree = None
+    if "--without-includes" in args:
+        args.remove("--without-includes")
+        import agentic_rag.ingest.includes as includes
+
+        includes.rst_with_includes = lambda text, page, skip=(): text
+    if "--root" in args:
+        k = args.index("--root")
+        tree = Path(args[k + 1])
+        del args[k:k + 2]
+    print(json.dumps(main(Path(args[0]), Path(args[1]) if len(args) > 1 else None, tree),
+                     indent=1))

@@ -1,0 +1,200 @@
+"""Text a page takes from other files (`ingest.includes`): reStructuredText's `include` and
+Sphinx's `literalinclude`, MyST's `{include}` and `{literalinclude}`, read in as the build
+reads them."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from agentic_rag import AgenticChunker
+from agentic_rag.config import RAGConfig
+from agentic_rag.ingest.includes import literal_lines_of, myst_with_includes
+from agentic_rag.ingest.readers import read_document
+from agentic_rag.ingest.rst import sphinx_rst
+
+
+def _words(text: str) -> Counter:
+    return Counter(re.findall(r"[a-z0-9_]+", text.lower()))
+
+
+# -- `.. include::` and `.. literalinclude::` ----------------------------------------------
+APP = '''import flask
+
+app = flask.Flask(__name__)
+
+
+@app.route("/")
+def index():
+    # start here
+    return "Hello"
+
+
+class Store:
+    def put(self, key, value):
+        self.data[key] = value
+'''
+
+
+def _included_project(root: Path) -> Path:
+    (root / "docs" / "includes").mkdir(parents=True)
+    (root / "docs" / "examples").mkdir()
+    (root / "docs" / "conf.py").write_text("project = 'x'\n")
+    # an included file's includes are relative to the page (Sphinx), not to that file
+    (root / "README.rst").write_text("Frobnicator\n===========\n\nFrobnicator turns widgets into "
+                                     "gadgets.\n\n.. include:: includes/note.rst\n\n"
+                                     ".. include:: docs/includes/note.rst\n")
+    (root / "docs" / "includes" / "note.rst").write_text(
+        ".. note::\n\n   It needs Python 3.10 or later.\n\n.. include:: index.rst\n")
+    (root / "LICENSE.txt").write_text("Copyright 2024 Frob\n")
+    (root / "CHANGES.rst").write_text("Changes\n=======\n\n.. start\n\n* 2.0: faster gadgets.\n\n"
+                                      ".. end\n\n* 1.0: first.\n")
+    (root / "docs" / "examples" / "app.py").write_text(APP)
+    page = root / "docs" / "index.rst"
+    page.write_text(""".. include:: ../README.rst
+
+License
+-------
+
+.. include:: ../LICENSE.txt
+   :literal:
+
+.. include:: ../CHANGES.rst
+   :start-after: .. start
+   :end-before: .. end
+
+.. note::
+
+   .. include:: /includes/note.rst
+
+Showing the directive::
+
+   .. include:: ../LICENSE.txt
+
+.. include:: missing.rst
+
+.. literalinclude:: examples/app.py
+   :pyobject: Store.put
+   :dedent: 4
+
+.. literalinclude:: /examples/app.py
+   :start-after: # start here
+   :end-before: class Store
+   :caption: the view
+
+.. literalinclude:: examples/app.py
+   :lines: 1, 3-
+   :end-at: def index
+
+.. literalinclude:: examples/app.py
+   :pyobject: nowhere
+""")
+    return page
+
+
+def test_includes_show_the_files_text_as_docutils_and_sphinx_read_it(tmp_path: Path) -> None:
+    """A docs/ page that is `.. include:: ../README.rst` reads as the README (nested includes
+    followed, relative to the including file, "/" from the project's root, never in a
+    circle); literal includes and literalinclude's filters as code blocks; an include
+    shown as an example, or one that cannot be read, shows nothing of the file."""
+    text = read_document(_included_project(tmp_path)).text
+    assert text.startswith("Frobnicator\n===========\n\nFrobnicator turns widgets into gadgets.")
+    assert text.count("It needs Python 3.10 or later.") == 2  # the README's and the note's
+    assert text.count("Frobnicator turns widgets") == 1  # note.rst including index.rst: a circle
+    assert ".. code-block:: text\n\n   Copyright 2024 Frob\n" in text
+    assert "* 2.0: faster gadgets." in text and "1.0: first" not in text
+    assert "   .. include:: ../LICENSE.txt" in text and "missing" not in text
+    assert "docs/includes/note.rst" not in text  # not found from the page: shows nothing
+    assert ".. code-block:: python\n\n   def put(self, key, value):\n       self.data[key] = value\n" in text
+    assert (".. code-block:: python\n   :caption: the view\n\n       return \"Hello\"\n\n"
+            ".. code-block:: python\n\n   import flask\n   app = flask.Flask(__name__)\n") in text
+    assert "nowhere" not in text and "class Store:" not in text
+
+
+def test_literalinclude_filters_in_sphinx_order() -> None:
+    opts = {"start-at": "def index", "end-at": "return", "lines": "2-", "prepend": "# shown",
+            "dedent": ""}
+    assert literal_lines_of(APP, opts) == ["# shown", "# start here", 'return "Hello"']
+    assert literal_lines_of(APP, {"end-before": "import"}) is None  # first line ignored
+    assert literal_lines_of(APP, {"lines": "-1"}) == ["import flask"]
+    assert literal_lines_of(APP, {"pyobject": "index"})[0] == '@app.route("/")'
+
+
+def _myst_project(root: Path) -> Path:
+    (root / "docs" / "examples").mkdir(parents=True)
+    (root / "docs" / "conf.py").write_text("extensions = ['myst_parser']\n")
+    (root / "README.md").write_text("---\ntitle: x\n---\n# Frobnicator\n\nIt turns widgets "
+                                    "into gadgets.\n\n<!-- start -->\nInstall with pip.\n"
+                                    "<!-- end -->\n")
+    (root / "docs" / "examples" / "app.py").write_text(APP)
+    page = root / "docs" / "index.md"
+    page.write_text("""\
+```{include} ../README.md
+:relative-images:
+```
+
+:::{note}
+````{include} ../README.md
+---
+start-after: <!-- start -->
+end-before: <!-- end -->
+---
+````
+:::
+
+```{literalinclude} /examples/app.py
+:pyobject: index
+```
+
+````markdown
+```{include} ../README.md
+```
+````
+
+```{include} missing.md
+```
+
+```{include} ../README.md
+""")
+    return page
+
+
+def test_myst_includes_read_the_file_outside_code(tmp_path: Path) -> None:
+    """MyST's includes: the file's Markdown (its front matter left out), options as
+    `:name: value` lines or a `---` block, inside a container too; a literalinclude as a
+    fenced block in its file's language; in a code block it is an example; one not closed,
+    or of a missing file, is left for the reader, which drops it."""
+    page = _myst_project(tmp_path)
+    raw = page.read_text()
+    text = myst_with_includes(raw, page)
+    assert text.startswith("# Frobnicator\n\nIt turns widgets into gadgets.") and "title: x" not in text
+    assert ":::{note}\n\nInstall with pip.\n\n:::" in text
+    assert '```python\n@app.route("/")\ndef index():' in text
+    assert "````markdown\n```{include} ../README.md\n```\n````" in text
+    assert "```{include} missing.md\n```" in text and text.endswith("```{include} ../README.md\n")
+    read = read_document(page).text
+    assert "It turns widgets into gadgets." in read and "missing.md" not in read
+    assert myst_with_includes("No directive here.\n", page) == "No directive here.\n"
+
+
+def test_an_included_page_reads_as_sphinx_builds_it(tmp_path: Path) -> None:
+    """The peer: Sphinx's text builder on the same project. Of Sphinx's words on the page
+    that includes the README, the license, a changelog's part and example code, nearly all
+    are read; the reading without includes loses most of them."""
+    from sphinx.application import Sphinx  # a dev dependency (pyproject.toml)
+
+    page = _included_project(tmp_path)
+    (tmp_path / "docs" / "conf.py").write_text("extensions = []\n")
+    (tmp_path / "docs" / "docutils.conf").write_text("[general]\nreport_level: 5\n")
+    app = Sphinx(str(tmp_path / "docs"), str(tmp_path / "docs"), str(tmp_path / "out"),
+                 str(tmp_path / "dt"), "text", status=None, warning=None, freshenv=True)
+    app.build(force_all=True)
+    theirs = _words((tmp_path / "out" / "index.txt").read_text())
+    doc = read_document(page)
+    read = _words(doc.text)  # its precision as chunks: code without its directive line
+    chunks = _words("\n".join(c.text for c in AgenticChunker(RAGConfig().chunking).chunk(doc)))
+    assert sum((read & theirs).values()) / sum(theirs.values()) >= 0.95, theirs - read
+    assert sum((chunks & theirs).values()) / sum(chunks.values()) >= 0.95, chunks - theirs
+    without = _words(sphinx_rst(page.read_text()))
+    assert sum((without & theirs).values()) / sum(theirs.values()) < 0.5
