@@ -1,10 +1,12 @@
 """reStructuredText read three ways, against Sphinx's own text builder (the peer): the words of
 each page as written, as `ingest.rst` reads it, and as `sphinx-build -b text` renders it.
 
-    PYTHONPATH=. python experiments/tune/rst_peer.py FOLDER [OUT.json] [--root TREE] [--without-includes]
+    PYTHONPATH=. python experiments/tune/rst_peer.py FOLDER [OUT.json] [--root TREE] [--without-includes] [--myst]
 
 `--without-includes`: the reading as before `ingest.includes` (2026-12-06), each include
 dropped, for the before/after of `rst-includes.json`.
+`--myst`: MyST Markdown pages (.md) too, built with MyST-Parser (a dev dependency) and its
+optional syntax `MYST` on, read by `ingest.myst`.
 `--root TREE`: the project's tree FOLDER is in (a repository holding docs/), copied for
 Sphinx whole, so that an `.. include:: ../CHANGES.rst` resolves for Sphinx as it does for
 the reader; without it only FOLDER is copied (an include outside it shows nothing in Sphinx).
@@ -39,9 +41,15 @@ def words(text: str) -> Counter:
     return Counter(_WORD.findall(text.lower()))
 
 
-def sphinx_text(folder: Path, pages: list[Path], root: Path | None = None) -> dict[Path, str]:
+MYST = ["colon_fence", "deflist", "dollarmath", "fieldlist", "substitution", "tasklist",
+        "attrs_inline", "attrs_block", "html_admonition"]  # MyST-Parser's optional syntax
+
+
+def sphinx_text(folder: Path, pages: list[Path], root: Path | None = None,
+                myst: bool = False) -> dict[Path, str]:
     """Each page's text as Sphinx's text builder writes it (no extension, no warnings);
-    `root`: the tree copied around FOLDER (its files as they are, FOLDER's pages below)."""
+    `root`: the tree copied around FOLDER (its files as they are, FOLDER's pages below);
+    `myst`: .md pages too, with MyST-Parser (`pip install myst-parser`) and `MYST` on."""
     from sphinx.application import Sphinx
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,15 +57,20 @@ def sphinx_text(folder: Path, pages: list[Path], root: Path | None = None) -> di
         src = tree / folder.resolve().relative_to(root.resolve()) if root else tree
         if root is not None:
             shutil.copytree(root, tree, ignore=shutil.ignore_patterns(".git"), symlinks=True)
-            for stale in (p for p in src.rglob("*") if p.name.endswith((".rst", ".rst.txt"))):
+            for stale in (p for p in src.rglob("*") if p.name.endswith(_suffixes(myst))):
                 stale.unlink()  # FOLDER's pages are written below, as without a root
         for p in pages:
-            dest = src / p.relative_to(folder).with_suffix(".rst")
+            dest = src / p.relative_to(folder)
             if p.name.endswith(".rst.txt"):
                 dest = dest.with_name(p.name.removesuffix(".rst.txt") + ".rst")
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(_without_index(p.read_text(encoding="utf-8-sig")), encoding="utf-8")
-        (src / "conf.py").write_text("extensions = []\nroot_doc = '__root__'\n")
+            text = p.read_text(encoding="utf-8-sig")
+            dest.write_text(text if p.suffix == ".md" else _without_index(text), encoding="utf-8")
+        conf = "extensions = []\nroot_doc = '__root__'\n"
+        if myst:
+            conf = (f"extensions = ['myst_parser']\nroot_doc = '__root__'\nmyst_enable_extensions = "
+                    f"{MYST!r}\nsource_suffix = {{'.rst': 'restructuredtext', '.md': 'markdown'}}\n")
+        (src / "conf.py").write_text(conf)
         (src / "__root__.rst").write_text("Root\n====\n")
         (src / "docutils.conf").write_text("[general]\nreport_level: 5\nhalt_level: 5\n")
         app = Sphinx(str(src), str(src), str(out), str(Path(tmp) / "doctrees"), "text",
@@ -66,10 +79,15 @@ def sphinx_text(folder: Path, pages: list[Path], root: Path | None = None) -> di
         texts = {}
         for p in pages:
             rel = p.relative_to(folder).as_posix().removesuffix(".txt").removesuffix(".rst")
+            rel = rel.removesuffix(".md")
             built = out / f"{rel}.txt"
             if built.is_file():
                 texts[p] = built.read_text(encoding="utf-8")
         return texts
+
+
+def _suffixes(myst: bool) -> tuple[str, ...]:
+    return (".rst", ".rst.txt", ".md") if myst else (".rst", ".rst.txt")
 
 
 def _without_index(text: str) -> str:
@@ -91,9 +109,9 @@ def overlap(ours: Counter, theirs: Counter) -> tuple[float, float]:
     return common / max(1, sum(ours.values())), common / max(1, sum(theirs.values()))
 
 
-def main(folder: Path, out: Path | None, root: Path | None = None) -> dict:
-    pages = sorted(p for p in folder.rglob("*") if p.name.endswith((".rst", ".rst.txt")))
-    built = sphinx_text(folder, pages, root)
+def main(folder: Path, out: Path | None, root: Path | None = None, myst: bool = False) -> dict:
+    pages = sorted(p for p in folder.rglob("*") if p.name.endswith(_suffixes(myst)))
+    built = sphinx_text(folder, pages, root, myst)
     rows = []
     for p, text in built.items():
         theirs = words(text)
@@ -127,14 +145,17 @@ def main(folder: Path, out: Path | None, root: Path | None = None) -> dict:
 if __name__ == "__main__":
     args = sys.argv[1:]
     tree = None
+    myst = "--myst" in args
+    if myst:
+        args.remove("--myst")
     if "--without-includes" in args:
         args.remove("--without-includes")
         import agentic_rag.ingest.includes as includes
 
-        includes.rst_with_includes = lambda text, page, skip=(): text
+        includes.rst_with_includes = includes.myst_with_includes = lambda text, page, skip=(): text
     if "--root" in args:
         k = args.index("--root")
         tree = Path(args[k + 1])
         del args[k:k + 2]
-    print(json.dumps(main(Path(args[0]), Path(args[1]) if len(args) > 1 else None, tree),
+    print(json.dumps(main(Path(args[0]), Path(args[1]) if len(args) > 1 else None, tree, myst),
                      indent=1))
