@@ -95,8 +95,8 @@ Showing the directive::
 
 def test_includes_show_the_files_text_as_docutils_and_sphinx_read_it(tmp_path: Path) -> None:
     """A docs/ page that is `.. include:: ../README.rst` reads as the README (nested includes
-    followed, relative to the including file, "/" from the project's root, never in a
-    circle); literal includes and literalinclude's filters as code blocks; an include
+    followed, relative to the page as Sphinx resolves them, "/" from the project's root,
+    never in a circle); literal includes and literalinclude's filters as code blocks; an include
     shown as an example, or one that cannot be read, shows nothing of the file."""
     text = read_document(_included_project(tmp_path)).text
     assert text.startswith("Frobnicator\n===========\n\nFrobnicator turns widgets into gadgets.")
@@ -107,7 +107,7 @@ def test_includes_show_the_files_text_as_docutils_and_sphinx_read_it(tmp_path: P
     assert "   .. include:: ../LICENSE.txt" in text and "missing" not in text
     assert "docs/includes/note.rst" not in text  # not found from the page: shows nothing
     assert ".. code-block:: python\n\n   def put(self, key, value):\n       self.data[key] = value\n" in text
-    assert (".. code-block:: python\n   :caption: the view\n\n       return \"Hello\"\n\n"
+    assert (".. code-block:: python\n   :caption: the view\n\n       return \"Hello\"\n\n\n"
             ".. code-block:: python\n\n   import flask\n   app = flask.Flask(__name__)\n") in text
     assert "nowhere" not in text and "class Store:" not in text
 
@@ -169,7 +169,7 @@ def test_myst_includes_read_the_file_outside_code(tmp_path: Path) -> None:
     raw = page.read_text()
     text = myst_with_includes(raw, page)
     assert text.startswith("# Frobnicator\n\nIt turns widgets into gadgets.") and "title: x" not in text
-    assert ":::{note}\n\nInstall with pip.\n\n:::" in text
+    assert ":::{note}\n\nInstall with pip.\n\n\n:::" in text  # a blank line after, as docutils
     assert '```python\n@app.route("/")\ndef index():' in text
     assert "````markdown\n```{include} ../README.md\n```\n````" in text
     assert "```{include} missing.md\n```" in text and text.endswith("```{include} ../README.md\n")
@@ -226,3 +226,72 @@ def test_a_myst_page_with_includes_reads_as_myst_parser_builds_it(tmp_path: Path
     monkeypatch.setattr(includes, "myst_with_includes", lambda text, page, skip=(): text)
     without = _words(read_document(page).text)
     assert sum((without & theirs).values()) / sum(theirs.values()) < 0.6
+
+
+def test_review_cases_read_as_sphinx_and_myst_parser_do(tmp_path: Path, monkeypatch) -> None:
+    """What a review found (each checked against Sphinx 9 / MyST-Parser 5 at the time):
+    an include after a list item's literal block, `{eval-rst}`'s include, `:pyobject:` in
+    `if`/`try` blocks (the last definition wins), `:heading-offset:`, an include inside an
+    HTML comment, a code block left open in a container, an empty caption, refused option
+    pairs, a file without a final newline."""
+    import agentic_rag.ingest.includes as includes
+
+    (tmp_path / "conf.py").write_text("")
+    (tmp_path / "tips.rst").write_text("Tip text")  # no final newline
+    (tmp_path / "sec.md").write_text("# Installation\n\nRun pip.\n\n```sh\n# a comment\n```\n")
+    (tmp_path / "ex.py").write_text("from typing import overload\n@overload\ndef parse(x: int) -> int: ...\n"
+                                    "def parse(x):\n    return x\ntry:\n    import fast\nexcept ImportError:\n"
+                                    "    def compat():\n        return 0\nelse:\n    def compat():\n"
+                                    "        return 1\n")
+    page = tmp_path / "index.rst"
+    rst = ("* Build the docs::\n\n     make html\n\n  .. include:: tips.rst\n  After.\n\n"
+           ".. literalinclude:: ex.py\n   :pyobject: parse\n   :caption:\n\n"
+           ".. literalinclude:: ex.py\n   :pyobject: compat\n\n"
+           ".. literalinclude:: ex.py\n   :start-at: def\n   :start-after: def\n\n"
+           ".. parsed-literal::\n\n   .. include:: tips.rst\n")
+    text = includes.rst_with_includes(rst, page)
+    assert "  Tip text\n\n  After." in text  # the item's text, then a blank line (docutils)
+    assert ".. code-block:: python\n   :caption: ex.py\n\n   def parse(x):\n       return x\n" in text
+    assert "       def compat():\n           return 1\n" in text and "return 0" not in text
+    assert text.count("overload") == 0 and text.count("Tip text") == 1  # pair refused; an example
+    md = ("## Setup\n\n```{include} sec.md\n:heading-offset: 2\n```\n\n<!--\n```{include} tips.rst\n```\n-->\n\n"
+          ":::{note}\n```python\nx = 1\n:::\n\n```{eval-rst}\n.. include:: tips.rst\n```\n\n"
+          "```{literalinclude} ex.py\n:lines: 4-5\n:caption: the parser\n```\n")
+    text = includes.myst_with_includes(md, tmp_path / "index.md")
+    assert "### Installation\n\nRun pip.\n\n```sh\n# a comment\n```" in text
+    assert "<!--\n```{include} tips.rst\n```\n-->" in text  # commented out: not shown
+    assert "```{eval-rst}\nTip text\n\n```" in text
+    assert "```{code-block} python\n:caption: the parser\ndef parse(x):\n    return x\n```" in text
+    read = read_document(_write(tmp_path / "page.md", md)).text
+    assert "Tip text" in read and "the parser" not in read.split("def parse")[1]
+
+
+def test_odd_targets_and_options_are_not_read_and_never_hang(tmp_path: Path, monkeypatch) -> None:
+    """A FIFO, a huge tab width or line range, a negative dedent, a Python file too deep to
+    parse: the include shows nothing (a build reports an error) and the page still reads;
+    includes that multiply stop at the page's budget."""
+    import os
+
+    import agentic_rag.ingest.includes as includes
+
+    os.mkfifo(tmp_path / "pipe.rst")
+    (tmp_path / "ex.py").write_text("def f():\n\treturn 1\n")
+    (tmp_path / "deep.py").write_text("x = " + "(" * 2000 + "1" + ")" * 2000 + "\n")
+    page = _write(tmp_path / "index.rst", "Title\n=====\n\n.. include:: pipe.rst\n\n"
+                  ".. literalinclude:: ex.py\n   :tab-width: 100000000000000000000\n\n"
+                  ".. literalinclude:: ex.py\n   :lines: 1-3000000000\n\n"
+                  ".. literalinclude:: ex.py\n   :dedent: -3\n\n"
+                  ".. literalinclude:: deep.py\n   :pyobject: f\n\nEnd.\n")
+    text = read_document(page).text
+    assert text.count("def f():") == 1 and text.rstrip().endswith("End.")
+    for n in range(4):  # each includes the next six times: 6**4 copies unbounded
+        nxt = "\n\n".join(f".. include:: p{n + 1}.rst\n   :end-line: {100 + k}" for k in range(6))
+        _write(tmp_path / f"p{n}.rst", nxt if n < 3 else "word " * 50)
+    monkeypatch.setattr(includes, "MAX_PAGE", 20_000)
+    grown = includes.rst_with_includes(".. include:: p0.rst\n", tmp_path / "top.rst")
+    assert 0 < grown.count("word") <= 20_000 // 5 < 6 ** 3 * 50
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path

@@ -16,10 +16,16 @@ docutils reads them.
 - literalinclude (`literal_lines_of`): `:pyobject:`, `:start-after:` / `:start-at:`,
   `:end-before:` / `:end-at:`, `:lines:`, `:dedent:`, `:prepend:` / `:append:`, in Sphinx's
   order; a code block in `:language:` (else its file's, by suffix), reST's with `:caption:`.
-One in a literal block or code block is an example, left as written; one that cannot be read
-(missing, not UTF-8, over `MAX_BYTES`, a pattern not found, `<standard>` files, a `:diff:`,
-another markup: a `:parser:`, a Markdown file in reST or a reST file in MyST) is left for the
-format's reader, which drops it, as a build shows nothing of it.
+- MyST: options as `:name: value` lines or a `---` block; `:heading-offset:`; a reST include
+  inside `{eval-rst}`; a code block with a `:caption:` as a `{code-block}` (`ingest.myst`
+  reads it as a page's own); any file as MyST, an .rst one too, as MyST-Parser does.
+The included text ends with a blank line (docutils adds one). One in a literal block, a code
+block or an HTML comment is an example, left as written; one that cannot be read (missing, not
+a regular file: a FIFO would block, not UTF-8, over `MAX_BYTES` or the page's `MAX_PAGE`,
+a pattern or object not found, an option Sphinx refuses, `<standard>` files, a `:diff:`,
+another markup: a `:parser:`, a Markdown file in reST) is left for the format's reader, which
+drops it, as a build shows nothing of it. An include of the same file with the same clip
+options inside itself is a circle (docutils'), not followed; nor past `_DEPTH` levels.
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
 import textwrap
 from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentic_rag.ingest.mdx import OPENER, closes_fence, fenced, front_matter
@@ -36,16 +44,21 @@ from agentic_rag.ingest.myst import holds_markdown
 from agentic_rag.ingest.sphinx import indent_of, literal_lines
 from agentic_rag.ingest.sphinx_site import source_root
 
-_RST = re.compile(r"^([ \t]*)\.\.[ \t]+(include|literalinclude)[ \t]*::[ \t]+(\S(?:.*\S)?)[ \t]*$")
+_RST = re.compile(r"^([ \t]*)\.\.[ \t]+(include|literalinclude)[ \t]*::[ \t]+(\S.*)$")
 _RST_OPTION = re.compile(r"^[ \t]+:([\w-]+):(?:[ \t]+(.*))?$")
-_MYST_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,}|:{3,})\{([\w:.+-]+)\}[ \t]*(.*?)[ \t]*$")
+_MYST_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,}|:{3,})\{([\w:.+-]+)\}(.*)$")
 _MYST_OPTION = re.compile(r"^[ \t]*:([\w-]+):(?:[ \t]+(.*))?$")
-_YAML_OPTION = re.compile(r"^[ \t]*([\w-]+)[ \t]*:[ \t]*(.*?)[ \t]*$")
-MAX_BYTES = 1_000_000
-_DEPTH = 8  # docutils' own limit is 8 nested includes
-# files in another markup than the including page's: not read as its text
+_YAML_OPTION = re.compile(r"^[ \t]*([\w-]+)[ \t]*:(.*)$")
+_ATX = re.compile(r"^( {0,3})(#{1,6})(?=[ \t]|$)")
+MAX_BYTES = 1_000_000  # an included file larger than this is not read
+MAX_PAGE = 4 * MAX_BYTES  # characters a page's includes may add in all (nested ones multiply)
+_DEPTH = 8  # nested includes followed (docutils itself only refuses circles)
+# files in another markup than the including page's: not read as its text (MyST-Parser reads
+# any file as MyST, an .rst one too)
 _NOT_RST = (".md", ".markdown", ".mdx", ".ipynb", ".html", ".htm")
-_NOT_MYST = (".rst", ".rest", ".ipynb", ".html", ".htm")
+_NOT_MYST = (".ipynb", ".html", ".htm")
+_CLIPS = ("start-line", "end-line", "start-after", "end-before", "start-at", "end-at", "lines",
+          "pyobject")
 # a literalinclude without `:language:`: its file's (Sphinx guesses from the content)
 _LANGUAGES = {".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
               ".ts": "typescript", ".json": "json", ".yaml": "yaml", ".yml": "yaml",
@@ -53,7 +66,19 @@ _LANGUAGES = {".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "j
               ".html": "html", ".css": "css", ".c": "c", ".h": "c", ".cpp": "cpp",
               ".rs": "rust", ".go": "go", ".java": "java", ".rb": "ruby", ".sql": "sql",
               ".xml": "xml", ".jinja": "jinja", ".j2": "jinja"}
-Expander = Callable[[str, Path, Path, tuple[Path, ...]], str]
+
+
+@dataclass
+class _Page:
+    """The page being read: where its paths start, and what its includes may still add."""
+
+    path: Path
+    root: Path
+    left: int = field(default_factory=lambda: MAX_PAGE)
+
+
+Chain = tuple[tuple[Path, tuple[str, ...]], ...]  # the files being included, with their clips
+Expander = Callable[[str, _Page, Chain], str]
 
 
 def rst_with_includes(text: str, page: str | Path, skip: Collection[str] = ()) -> str:
@@ -61,19 +86,19 @@ def rst_with_includes(text: str, page: str | Path, skip: Collection[str] = ()) -
     `skip`: folders that are no part of the project (`readers.BUILD_FOLDERS`)."""
     if "include" not in text:
         return text
-    page = Path(os.path.abspath(page))
-    return _rst(text.replace("\r\n", "\n"), page, source_root(page, frozenset(skip)), (page,))
+    path = Path(os.path.abspath(page))
+    return _rst(text.replace("\r\n", "\n"), _Page(path, source_root(path, frozenset(skip))), ())
 
 
 def myst_with_includes(text: str, page: str | Path, skip: Collection[str] = ()) -> str:
     """`text`, the MyST Markdown page at `page`, with its includes read in (module doc)."""
     if "include}" not in text:
         return text
-    page = Path(os.path.abspath(page))
-    return _myst(text.replace("\r\n", "\n"), page, source_root(page, frozenset(skip)), (page,))
+    path = Path(os.path.abspath(page))
+    return _myst(text.replace("\r\n", "\n"), _Page(path, source_root(path, frozenset(skip))), ())
 
 
-def _rst(text: str, page: Path, root: Path, chain: tuple[Path, ...]) -> str:
+def _rst(text: str, page: _Page, chain: Chain) -> str:
     lines = text.split("\n")
     literal = literal_lines(lines)
     out: list[str] = []
@@ -84,27 +109,28 @@ def _rst(text: str, page: Path, root: Path, chain: tuple[Path, ...]) -> str:
             out.append(lines[i])
             i += 1
             continue
-        indent, name, target = m.groups()
+        indent, name, target = m.group(1), m.group(2), m.group(3).rstrip()
         opts, j = {}, i + 1
         while j < len(lines) and (o := _RST_OPTION.match(lines[j])) and indent_of(lines[j]) > len(indent):
             opts[o.group(1)] = (o.group(2) or "").strip()
             j += 1
-        read = _read(name, target, opts, page, root, chain, _NOT_RST, _rst)
+        read = _read(name, target, opts, page, chain, _NOT_RST, _rst)
         if read is None:
             out.extend(lines[i:j])
         else:
             shown, language = read
             if language is not None:
-                caption = [f"   :caption: {opts['caption']}"] if opts.get("caption") else []
+                caption = [f"   :caption: {_caption(opts, target)}"] if "caption" in opts else []
                 shown = [f".. code-block:: {language}", *caption, "", *("   " + ln for ln in shown)]
-            out.extend(indent + ln if ln.strip() else "" for ln in shown)
+            out.extend(indent + ln if ln.strip() else "" for ln in [*shown, ""])
         i = j
     return "\n".join(out)
 
 
-def _myst(text: str, page: Path, root: Path, chain: tuple[Path, ...]) -> str:
-    """MyST's includes, outside code: fenced code and code directives are skipped, the
-    fences of containers (`{note}`, `{tab-item}`) followed, so their includes are read."""
+def _myst(text: str, page: _Page, chain: Chain) -> str:
+    """MyST's includes, outside code: fenced code, code directives and HTML comments are
+    skipped; the fences of containers (`{note}`, `{tab-item}`) followed, so their includes
+    are read (a code block left open in one ends with it); `{eval-rst}`'s reST includes."""
     lines = text.split("\n")
     out: list[str] = []
     open_fences: list[str] = []  # containers the line is in
@@ -113,20 +139,34 @@ def _myst(text: str, page: Path, root: Path, chain: tuple[Path, ...]) -> str:
     while i < len(lines):
         line = lines[i]
         if code is not None:
-            code = None if closes_fence(line, code) else code
+            if open_fences and closes_fence(line, open_fences[-1]) and not closes_fence(line, code):
+                code = None
+                open_fences.pop()
+            elif closes_fence(line, code):
+                code = None
         elif open_fences and closes_fence(line, open_fences[-1]):
             open_fences.pop()
+        elif line.lstrip().startswith("<!--") and "-->" not in line:
+            k = next((n for n in range(i + 1, len(lines)) if "-->" in lines[n]), len(lines) - 1)
+            out.extend(lines[i:k + 1])  # an HTML comment: what is in it is not shown
+            i = k + 1
+            continue
         elif (m := _MYST_FENCE.match(line)) is not None:
-            indent, fence, name, target = m.groups()
-            if name in ("include", "literalinclude") and target:
+            indent, fence, name, target = m.group(1), m.group(2), m.group(3), m.group(4).strip()
+            if name in ("include", "literalinclude", "eval-rst"):
                 end, opts = _myst_block(lines, i, fence)
-                read = None if end is None else _read(name, target, opts, page, root, chain,
-                                                      _NOT_MYST, _myst)
+                if end is not None and name == "eval-rst":
+                    body = _rst("\n".join(lines[i + 1:end]), page, chain)
+                    out.extend([line, *body.split("\n"), lines[end]])
+                    i = end + 1
+                    continue
+                read = None if end is None or not target else _read(name, target, opts, page,
+                                                                    chain, _NOT_MYST, _myst)
                 if read is not None and end is not None:
                     shown, language = read
                     if language is not None:
-                        shown = fenced("\n".join(shown), language).split("\n")
-                    out.extend(indent + ln if ln.strip() else "" for ln in shown)
+                        shown = _myst_code(shown, language, opts, target)
+                    out.extend(indent + ln if ln.strip() else "" for ln in [*shown, ""])
                     i = end + 1
                     continue
             if holds_markdown(name):
@@ -140,6 +180,20 @@ def _myst(text: str, page: Path, root: Path, chain: tuple[Path, ...]) -> str:
     return "\n".join(out)
 
 
+def _myst_code(lines: list[str], language: str, opts: dict[str, str], target: str) -> list[str]:
+    """A code block as a MyST page writes one: a `{code-block}` with its caption where it has
+    one (read as a page's own by `ingest.myst`), else a fenced block."""
+    body = fenced("\n".join(lines), language).split("\n")
+    if "caption" not in opts:
+        return body
+    return [f"{body[0][:body[0].index(language)]}{{code-block}} {language}",
+            f":caption: {_caption(opts, target)}", *body[1:]]
+
+
+def _caption(opts: dict[str, str], target: str) -> str:
+    return opts["caption"] or target  # an empty caption: the file's name, as Sphinx shows
+
+
 def _myst_block(lines: list[str], i: int, fence: str) -> tuple[int | None, dict[str, str]]:
     """The closing line of the directive opened on line i and its options (`:name: value`
     lines, or a `---` YAML block); None where it is not closed."""
@@ -149,7 +203,7 @@ def _myst_block(lines: list[str], i: int, fence: str) -> tuple[int | None, dict[
         j += 1
         while j < len(lines) and lines[j].strip() != "---":
             if (y := _YAML_OPTION.match(lines[j])) is not None:
-                opts[y.group(1)] = y.group(2).strip("\"'")
+                opts[y.group(1)] = y.group(2).strip().strip("\"'")
             j += 1
         j += 1
     while j < len(lines) and (o := _MYST_OPTION.match(lines[j])) is not None:
@@ -162,38 +216,68 @@ def _myst_block(lines: list[str], i: int, fence: str) -> tuple[int | None, dict[
     return None, opts
 
 
-def _read(name: str, target: str, opts: dict[str, str], page: Path, root: Path,
-          chain: tuple[Path, ...], foreign: tuple[str, ...], expand: Expander
-          ) -> tuple[list[str], str | None] | None:
+def _read(name: str, target: str, opts: dict[str, str], page: _Page, chain: Chain,
+          foreign: tuple[str, ...], expand: Expander) -> tuple[list[str], str | None] | None:
     """The included file's lines and, for code, their language (None: text in the page's
-    markup, its own includes read by `expand`); None where it is not read."""
-    if target.startswith("<") or "parser" in opts or "diff" in opts or len(chain) > _DEPTH:
+    markup, its own includes read by `expand`); None where it is not read, as Sphinx shows
+    nothing for it (an error it reports)."""
+    if target.startswith("<") or "parser" in opts or "diff" in opts or len(chain) >= _DEPTH:
         return None
-    path = Path(os.path.abspath(root / target[1:] if target.startswith("/") else page.parent / target))
+    path = Path(os.path.abspath(page.root / target[1:] if target.startswith("/")
+                                else page.path.parent / target))
     code = name == "literalinclude" or "literal" in opts or "code" in opts
-    if path in chain or (not code and path.name.lower().endswith(foreign)):
+    link = (path, tuple(opts.get(k, "") for k in _CLIPS))  # docutils: a circle is the same clip
+    if path == page.path or link in chain or (
+            not code and path.name.lower().endswith(foreign)):
         return None
     try:
-        if path.stat().st_size > MAX_BYTES:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return None  # a FIFO (opening it waits for a writer) or a device: no file to read
+        with path.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES or len(raw) > page.left:
             return None
-        text = path.read_bytes().decode(opts.get("encoding") or "utf-8-sig").replace("\r\n", "\n")
+        text = raw.decode(opts.get("encoding") or "utf-8-sig").replace("\r\n", "\n")
         if "tab-width" in opts:
-            text = text.expandtabs(int(opts["tab-width"]))
+            width = int(opts["tab-width"])
+            if not 0 < width <= 64:
+                return None
+            text = text.expandtabs(width)
         lines = literal_lines_of(text, opts) if name == "literalinclude" else _include_lines(text, opts)
-    except (OSError, UnicodeDecodeError, LookupError, ValueError, SyntaxError):
+    except (OSError, UnicodeDecodeError, LookupError, ValueError, SyntaxError, RecursionError,
+            OverflowError):
         return None
     if lines is None:
         return None
+    page.left -= sum(len(ln) + 1 for ln in lines)
     if not code:
         body = "\n".join(lines)
         if expand is _myst:
-            body = front_matter(body)[1]
-        return expand(body, page, root, (*chain, path)).split("\n"), None
+            body = _offset_headings(front_matter(body)[1], opts.get("heading-offset", ""))
+        return expand(body, page, (*chain, link)).split("\n"), None
     while lines and not lines[-1].strip():
         lines.pop()
     language = opts.get("language") or opts.get("code") or (
         _LANGUAGES.get(path.suffix.lower(), "text") if name == "literalinclude" else "text")
     return lines, language
+
+
+def _offset_headings(text: str, offset: str) -> str:
+    """MyST's `:heading-offset: n`: the included file's headings n levels deeper (to h6),
+    outside code."""
+    n = int(offset) if offset.strip().isdigit() else 0
+    if not n:
+        return text
+    out, code = [], None
+    for line in text.split("\n"):
+        if code is not None:
+            code = None if closes_fence(line, code) else code
+        elif (o := OPENER.match(line)) is not None:
+            code = o.group(2)
+        elif (h := _ATX.match(line)) is not None:
+            line = h.group(1) + "#" * min(6, len(h.group(2)) + n) + line[h.end():]
+        out.append(line)
+    return "\n".join(out)
 
 
 def _include_lines(text: str, opts: dict[str, str]) -> list[str] | None:
@@ -213,6 +297,8 @@ def _include_lines(text: str, opts: dict[str, str]) -> list[str] | None:
 def literal_lines_of(text: str, opts: dict[str, str]) -> list[str] | None:
     """Sphinx's literalinclude filters, in its order: pyobject, start, end, lines, dedent,
     prepend, append; None where a pattern or object is not found (Sphinx shows nothing)."""
+    if ("start-at" in opts and "start-after" in opts) or ("end-at" in opts and "end-before" in opts):
+        return None  # Sphinx refuses the pair
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
@@ -242,6 +328,8 @@ def literal_lines_of(text: str, opts: dict[str, str]) -> list[str] | None:
             return None
     if "dedent" in opts:
         if width := opts["dedent"]:
+            if int(width) < 0:
+                return None  # Sphinx refuses it
             lines = [ln[int(width):] for ln in lines]  # as Sphinx: what is cut, is cut
         else:
             lines = textwrap.dedent("\n".join(lines)).split("\n")
@@ -259,22 +347,32 @@ def _line_numbers(spec: str, total: int) -> list[int]:
         end = (int(last) if last.strip() else total) if dash else begin + 1
         if begin < 0 or end < begin + 1:
             raise ValueError(f"invalid line number spec: {spec!r}")
-        out.extend(range(begin, end))
+        out.extend(range(begin, min(end, total)))  # past the file's end: what there is
     return out
 
 
 def _python_object(source: str, name: str) -> tuple[int, int] | None:
     """The first and last line (1-based) of the class or function `name` ("Class.method")
-    in Python `source`, decorators included, as Sphinx's `:pyobject:` finds it."""
-    scope: list = ast.parse(source).body
-    node = None
-    for part in name.split("."):
-        node = next((n for n in scope if isinstance(n, (ast.ClassDef, ast.FunctionDef,
-                                                          ast.AsyncFunctionDef))
-                     and n.name == part), None)
-        if node is None:
-            return None
-        scope = node.body
-    if node is None or node.end_lineno is None:
-        return None
-    return min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno
+    in Python `source`, decorators included, as Sphinx's `:pyobject:` finds it: definitions
+    inside `if` / `try` / `with` blocks too, not inside functions; the last one of a name
+    (an `@overload` stub's implementation, a fallback's redefinition) wins."""
+    found: dict[str, tuple[int, int]] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                found[prefix + node.name] = (first, node.end_lineno or node.lineno)
+                if isinstance(node, ast.ClassDef):
+                    visit(node.body, f"{prefix}{node.name}.")
+                continue
+            for block in ("body", "handlers", "orelse", "finalbody", "cases"):  # in source order
+                inner = getattr(node, block, None)
+                for x in inner if isinstance(inner, list) else []:
+                    if isinstance(x, ast.stmt):
+                        visit([x], prefix)
+                    elif isinstance(getattr(x, "body", None), list):  # an except, a case
+                        visit(x.body, prefix)
+
+    visit(ast.parse(source).body, "")
+    return found.get(name)

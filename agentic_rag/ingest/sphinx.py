@@ -12,7 +12,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field, replace
 
-from agentic_rag.ingest.markup import is_rst_adornment
+from agentic_rag.ingest.markup import is_rst_adornment, list_marker
 
 # roles Sphinx shows as code, by their last part (`py:func`, `c:func`, `external:py:class`);
 # any other role (`ref`, `doc`, `term`, extlinks such as `pr`, `source`) reads as its text
@@ -129,7 +129,7 @@ def _substitutions(lines: list[str]) -> dict[str, str]:
 _SILENT = re.compile(r"^[ \t]*\.\.[ \t]+(?:py:)?(?:currentmodule|module|highlight|default-role|"
                      r"default-domain|index)[ \t]*::")
 _RUBRIC = re.compile(r"^[ \t]*\.\.[ \t]+rubric[ \t]*::[ \t]+(\S.*)$")
-_CODE_OPENING = re.compile(r"^[ \t]*\.\.[ \t]+(?:code-block|code|sourcecode)[ \t]*::")
+_CODE_OPENING = re.compile(r"^[ \t]*\.\.[ \t]+(?:code-block|code|sourcecode|parsed-literal)[ \t]*::")
 
 
 def indent_of(line: str) -> int:
@@ -149,13 +149,15 @@ def _heading_at(lines: list[str], k: int) -> str | None:
 
 def literal_lines(lines: list[str]) -> set[int]:
     """The lines inside literal blocks (after a paragraph ending in `::`) and code
-    directives: a `.. _label:` there is an example, no label."""
+    directives: a `.. _label:` there is an example, no label. A list item's literal block
+    is indented past the item's text ("* Build it::"), not past its marker."""
     out: set[int] = set()
     k = 0
     while k < len(lines):
         s = lines[k].strip()
         if (s.endswith("::") and not s.startswith("..")) or _CODE_OPENING.match(lines[k]):
-            j, ind = k + 1, indent_of(lines[k])
+            marker = list_marker(lines[k], True) if not s.startswith("..") else None
+            j, ind = k + 1, marker[0] if marker else indent_of(lines[k])
             while j < len(lines) and (not lines[j].strip() or indent_of(lines[j]) > ind):
                 out.add(j)
                 j += 1
