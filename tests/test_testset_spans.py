@@ -216,6 +216,13 @@ def test_a_chunk_without_an_answer_span_costs_no_call():
     ("Which Node.js version added the `timeout.hasRef()` method?", False),
     ("Where does the documentation of the Blue Account list its fees?", False),
     ("Which fee is listed in the documentation for the Blue Account?", False),  # names it
+    # "context" as a library's own term (click's docs, 2026-12-06) is no passage
+    ("What is the name of the dictionary that contains the context settings for a command?", False),
+    ("Which method retrieves the parameter source from the context object?", False),
+    ("What does an exit code of 0 indicate in the context of a shell script?", False),
+    ("What is the default timeout in the given context?", True),
+    ("According to the context, which option counts repetitions?", True),
+    ("What does `ctx.obj` hold in the context provided?", True),
 ])
 def test_questions_that_point_at_their_snippet_refer_to_the_passage(question, deictic):
     from agentic_rag.datasets.testset_filters import _DEICTIC

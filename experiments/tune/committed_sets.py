@@ -26,7 +26,8 @@ FOLDERS = {"bank-products": "/tmp/bank-products", "node-docs": "/tmp/node-docs",
            "banking-40-s0": str(ROOT / "experiments/cache/your-docs/banking-40-s0")}
 NAMED = {"doc_": "tau2-banking", "pydocs/": "python-library-qa", "p": "halueval-qa"}
 # sets whose folder name another set's folder shares ("docs"): their folder by file
-BY_FILE = {"experiments/tune/flask/": "/tmp/rst-pallets+flask/docs"}
+BY_FILE = {"experiments/tune/flask/": "/tmp/rst-pallets+flask/docs",
+           "experiments/tune/click/": "/tmp/full-pallets+click/docs"}
 # sets kept as they were made, whose spans an older reading of their documents placed (the
 # figures computed on them stand); the re-anchored copy beside each is the one that loads
 STALE = {"experiments/tune/pyodide/questions.jsonl":
