@@ -261,6 +261,8 @@ def test_review_cases_read_as_sphinx_and_myst_parser_do(tmp_path: Path, monkeypa
     assert "### Installation\n\nRun pip.\n\n```sh\n# a comment\n```" in text
     assert "<!--\n```{include} tips.rst\n```\n-->" in text  # commented out: not shown
     assert "```{eval-rst}\nTip text\n\n```" in text
+    only_rst = "```{eval-rst}\n.. include:: tips.rst\n```\n"  # no "{include}" on the page
+    assert includes.myst_with_includes(only_rst, tmp_path / "x.md") == "```{eval-rst}\nTip text\n\n```\n"
     assert "```{code-block} python\n:caption: the parser\ndef parse(x):\n    return x\n```" in text
     read = read_document(_write(tmp_path / "page.md", md)).text
     assert "Tip text" in read and "the parser" not in read.split("def parse")[1]

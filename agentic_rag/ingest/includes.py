@@ -92,7 +92,7 @@ def rst_with_includes(text: str, page: str | Path, skip: Collection[str] = ()) -
 
 def myst_with_includes(text: str, page: str | Path, skip: Collection[str] = ()) -> str:
     """`text`, the MyST Markdown page at `page`, with its includes read in (module doc)."""
-    if "include}" not in text:
+    if "include" not in text:  # "{include}", "{literalinclude}", `.. include::` in {eval-rst}
         return text
     path = Path(os.path.abspath(page))
     return _myst(text.replace("\r\n", "\n"), _Page(path, source_root(path, frozenset(skip))), ())
