@@ -297,3 +297,21 @@ def test_odd_targets_and_options_are_not_read_and_never_hang(tmp_path: Path, mon
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def test_quoted_myst_options_and_a_page_including_a_clip_of_itself(tmp_path: Path) -> None:
+    """MyST reads `:name: value` options as YAML: a quoted value is its inside (a marker
+    starting with "#" must be quoted). docutils refuses only the same file with the same
+    clip: a page may include a part of itself (Scrapy's settings page does)."""
+    import agentic_rag.ingest.includes as includes
+
+    (tmp_path / "README.md").write_text("Top\n<!-- code-begin -->\nIncluded words here.\n"
+                                        "<!-- code-end -->\n### Enterprise\nPaid support.\n")
+    md = ("```{include} README.md\n:start-after: 'code-begin -->'\n:end-before: \"<!-- code-end\"\n```\n\n"
+          "```{include} README.md\n:start-after: '### Enterprise'\n```\n")
+    text = includes.myst_with_includes(md, tmp_path / "overview.md")
+    assert "Included words here." in text and "Top" not in text and text.count("Paid support.") == 1
+    page = _write(tmp_path / "settings.rst", "Page\n====\n\n.. shared-starts\n\nShared sentence.\n\n"
+                  ".. shared-ends\n\nLater\n-----\n\n.. include:: settings.rst\n   :start-after: "
+                  "shared-starts\n   :end-before: shared-ends\n\n.. include:: settings.rst\n")
+    assert read_document(page).text.count("Shared sentence.") == 2  # the whole page: a circle

@@ -203,17 +203,26 @@ def _myst_block(lines: list[str], i: int, fence: str) -> tuple[int | None, dict[
         j += 1
         while j < len(lines) and lines[j].strip() != "---":
             if (y := _YAML_OPTION.match(lines[j])) is not None:
-                opts[y.group(1)] = y.group(2).strip().strip("\"'")
+                opts[y.group(1)] = _unquoted(y.group(2).strip())
             j += 1
         j += 1
     while j < len(lines) and (o := _MYST_OPTION.match(lines[j])) is not None:
-        opts[o.group(1)] = (o.group(2) or "").strip()
+        opts[o.group(1)] = _unquoted((o.group(2) or "").strip())  # YAML, as the `---` block
         j += 1
     while j < len(lines):
         if closes_fence(lines[j], fence):
             return j, opts
         j += 1
     return None, opts
+
+
+def _unquoted(value: str) -> str:
+    """A MyST option's value as YAML reads a quoted scalar: `'### Title'` is `### Title`
+    (quoting is how a value starting with "#" survives YAML)."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        inner = value[1:-1]
+        return inner.replace("''", "'") if value[0] == "'" else inner.replace('\\"', '"')
+    return value
 
 
 def _read(name: str, target: str, opts: dict[str, str], page: _Page, chain: Chain,
@@ -226,8 +235,9 @@ def _read(name: str, target: str, opts: dict[str, str], page: _Page, chain: Chai
     path = Path(os.path.abspath(page.root / target[1:] if target.startswith("/")
                                 else page.path.parent / target))
     code = name == "literalinclude" or "literal" in opts or "code" in opts
-    link = (path, tuple(opts.get(k, "") for k in _CLIPS))  # docutils: a circle is the same clip
-    if path == page.path or link in chain or (
+    clips = tuple(opts.get(k, "") for k in _CLIPS)
+    link = (path, clips)  # docutils: a circle is the same file with the same clip
+    if (path == page.path and not any(clips)) or link in chain or (
             not code and path.name.lower().endswith(foreign)):
         return None
     try:
