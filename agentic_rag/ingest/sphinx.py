@@ -77,7 +77,7 @@ _INLINE = re.compile(
 _INLINE_REFS = re.compile(_INLINE.pattern + r"|(?<![\w`\\])([A-Za-z][\w.+-]*[A-Za-z0-9])__?(?![\w])")
 EXPLICIT = re.compile(r"^([ \t]*)\.\.(?:[ \t]+(.*))?$")
 _SUBSTITUTION = re.compile(r"^\|([^|]+)\|[ \t]+([\w-]+)::(?:[ \t]+(.*))?$")
-_LABEL = re.compile(r"^[ \t]*\.\. _([^:`]+):[ \t]*$")
+_LABEL = re.compile(r"^[ \t]*\.\. _(?:`([^`]+)`|([^:`]+)):[ \t]*$")  # ".. _`a: b`:" quoted
 _TARGET = re.compile(r"^[ \t]*\.\. _`?([^:`]+)`?:", re.M)
 
 
@@ -180,7 +180,7 @@ def _labels(lines: list[str]) -> dict[str, str]:
         if k in literal:
             continue
         if (m := _LABEL.match(line)) is not None:
-            pending.append(" ".join(m.group(1).split()))
+            pending.append(" ".join((m.group(1) or m.group(2)).split()))
             continue
         if not line.strip() or not pending:
             continue
