@@ -147,3 +147,27 @@ def test_backquoted_labels_are_labels(tmp_path: Path) -> None:
     page = tmp_path / "b.rst"
     page.write_text("Page B\n======\n\nSee :ref:`captures`, :ref:`plain` and :ref:`quoted one`.\n")
     assert "See How to capture output, Second section and Second section." in read_document(page).text
+
+
+def test_myst_pages_are_part_of_the_project(tmp_path: Path) -> None:
+    """A mixed project (pip's docs: .rst and MyST .md): MyST pages' titles and `(label)=`
+    targets (with spaces, as pip writes them) are the project's names; MyST's untitled
+    `{ref}`, `{doc}` and `[](label)` show their titles, as reST's `:ref:`/`:doc:` to a MyST
+    page do (each checked against Sphinx with MyST-Parser by a review, 2026-12-06)."""
+    (tmp_path / "conf.py").write_text("")
+    (tmp_path / "secure.md").write_text("(hash-checking mode)=\n\n## Hash-checking Mode\n\nText.\n\n"
+                                        "```md\n(fake)=\n# Not a heading\n```\n")
+    (tmp_path / "guide.rst").write_text("Installing\n==========\n\n.. _plain-label:\n\nPlain section\n"
+                                        "-------------\n\nSee :ref:`hash-checking mode` and :doc:`secure`.\n")
+    topics = tmp_path / "topics.md"
+    topics.write_text("# Topics\n\nSee {ref}`hash-checking mode`, {ref}`plain-label`, {doc}`guide`, "
+                      "[](plain-label), [](#local), <project:secure.md> and {ref}`fake`.\n\n"
+                      "(local)=\n## Local part\n\n`{ref}`plain-label`` stays code.\n")
+    assert ("See Hash-checking Mode, Plain section, Installing, [Plain section](plain-label), "
+            "[Local part](#local), [Hash-checking Mode](secure.md) and fake.") in read_document(topics).text
+    assert "`{ref}`plain-label`` stays code." in read_document(topics).text
+    assert "See Hash-checking Mode and Hash-checking Mode." in read_document(tmp_path / "guide.rst").text
+    from agentic_rag.ingest.myst import myst_names
+
+    assert myst_names((tmp_path / "secure.md").read_text()) == (
+        "Hash-checking Mode", {"hash-checking mode": "Hash-checking Mode"})

@@ -28,12 +28,21 @@ and inline code are not rewritten. Pure: tested without files.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
 
-from agentic_rag.ingest.mdx import OPENER, bold, closed_at, closes_fence, front_matter, shallow
-from agentic_rag.ingest.sphinx import CODE_ROLES, VERSIONS, role_shown
+from agentic_rag.ingest.mdx import (
+    OPENER,
+    bold,
+    closed_at,
+    closes_fence,
+    code_segments,
+    front_matter,
+    shallow,
+)
+from agentic_rag.ingest.sphinx import CODE_ROLES, VERSIONS, Context, SiteNames, role_shown, title_of
 
 _LIST_MARK = r"(?:[-*+]|\d{1,9}[.)])[ \t]+"
 # ```{name} args  /  :::{name} args (the colon_fence extension), maybe after a list marker
@@ -44,12 +53,13 @@ _OPTION = re.compile(r"^([ \t]*):[\w-]+:(?:[ \t].*)?$")
 _YAML_FENCE = re.compile(r"^-{3,}[ \t]*$")
 _YAML_LINE = re.compile(r"^(?:[ \t]*[\w-]+[ \t]*:(?:[ \t].*)?|[ \t]+\S.*|[ \t]*-[ \t].*|[ \t]*#.*|)$")
 _PROMPT = re.compile(r"(?:\$|>>>|PS>|C:\\>)[ \t]")
-_TARGET = re.compile(r"^\([\w.:/-]+\)=[ \t]*$")
+_TARGET = re.compile(r"^\(([^()\n]+)\)=[ \t]*$")  # "(label)=", "(hash-checking mode)=" (pip)
 _COMMENT = re.compile(r"^%(?:[ \t].*)?$")
 _CARD_RULE = re.compile(r"^[ \t]*(?:\^{3,}|\+{3,})[ \t]*$")
 # a role or inline code, whichever starts first (a role shown inside inline code stays); both
 # may wrap to the next line, not past a blank one; bounded, so a long line is linear
 _SPAN = r"(?:[^\n]|\n(?![ \t]*\n)){1,2000}?"
+_TITLED = re.compile(r"^.*?\S\s*<[^<>]+>$", re.S)  # a role's "title <target>"
 _ROLE_OR_CODE = re.compile(rf"\{{([A-Za-z][\w:.+-]*)\}}(`+)(?!`)({_SPAN})(?<!`)\2(?!`)"
                            rf"|(?<!`)(`+)(?!`){_SPAN}(?<!`)\4(?!`)")
 
@@ -91,6 +101,73 @@ _EVIDENCE = re.compile(r"^[ \t]*(?:\S+[ \t]+)?(?:`{3,}|~{3,}|:{3,})\{(?:"
                        + "|".join(sorted(CODE_ROLES))
                        + r"|ref|doc|term|numref|pep|rfc|download|abbr)\}`|^\([\w.:/-]+\)=[ \t]*$",
                        re.M)
+
+
+_ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_REFERENCE = re.compile(r"\{(?:std:)?(?:ref|doc)\}`|\[\]\(|<project:")
+# MyST's links that show their target's title: `[](#label)`, `[](page.md)`, `<project:#label>`
+_TITLE_LINK = re.compile(r"\[\]\(([^()\s]+)\)|<project:([^<>\s]+)>")
+
+
+def myst_names(text: str) -> tuple[str, dict[str, str]]:
+    """(title, labels) a MyST page defines for the project (`ingest.sphinx_site`): its first
+    heading, and each `(label)=` target line right before a heading (blank lines between), lower
+    case, to the heading's text. Headings in code blocks are examples."""
+    title, labels, pending = "", {}, []
+    for code, piece in code_segments(text):
+        if code:
+            pending = []
+            continue
+        for line in piece.split("\n"):
+            if (t := _TARGET.match(line)) is not None:
+                pending.append(" ".join(t.group(1).split()).lower())
+            elif (h := _ATX.match(line)) is not None:
+                title = title or h.group(1)
+                labels.update((label, h.group(1)) for label in pending)
+                pending = []
+            elif line.strip():
+                pending = []
+    return title, labels
+
+
+def titled_references(text: str, site: SiteNames | None) -> str:
+    """`text` with each untitled `{ref}`label`` and `{doc}`page`` given the title Sphinx
+    shows (this page's `(label)=` targets, then the project's: `site`), and `[](#label)`,
+    `[](page.md)`, `<project:#label>` as `[Title](...)`; one not known stays as it is. Code
+    (fenced blocks, inline code) is not read."""
+    if not _REFERENCE.search(text):
+        return text
+    ctx = Context(labels=myst_names(text)[1], site=site)
+
+    def role(m: re.Match[str]) -> str:
+        name = (m.group(1) or "").lower()
+        if name not in ("ref", "std:ref", "doc", "std:doc") or _TITLED.match(m.group(3)):
+            return m.group(0)  # inline code, another role, or a titled one
+        return _titled(m.group(0), title_of(name, " ".join(m.group(3).split()), ctx),
+                       lambda t: f"{{{m.group(1)}}}{m.group(2)}{t} <{m.group(3)}>{m.group(2)}")
+
+    def link(m: re.Match[str]) -> str:
+        target = m.group(1) or m.group(2)
+        if ":" in target.split("#")[0]:  # a URL (`https:`, `mailto:`) shows itself
+            return m.group(0)
+        if target.startswith("#"):
+            title = title_of("ref", target[1:], ctx)
+        else:  # a page, else any label ("[](plain-label)": MyST looks it up everywhere)
+            page = re.sub(r"\.(?:md|rst|txt)$", "", target.split("#")[0])
+            title = title_of("doc", page, ctx) or title_of("ref", target, ctx)
+        return _titled(m.group(0), title, lambda t: f"[{t}]({target})")
+
+    out = []
+    for code, piece in code_segments(text):
+        if not code:
+            piece = _ROLE_OR_CODE.sub(role, piece)
+            piece = _TITLE_LINK.sub(link, piece) if "[](" in piece or "<project:" in piece else piece
+        out.append(piece)
+    return "".join(out)
+
+
+def _titled(written: str, title: str | None, shown: Callable[[str], str]) -> str:
+    return written if not title or any(c in title for c in "`<>[]") else shown(title)
 
 
 def holds_markdown(name: str) -> bool:

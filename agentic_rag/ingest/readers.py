@@ -24,6 +24,8 @@ FORMATS = ".md/.mdx/.rst/.adoc/.txt/.html/.pdf/.docx/.ipynb"  # for help texts a
 HTML_SUFFIXES = (".html", ".htm")
 _PAGE_HEADING = re.compile(r"^## Page \d+$")
 _CROSS_REFERENCE = re.compile(r":(?:std:)?(?:ref|doc):`")  # a reST role naming another page
+# MyST's: `{ref}`label``, `{doc}`page``, `[](#label)`, `<project:page.md>`
+_MYST_REFERENCE = re.compile(r"\{(?:std:)?(?:ref|doc)\}`|\[\]\(|<project:")
 _ANTORA_NAV = re.compile(r"nav(?:-[\w-]+)?\.adoc")
 
 
@@ -58,12 +60,17 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
         if name.endswith(MARKDOWN_SUFFIXES):
             from agentic_rag.ingest.includes import myst_with_includes
             from agentic_rag.ingest.mdx import site_markdown
-            from agentic_rag.ingest.myst import myst_markdown
+            from agentic_rag.ingest.myst import myst_markdown, titled_references
+            from agentic_rag.ingest.sphinx_site import site_names
 
             mdx = name.endswith(".mdx")
             try:
                 if not mdx:
-                    text = myst_markdown(myst_with_includes(text, path, BUILD_FOLDERS | SKIPPED_FOLDERS))
+                    text = myst_with_includes(text, path, BUILD_FOLDERS | SKIPPED_FOLDERS)
+                    # the project's other pages are read only for a page that refers to them
+                    site = site_names(path, skip=BUILD_FOLDERS | SKIPPED_FOLDERS) \
+                        if _MYST_REFERENCE.search(text) else None
+                    text = myst_markdown(titled_references(text, site) if site else text)
                 text, fields = site_markdown(text, mdx=mdx)
             except RecursionError:
                 raise DocumentError(f"{path}: nested too deeply to read") from None

@@ -231,7 +231,7 @@ def inline(text: str, ctx: Context) -> str:
     def shown(m: re.Match[str]) -> str:
         if m.group(1) is not None:
             name, target = m.group(1)[:-1].lower(), " ".join(m.group(2).split())
-            title = _title_of(name, target, ctx)
+            title = title_of(name, target, ctx)
             if title:  # a section's or a page's title, read once
                 return title
             body, kind = role_shown(name, m.group(2))
@@ -250,7 +250,7 @@ def inline(text: str, ctx: Context) -> str:
     return (_INLINE_REFS if ctx.targets else _INLINE).sub(shown, text)
 
 
-def _title_of(role: str, target: str, ctx: Context) -> str | None:
+def title_of(role: str, target: str, ctx: Context) -> str | None:
     """The title an untitled `:ref:` (this page's label, then any page's) or `:doc:` shows,
     as plain text (Sphinx's reference shows a title's words, not its markup); another page's
     title is read without this page's substitutions."""

@@ -1,6 +1,7 @@
 """The names a Sphinx project's pages define for one another, read from its folder: what an
 untitled `:ref:`label`` to another page's section and a `:doc:`page`` show (their titles),
-as Sphinx resolves them at build time. `ingest.readers` passes them to `ingest.rst`.
+as Sphinx resolves them at build time; MyST pages' (.md) titles and `(label)=` targets too,
+for MyST's `{ref}`, `{doc}` and `[](#label)` (`myst.titled_references`). `ingest.readers` passes them to `ingest.rst`.
 
     site = site_names(Path("docs/tutorial/views.rst"))
     site.labels["blueprints"], site.doc_title("../api"), site.docname   # "tutorial/views"
@@ -21,9 +22,11 @@ from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
+from agentic_rag.ingest.mdx import front_matter
+from agentic_rag.ingest.myst import myst_names
 from agentic_rag.ingest.sphinx import SiteNames, page_title, section_labels
 
-SOURCE_SUFFIXES = (".rst.txt", ".rst", ".rest")
+SOURCE_SUFFIXES = (".rst.txt", ".rst", ".rest", ".md")  # .md: MyST pages (`myst.myst_names`)
 MAX_PAGES = 5000
 _UP = 8  # how many folders above a page `conf.py` is looked for
 # (root, skip) -> (each page's (mtime, size), or None for a project too large to read; names)
@@ -98,8 +101,13 @@ def _read_site(root: Path, skip: frozenset[str]
         except (OSError, UnicodeDecodeError):
             continue  # the reader names an unreadable page when it reads it
         stamps[f] = stamp
-        lines = text.replace("\r\n", "\n").split("\n")
-        labels.update(section_labels(lines))  # a label defined twice: the last page's, as Sphinx
-        if title := page_title(lines):
+        text = text.replace("\r\n", "\n")
+        if f.name.lower().endswith(".md"):
+            title, found = myst_names(front_matter(text)[1])
+        else:
+            lines = text.split("\n")
+            title, found = page_title(lines), section_labels(lines)
+        labels.update(found)  # a label defined twice: the last page's, as Sphinx
+        if title:
             titles[docname(f, root)] = title
     return stamps, SiteNames(labels=labels, titles=titles)
