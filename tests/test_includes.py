@@ -315,3 +315,37 @@ def test_quoted_myst_options_and_a_page_including_a_clip_of_itself(tmp_path: Pat
                   ".. shared-ends\n\nLater\n-----\n\n.. include:: settings.rst\n   :start-after: "
                   "shared-starts\n   :end-before: shared-ends\n\n.. include:: settings.rst\n")
     assert read_document(page).text.count("Shared sentence.") == 2  # the whole page: a circle
+
+
+def test_mkdocs_snippets_read_in_as_pymdownx_does(tmp_path: Path) -> None:
+    """MkDocs' `--8<-- "file"` (pymdownx.snippets), as it reads them before the page is
+    parsed: inside a code fence too (a tutorial's example code), paths from the folder holding
+    `mkdocs.yml`, sections and line ranges, blocks of names, nested snippets, escapes; a
+    missing file, a URL, a path outside the base and `auto_append` add nothing."""
+    (tmp_path / "docs" / "tutorial").mkdir(parents=True)
+    (tmp_path / "docs_src").mkdir()
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: Demo\nmarkdown_extensions:\n  - pymdownx.emoji:\n      emoji_index: "
+        "!!python/name:material.extensions.emoji.twemoji\n  - pymdownx.snippets:\n"
+        "      auto_append:\n        - docs/abbr.md\n")
+    (tmp_path / "docs" / "abbr.md").write_text("*[HTML]: Hyper Text Markup Language\n")
+    (tmp_path / "docs_src" / "app.py").write_text(
+        "# --8<-- [start:setup]\nimport demo\n\napp = demo.App()\n# --8<-- [end:setup]\n\n\n"
+        "@app.route(\"/\")\ndef index():\n    return \"Hello\"\n")
+    (tmp_path / "docs" / "note.md").write_text("Restart the server.\n--8<-- \"docs/inner.md\"\n")
+    (tmp_path / "docs" / "inner.md").write_text("Inner words.\n--8<-- \"docs/note.md\"\n")  # a circle
+    (tmp_path.parent / "secret.md").write_text("Outside the base.\n")
+    page = _write(tmp_path / "docs" / "tutorial" / "first.md",
+                  "# First steps\n\n```python\n--8<-- \"docs_src/app.py\"\n```\n\n```python\n"
+                  "--8<-- \"docs_src/app.py:setup\"\n```\n\n```python\n--8<-- \"docs_src/app.py:8:9\"\n```\n\n"
+                  "!!! note\n    --8<-- \"docs/note.md\"\n\n--8<--\ndocs/note.md\nmissing.md\n--8<--\n\n"
+                  ";--8<-- \"docs/note.md\"\n\n--8<-- \"https://example.com/x.md\"\n\n"
+                  "--8<-- \"../secret.md\"\n")
+    text = read_document(page).text
+    assert "```python\nimport demo\n\napp = demo.App()\n\n\n@app.route(\"/\")\ndef index():\n" \
+           "    return \"Hello\"\n" in text and "[start:setup]" not in text
+    assert "```python\nimport demo\n\napp = demo.App()\n```" in text
+    assert "```python\n@app.route(\"/\")\ndef index():\n```" in text
+    assert text.count("Restart the server.") == 2 and text.count("Inner words.") == 2
+    assert '--8<-- "docs/note.md"' in text  # the escaped one, shown
+    assert "example.com" not in text and "Outside the base" not in text and "HTML" not in text

@@ -1,10 +1,12 @@
 """Text a page takes from other files, read in where the build reads it: reStructuredText's
 `.. include::` and Sphinx's `.. literalinclude::`, MyST's ```` ```{include} ```` and
-```` ```{literalinclude} ````. A docs/ page that is `.. include:: ../README.rst` reads as
-the README; a tutorial's `literalinclude` of its example reads as that code.
+```` ```{literalinclude} ````, MkDocs' `--8<-- "file"` snippets (`markdown_snippets`). A docs/
+page that is `.. include:: ../README.rst` reads as the README; a tutorial's `literalinclude`
+(or a snippet in a code fence) of its example reads as that code.
 
     text = rst_with_includes(raw_text, page)     # `readers`, before `rst.sphinx_rst`
-    text = myst_with_includes(raw_text, page)    # before `myst.myst_markdown`
+    text = markdown_snippets(raw_text, page)     # then `myst_with_includes`, before `myst.myst_markdown`
+    text = myst_with_includes(text, page)
 
 As Sphinx and MyST-Parser resolve them: the path relative to the page being read, or to the
 project's root (`sphinx_site.source_root`) when it starts with "/"; an included file's own
@@ -386,3 +388,172 @@ def _python_object(source: str, name: str) -> tuple[int, int] | None:
 
     visit(ast.parse(source).body, "")
     return found.get(name)
+
+
+# -- MkDocs' snippets (pymdownx.snippets): `--8<-- "file"` -------------------------------------
+_SNIPPET = re.compile(r"""^([ \t]*)(;*)(?:-+8<-+[ \t]+("(?:\\"|[^"\n])+?"|'(?:\\'|[^'\n])+?')|(-+8<-+))$""")
+_SNIPPET_SECTION = re.compile(r"(?i)^(.*?)(;*)(-+8<-+[ \t]+)(\[[ \t]*(start|end)[ \t]*:[ \t]*"
+                              r"([a-z][-_0-9a-z]*)[ \t]*\])(.*)$")
+_SNIPPET_FILE = re.compile(r"(?i)(.*?)(?:((?::-?[0-9]*){1,2}(?:(?:,(?=[-0-9:])-?[0-9]*)(?::-?[0-9]*)?)*)"
+                           r"|(:[a-z][-_0-9a-z]*))?$")
+_MKDOCS_FILES = ("mkdocs.yml", "mkdocs.yaml")
+
+
+@dataclass
+class _Snippets:
+    """A MkDocs project's snippet settings (`mkdocs.yml`: `pymdownx.snippets`), and what a
+    page's snippets may still add."""
+
+    base: list[Path]
+    dedent: bool = False
+    left: int = field(default_factory=lambda: MAX_PAGE)
+
+
+def markdown_snippets(text: str, page: str | Path, skip: Collection[str] = ()) -> str:
+    """`text`, a Markdown page of a MkDocs site, with its snippets read in as
+    `pymdownx.snippets` does before the page is parsed: a line `--8<-- "file"` (inside a code
+    fence too: a tutorial's example code), a `--8<--` block of file names, `"file:3:10"`
+    line ranges and `"file:name"` sections (`--8<-- [start:name]` / `[end:name]` marker lines
+    removed everywhere), nested snippets, a `;--8<--` escape shown as `--8<--`. Paths are
+    relative to the `base_path` the project's `mkdocs.yml` gives (else the folder holding it,
+    where `mkdocs build` runs; no `mkdocs.yml`: the page's folder), never outside it
+    (`restrict_base_path`, pymdownx's default). `auto_append` files are not appended: they are
+    abbreviation lists a page shows as tooltips, and would repeat on every page. A snippet
+    that cannot be read is dropped, as MkDocs drops it (`check_paths` off); URLs are not
+    fetched (nothing leaves the machine)."""
+    if "8<" not in text:
+        return text
+    path = Path(os.path.abspath(page))
+    lines = _snippet_lines(text.replace("\r\n", "\n").split("\n"), _snippet_settings(path, frozenset(skip)),
+                           set(), False)
+    return "\n".join(lines)
+
+
+def _snippet_settings(page: Path, skip: frozenset[str]) -> _Snippets:
+    for folder in list(page.parents)[:_DEPTH]:
+        if any(p.startswith(".") or p in skip for p in page.parent.relative_to(folder).parts):
+            break
+        config = next((folder / n for n in _MKDOCS_FILES if (folder / n).is_file()), None)
+        if config is not None:
+            opts = _mkdocs_snippet_options(config)
+            base = opts.get("base_path", ["."])
+            base = [base] if isinstance(base, str) else base
+            return _Snippets([Path(os.path.abspath(folder / b)) for b in base if isinstance(b, str)],
+                             bool(opts.get("dedent_subsections")))
+    return _Snippets([page.parent])
+
+
+def _mkdocs_snippet_options(config: Path) -> dict:
+    """`pymdownx.snippets`' options in `mkdocs.yml` ({} where there are none or it does not
+    parse); MkDocs' `!!python/name:` and `!ENV` tags read as nothing."""
+    import yaml
+
+    class Loose(yaml.SafeLoader):
+        pass
+
+    Loose.add_multi_constructor("", lambda loader, suffix, node: None)
+    try:
+        data = yaml.load(config.read_text(encoding="utf-8-sig"), Loader=Loose)  # a SafeLoader
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    extensions = data.get("markdown_extensions") if isinstance(data, dict) else None
+    for ext in extensions if isinstance(extensions, list) else []:
+        if isinstance(ext, dict) and isinstance(ext.get("pymdownx.snippets"), dict):
+            return ext["pymdownx.snippets"]
+    return {}
+
+
+def _snippet_lines(lines: list[str], cfg: _Snippets, seen: set[Path], is_section: bool) -> list[str]:
+    """pymdownx.snippets' `parse_snippets`: the lines with snippets read in."""
+    out: list[str] = []
+    block = False
+    for line in lines:
+        m = _SNIPPET.match(line) if "8<" in line else None
+        inline = False
+        if m is not None:
+            if m.group(2):  # escaped: shown, one ";" fewer
+                out.append(line.replace(";", "", 1))
+                continue
+            if m.group(3) is None:  # a block's opening or closing marker
+                block = not block
+                continue
+            if block:
+                continue  # the inline form is not read inside a block
+            inline = True
+        elif not block:
+            s = _SNIPPET_SECTION.match(line) if not is_section and "8<" in line else None
+            if s is not None and not s.group(2):
+                continue  # a section marker: not shown
+            out.append(line if s is None else s.group(1) + s.group(2).replace(";", "", 1) + s.group(3)
+                       + s.group(4) + s.group(7))
+            continue
+        space = (m.group(1) if inline and m is not None else line[:len(line) - len(line.lstrip())]).expandtabs(4)
+        name = m.group(3)[1:-1].strip() if inline and m is not None else line.strip()
+        if not inline and not name:
+            out.append("")
+            continue
+        if name.startswith(";"):
+            continue
+        out.extend(space + ln for ln in _snippet(name, cfg, seen))
+    return out
+
+
+def _snippet(spec: str, cfg: _Snippets, seen: set[Path]) -> list[str]:
+    """One snippet's lines (its own snippets read), [] where it cannot be read."""
+    f = _SNIPPET_FILE.match(spec)
+    name = f.group(1).strip() if f else ""
+    if not name or name.lower().startswith(("http://", "https://")):
+        return []  # URLs are not fetched (pymdownx's `url_download` is off by default too)
+    path = next((p for b in cfg.base if (p := Path(os.path.abspath(b / name))).is_relative_to(b)
+                 and p.exists()), None)
+    if path is None or path in seen or len(seen) >= _DEPTH:
+        return []
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return []
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES or len(raw) > cfg.left:
+            return []
+        text = raw.decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return []
+    cfg.left -= len(text)
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines = lines if text.endswith("\n") else lines[:-1]
+    if f is not None and f.group(2):
+        picked: list[str] = []
+        total = len(lines)
+        for part in f.group(2)[1:].split(","):
+            bounds = part.split(":")
+            first = int(bounds[0]) if bounds[0] else None
+            last = int(bounds[1]) if len(bounds) > 1 and bounds[1] else None
+            first = None if first is None else (max(0, total + first) if first < 0 else max(0, first - 1))
+            last = None if last is None else (max(0, min(total, total + 1 + last)) if last < 0 else last)
+            picked.extend(lines[first:last])
+        lines = textwrap.dedent("\n".join(picked)).split("\n") if cfg.dedent else picked
+    elif f is not None and f.group(3):
+        lines = _snippet_section(lines, f.group(3)[1:], cfg.dedent)
+    return _snippet_lines(lines, cfg, seen | {path}, bool(f is not None and f.group(3)))
+
+
+def _snippet_section(lines: list[str], section: str, dedent: bool) -> list[str]:
+    """The lines between `--8<-- [start:section]` and `--8<-- [end:section]` (other sections'
+    markers left out)."""
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        m = _SNIPPET_SECTION.match(line) if "8<" in line else None
+        if m is not None and inside and m.group(2):
+            line = m.group(1) + m.group(2).replace(";", "", 1) + m.group(3) + m.group(4) + m.group(7)
+        elif m is not None and m.group(6) == section:
+            if m.group(5).lower() == "start":
+                inside = True
+                continue
+            break
+        elif m is not None and inside:
+            continue
+        if inside:
+            out.append(line)
+    return textwrap.dedent("\n".join(out)).split("\n") if dedent else out

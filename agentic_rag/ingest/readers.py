@@ -58,7 +58,7 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
                 "convert it to UTF-8 first"
             ) from None
         if name.endswith(MARKDOWN_SUFFIXES):
-            from agentic_rag.ingest.includes import myst_with_includes
+            from agentic_rag.ingest.includes import markdown_snippets, myst_with_includes
             from agentic_rag.ingest.mdx import site_markdown
             from agentic_rag.ingest.myst import myst_markdown, titled_references
             from agentic_rag.ingest.sphinx_site import site_names
@@ -66,6 +66,7 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
             mdx = name.endswith(".mdx")
             try:
                 if not mdx:
+                    text = markdown_snippets(text, path, BUILD_FOLDERS | SKIPPED_FOLDERS)  # MkDocs'
                     text = myst_with_includes(text, path, BUILD_FOLDERS | SKIPPED_FOLDERS)
                     # the project's other pages are read only for a page that refers to them
                     site = site_names(path, skip=BUILD_FOLDERS | SKIPPED_FOLDERS) \
