@@ -163,11 +163,37 @@ def test_myst_pages_are_part_of_the_project(tmp_path: Path) -> None:
     topics.write_text("# Topics\n\nSee {ref}`hash-checking mode`, {ref}`plain-label`, {doc}`guide`, "
                       "[](plain-label), [](#local), <project:secure.md> and {ref}`fake`.\n\n"
                       "(local)=\n## Local part\n\n`{ref}`plain-label`` stays code.\n")
-    assert ("See Hash-checking Mode, Plain section, Installing, [Plain section](plain-label), "
-            "[Local part](#local), [Hash-checking Mode](secure.md) and fake.") in read_document(topics).text
+    assert ("See Hash-checking Mode, Plain section, Installing, Plain section, Local part, "
+            "Hash-checking Mode and fake.") in read_document(topics).text
     assert "`{ref}`plain-label`` stays code." in read_document(topics).text
     assert "See Hash-checking Mode and Hash-checking Mode." in read_document(tmp_path / "guide.rst").text
     from agentic_rag.ingest.myst import myst_names
 
     assert myst_names((tmp_path / "secure.md").read_text()) == (
         "Hash-checking Mode", {"hash-checking mode": "Hash-checking Mode"})
+
+
+def test_myst_references_review_cases(tmp_path: Path) -> None:
+    """A review's cases, each checked against Sphinx 9 with MyST-Parser 5: references inside
+    an admonition's fence are read (a code fence's are not); a title with markup shows its
+    words; inline code stays; `[](page.md#label)` is the label's title, `project:` a page;
+    an underlined heading is a title; outside a Sphinx project `[](page.md)` stays (the site
+    shows an empty link as nothing) while `{ref}` is still read."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "conf.py").write_text("")
+    (proj / "other.md").write_text("Other page\n==========\n\n(inst)=\n## The `attrs` {py:class}`~a.Foo` "
+                                       "[guide](https://x.org) ##\n\nText.\n")
+    page = proj / "page.md"
+    page.write_text("# Page\n\n```{note}\nSee {ref}`inst`.\n```\n\n```md\n{ref}`inst`\n```\n\n"
+                    "Code `[](#inst)` and [](other.md#inst), [](other.md#nowhere), <project:other.md>, "
+                    "[](project:other.md), {doc}`other`.\n")
+    text = read_document(page).text
+    assert "See The attrs Foo guide." in text and "```md\n{ref}`inst`\n```" in text
+    assert ("Code `[](#inst)` and The attrs Foo guide, [](other.md#nowhere), Other page, Other page, "
+            "Other page.") in text
+    plain = tmp_path / "site"
+    plain.mkdir()
+    (plain / "a.md").write_text("# A page\n\n(x)=\n## Part\n")
+    (plain / "b.md").write_text("# B\n\nSee [](a.md) and {ref}`x`.\n")
+    assert "See [](a.md) and Part." in read_document(plain / "b.md").text

@@ -28,7 +28,6 @@ and inline code are not rewritten. Pure: tested without files.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
@@ -38,7 +37,6 @@ from agentic_rag.ingest.mdx import (
     bold,
     closed_at,
     closes_fence,
-    code_segments,
     front_matter,
     shallow,
 )
@@ -103,38 +101,97 @@ _EVIDENCE = re.compile(r"^[ \t]*(?:\S+[ \t]+)?(?:`{3,}|~{3,}|:{3,})\{(?:"
                        re.M)
 
 
-_ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_ATX = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+(.*))?$")
+_SETEXT = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
 _REFERENCE = re.compile(r"\{(?:std:)?(?:ref|doc)\}`|\[\]\(|<project:")
-# MyST's links that show their target's title: `[](#label)`, `[](page.md)`, `<project:#label>`
-_TITLE_LINK = re.compile(r"\[\]\(([^()\s]+)\)|<project:([^<>\s]+)>")
+# MyST's links that show their target's title: `[](#label)`, `[](page.md)`, `<project:#label>`;
+# inline code first, so a link written inside it stays as written
+_LINK_OR_CODE = re.compile(r"(?<!`)(`+)(?!`)(?:[^`\n]|\n(?![ \t]*\n)){1,2000}?(?<!`)\1(?!`)"
+                           r"|\[\]\(([^()\s]+)\)|<project:([^<>\s]+)>")
+_MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\([^()\s]*\)")
+
+
+def markdown_code_lines(lines: list[str]) -> set[int]:
+    """The lines of a MyST page inside code: fenced blocks and code directives, and every
+    fence line (a container's too: read as text, "```{note}" would open inline code); an
+    admonition's or container's content (```` ```{note} ````, `:::{tip}`) is Markdown, and a
+    code block left open in one ends with it."""
+    out: set[int] = set()
+    code: str | None = None
+    containers: list[str] = []
+    for i, line in enumerate(lines):
+        if code is not None:
+            out.add(i)
+            if containers and closes_fence(line, containers[-1]) and not closes_fence(line, code):
+                code = None
+                containers.pop()
+                continue
+            code = None if closes_fence(line, code) else code
+        elif containers and closes_fence(line, containers[-1]):
+            containers.pop()
+            out.add(i)
+        elif (d := _DIRECTIVE.match(line)) is not None and holds_markdown(d.group(3).lower()):
+            containers.append(d.group(2))
+            out.add(i)
+        elif (o := _DIRECTIVE.match(line) or OPENER.match(line)) is not None:
+            code = o.group(2)
+            out.add(i)
+    return out
 
 
 def myst_names(text: str) -> tuple[str, dict[str, str]]:
     """(title, labels) a MyST page defines for the project (`ingest.sphinx_site`): its first
-    heading, and each `(label)=` target line right before a heading (blank lines between), lower
-    case, to the heading's text. Headings in code blocks are examples."""
+    heading (`#` or underlined), and each `(label)=` target line right before a heading (blank
+    lines between), lower case, to the heading's words as Sphinx shows them (no markup).
+    Headings in code are examples."""
     title, labels, pending = "", {}, []
-    for code, piece in code_segments(text):
-        if code:
+    lines = text.split("\n")
+    code = markdown_code_lines(lines)
+    for i, line in enumerate(lines):
+        heading = None
+        if i in code:
             pending = []
             continue
-        for line in piece.split("\n"):
-            if (t := _TARGET.match(line)) is not None:
-                pending.append(" ".join(t.group(1).split()).lower())
-            elif (h := _ATX.match(line)) is not None:
-                title = title or h.group(1)
-                labels.update((label, h.group(1)) for label in pending)
-                pending = []
-            elif line.strip():
-                pending = []
+        if (t := _TARGET.match(line.rstrip("\r"))) is not None:
+            pending.append(" ".join(t.group(1).split()).lower())
+            continue
+        if (h := _ATX.match(line.rstrip("\r"))) is not None:
+            heading = _closed_atx(h.group(1) or "")
+        elif (line.strip() and i + 1 < len(lines) and i + 1 not in code
+              and _SETEXT.match(lines[i + 1].rstrip("\r")) and not _SETEXT.match(line)):
+            heading = line.strip()
+        if heading:
+            shown = plain_heading(heading)
+            title = title or shown
+            labels.update((label, shown) for label in pending)
+        if line.strip():
+            pending = []
     return title, labels
 
 
-def titled_references(text: str, site: SiteNames | None) -> str:
-    """`text` with each untitled `{ref}`label`` and `{doc}`page`` given the title Sphinx
-    shows (this page's `(label)=` targets, then the project's: `site`), and `[](#label)`,
-    `[](page.md)`, `<project:#label>` as `[Title](...)`; one not known stays as it is. Code
-    (fenced blocks, inline code) is not read."""
+def _closed_atx(text: str) -> str:
+    """An ATX heading's text without its closing run of "#" (linear: no regex backtracking)."""
+    t = text.rstrip()
+    bare = t.rstrip("#")
+    return bare.rstrip() if bare != t and (not bare or bare[-1] in " \t") else t
+
+
+def plain_heading(text: str) -> str:
+    """A heading's words as a built page shows them: roles as their text, inline code and
+    links as their text, emphasis marks dropped."""
+    text = _ROLE_OR_CODE.sub(lambda m: m.group(0).strip("`") if m.group(1) is None
+                             else role_shown(m.group(1), m.group(3))[0], text)
+    text = _MD_LINK.sub(r"\1", text)
+    return " ".join(re.sub(r"(?<!\w)[*_]{1,2}|[*_]{1,2}(?!\w)", "", text).split())
+
+
+def titled_references(text: str, site: SiteNames | None, links: bool = True) -> str:
+    """`text` with each untitled `{ref}`label`` and `{doc}`page`` shown as the title Sphinx
+    shows (this page's `(label)=` targets, then the project's: `site`), and, where `links`
+    (a Sphinx project: a plain Markdown site shows an empty link as nothing),
+    `[](#label)`, `[](page.md)`, `[](page.md#label)`, `<project:#label>` as the title too;
+    one not known stays as written. Code (fenced blocks, code directives, inline code) is
+    not read."""
     if not _REFERENCE.search(text):
         return text
     ctx = Context(labels=myst_names(text)[1], site=site)
@@ -143,31 +200,39 @@ def titled_references(text: str, site: SiteNames | None) -> str:
         name = (m.group(1) or "").lower()
         if name not in ("ref", "std:ref", "doc", "std:doc") or _TITLED.match(m.group(3)):
             return m.group(0)  # inline code, another role, or a titled one
-        return _titled(m.group(0), title_of(name, " ".join(m.group(3).split()), ctx),
-                       lambda t: f"{{{m.group(1)}}}{m.group(2)}{t} <{m.group(3)}>{m.group(2)}")
+        return _shown(m.group(0), title_of(name, " ".join(m.group(3).split()), ctx))
 
     def link(m: re.Match[str]) -> str:
-        target = m.group(1) or m.group(2)
-        if ":" in target.split("#")[0]:  # a URL (`https:`, `mailto:`) shows itself
+        if m.group(1) is not None:
+            return m.group(0)  # inline code
+        target = (m.group(2) or m.group(3)).removeprefix("project:")
+        page, _, fragment = target.partition("#")
+        if ":" in page:  # a URL (`https:`, `mailto:`) shows itself
             return m.group(0)
-        if target.startswith("#"):
-            title = title_of("ref", target[1:], ctx)
-        else:  # a page, else any label ("[](plain-label)": MyST looks it up everywhere)
-            page = re.sub(r"\.(?:md|rst|txt)$", "", target.split("#")[0])
-            title = title_of("doc", page, ctx) or title_of("ref", target, ctx)
-        return _titled(m.group(0), title, lambda t: f"[{t}]({target})")
+        if fragment:  # a label (of that page or any: Sphinx's labels are the project's)
+            return _shown(m.group(0), title_of("ref", fragment, ctx))
+        name = re.sub(r"\.(?:md|rst|txt)$", "", page)  # a page, else any label (MyST looks it up)
+        return _shown(m.group(0), title_of("doc", name, ctx) or title_of("ref", page, ctx))
 
-    out = []
-    for code, piece in code_segments(text):
-        if not code:
-            piece = _ROLE_OR_CODE.sub(role, piece)
-            piece = _TITLE_LINK.sub(link, piece) if "[](" in piece or "<project:" in piece else piece
-        out.append(piece)
-    return "".join(out)
+    lines = text.split("\n")
+    code = markdown_code_lines(lines)
+    out, run = [], []
+    for i, line in enumerate([*lines, None]):
+        if line is not None and i not in code:
+            run.append(line)
+            continue
+        if run:
+            piece = _ROLE_OR_CODE.sub(role, "\n".join(run))
+            out.append(_LINK_OR_CODE.sub(link, piece) if links else piece)
+            run = []
+        if line is not None:
+            out.append(line)
+    return "\n".join(out)
 
 
-def _titled(written: str, title: str | None, shown: Callable[[str], str]) -> str:
-    return written if not title or any(c in title for c in "`<>[]") else shown(title)
+def _shown(written: str, title: str | None) -> str:
+    """The title where known, as plain words (no markup the page would read again)."""
+    return written if not title else " ".join(re.sub(r"[`{}<>\[\]]", "", title).split()) or written
 
 
 def holds_markdown(name: str) -> bool:

@@ -61,17 +61,20 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
             from agentic_rag.ingest.includes import markdown_snippets, myst_with_includes
             from agentic_rag.ingest.mdx import site_markdown
             from agentic_rag.ingest.myst import myst_markdown, titled_references
-            from agentic_rag.ingest.sphinx_site import site_names
+            from agentic_rag.ingest.sphinx_site import site_names, source_root
 
             mdx = name.endswith(".mdx")
             try:
                 if not mdx:
                     text = markdown_snippets(text, path, BUILD_FOLDERS | SKIPPED_FOLDERS)  # MkDocs'
                     text = myst_with_includes(text, path, BUILD_FOLDERS | SKIPPED_FOLDERS)
-                    # the project's other pages are read only for a page that refers to them
-                    site = site_names(path, skip=BUILD_FOLDERS | SKIPPED_FOLDERS) \
-                        if _MYST_REFERENCE.search(text) else None
-                    text = myst_markdown(titled_references(text, site) if site else text)
+                    # the project's other pages are read only for a page that refers to them;
+                    # `[](page.md)` shows a title only in a Sphinx project (a Markdown site: nothing)
+                    skip = BUILD_FOLDERS | SKIPPED_FOLDERS
+                    if _MYST_REFERENCE.search(text):
+                        sphinx = (source_root(path.absolute(), skip) / "conf.py").is_file()
+                        text = titled_references(text, site_names(path, skip=skip), links=sphinx)
+                    text = myst_markdown(text)
                 text, fields = site_markdown(text, mdx=mdx)
             except RecursionError:
                 raise DocumentError(f"{path}: nested too deeply to read") from None
