@@ -349,3 +349,32 @@ def test_mkdocs_snippets_read_in_as_pymdownx_does(tmp_path: Path) -> None:
     assert text.count("Restart the server.") == 2 and text.count("Inner words.") == 2
     assert '--8<-- "docs/note.md"' in text  # the escaped one, shown
     assert "example.com" not in text and "Outside the base" not in text and "HTML" not in text
+
+
+def test_mkdocs_snippets_settings_and_odd_input(tmp_path: Path) -> None:
+    """A review's cases, each against pymdownx.snippets: `base_path: !relative $config_dir`
+    (MkDocs' own advice) and `!ENV` read, the mapping form of `markdown_extensions`, a base
+    that is a file; a site without the extension (or no `mkdocs.yml`) is left as it is; a
+    name too long for the file system, a 5,000-digit line number and "[START:x]" never raise."""
+    from agentic_rag.ingest.includes import markdown_snippets
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "part.md").write_text("Part words.\n")
+    (tmp_path / "docs" / "code.py").write_text("# --8<-- [START:x]\nhidden = 1\n# --8<-- [end:x]\n")
+    page = tmp_path / "docs" / "page.md"
+    body = ('--8<-- "part.md"\n\n--8<-- "code.py:x"\n\n--8<-- "part.md:' + "9" * 5000 + '"\n\n--8<--\n'
+            + "n" * 300 + "\n--8<--\n")
+    (tmp_path / "mkdocs.yml").write_text("markdown_extensions:\n  - toc\n")
+    assert markdown_snippets(body, page) == body  # the site does not enable snippets
+    (tmp_path / "mkdocs.yml").write_text(
+        "docs_dir: docs\nmarkdown_extensions:\n  pymdownx.snippets:\n    base_path: !relative $docs_dir\n"
+        "  pymdownx.emoji:\n    emoji_index: !!python/name:material.extensions.emoji.twemoji\n")
+    text = markdown_snippets(body, page)
+    assert text.startswith("Part words.\n") and "hidden" not in text and "nnn" not in text
+    (tmp_path / "mkdocs.yml").write_text(
+        "markdown_extensions:\n  - pymdownx.snippets:\n      base_path: [!relative $config_dir, !ENV [NO_SUCH_VAR_X, docs]]\n")
+    assert markdown_snippets('--8<-- "part.md"\n', page) == "Part words.\n\n"  # the file's last newline
+    (tmp_path / "mkdocs.yml").write_text(
+        "markdown_extensions:\n  - pymdownx.snippets:\n      base_path: [docs/part.md]\n")
+    assert markdown_snippets('--8<-- "part.md"\n--8<-- "code.py"\n', page) == "Part words.\n\n"
+    assert markdown_snippets('--8<-- "part.md"\n', tmp_path.parent / "elsewhere.md") == '--8<-- "part.md"\n'
