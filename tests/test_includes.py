@@ -10,7 +10,8 @@ from pathlib import Path
 
 from agentic_rag import AgenticChunker
 from agentic_rag.config import RAGConfig
-from agentic_rag.ingest.includes import literal_lines_of, myst_with_includes
+from agentic_rag.ingest.include_clips import literal_lines_of
+from agentic_rag.ingest.includes import myst_with_includes
 from agentic_rag.ingest.readers import read_document
 from agentic_rag.ingest.rst import sphinx_rst
 
@@ -356,7 +357,7 @@ def test_mkdocs_snippets_settings_and_odd_input(tmp_path: Path) -> None:
     (MkDocs' own advice) and `!ENV` read, the mapping form of `markdown_extensions`, a base
     that is a file; a site without the extension (or no `mkdocs.yml`) is left as it is; a
     name too long for the file system, a 5,000-digit line number and "[START:x]" never raise."""
-    from agentic_rag.ingest.includes import markdown_snippets
+    from agentic_rag.ingest.snippets import markdown_snippets
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "part.md").write_text("Part words.\n")
@@ -372,7 +373,8 @@ def test_mkdocs_snippets_settings_and_odd_input(tmp_path: Path) -> None:
     text = markdown_snippets(body, page)
     assert text.startswith("Part words.\n") and "hidden" not in text and "nnn" not in text
     (tmp_path / "mkdocs.yml").write_text(
-        "markdown_extensions:\n  - pymdownx.snippets:\n      base_path: [!relative $config_dir, !ENV [NO_SUCH_VAR_X, docs]]\n")
+        "markdown_extensions:\n  - pymdownx.snippets:\n"
+        "      base_path: [!relative $config_dir, !ENV [NO_SUCH_VAR_X, docs]]\n")
     assert markdown_snippets('--8<-- "part.md"\n', page) == "Part words.\n\n"  # the file's last newline
     (tmp_path / "mkdocs.yml").write_text(
         "markdown_extensions:\n  - pymdownx.snippets:\n      base_path: [docs/part.md]\n")

@@ -111,16 +111,22 @@ _LINK_OR_CODE = re.compile(r"(?<!`)(`+)(?!`)(?:[^`\n]|\n(?![ \t]*\n)){1,2000}?(?
 _MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\([^()\s]*\)")
 
 
-def markdown_code_lines(lines: list[str]) -> set[int]:
-    """The lines of a MyST page inside code: fenced blocks and code directives, and every
+def markdown_code_lines(lines: list[str], opened: set[int] | None = None) -> set[int]:
+    """The lines of a MyST page that show no Markdown of its own: fenced blocks, code and
+    other non-text directives (`{include}`), HTML comments (shown as nothing), and every
     fence line (a container's too: read as text, "```{note}" would open inline code); an
     admonition's or container's content (```` ```{note} ````, `:::{tip}`) is Markdown, and a
-    code block left open in one ends with it."""
+    code block left open in one ends with it. `opened`, where given, gets the first line of
+    each block opened outside code (`ingest.includes` reads the include directives there)."""
     out: set[int] = set()
     code: str | None = None
+    comment = False
     containers: list[str] = []
     for i, line in enumerate(lines):
-        if code is not None:
+        if comment:
+            out.add(i)
+            comment = "-->" not in line
+        elif code is not None:
             out.add(i)
             if containers and closes_fence(line, containers[-1]) and not closes_fence(line, code):
                 code = None
@@ -130,12 +136,17 @@ def markdown_code_lines(lines: list[str]) -> set[int]:
         elif containers and closes_fence(line, containers[-1]):
             containers.pop()
             out.add(i)
+        elif line.lstrip().startswith("<!--"):
+            out.add(i)
+            comment = "-->" not in line
         elif (d := _DIRECTIVE.match(line)) is not None and holds_markdown(d.group(3).lower()):
             containers.append(d.group(2))
             out.add(i)
         elif (o := _DIRECTIVE.match(line) or OPENER.match(line)) is not None:
             code = o.group(2)
             out.add(i)
+            if opened is not None:
+                opened.add(i)
     return out
 
 

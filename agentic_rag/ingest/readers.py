@@ -58,9 +58,10 @@ def read_document(path: str | Path, doc_id: str | None = None) -> Document:
                 "convert it to UTF-8 first"
             ) from None
         if name.endswith(MARKDOWN_SUFFIXES):
-            from agentic_rag.ingest.includes import markdown_snippets, myst_with_includes
+            from agentic_rag.ingest.includes import myst_with_includes
             from agentic_rag.ingest.mdx import site_markdown
             from agentic_rag.ingest.myst import myst_markdown, titled_references
+            from agentic_rag.ingest.snippets import markdown_snippets
             from agentic_rag.ingest.sphinx_site import site_names, source_root
 
             mdx = name.endswith(".mdx")
