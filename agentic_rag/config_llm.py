@@ -58,6 +58,11 @@ class ServerConfig(_Section):
         "answers a test completion (the next built one down when it dies). Pin "
         "one where ggml's pick faults (unpatched AMX) or to share replies "
         "between machines that run the same variant")
+    repack: bool | None = Field(
+        None, description="ggml's repacked weight layouts (llama-server's extra buffer types: "
+        "CPU_REPACK, and AMX in `sapphirerapids`): None = off for the variants whose plain "
+        "kernels read prompts faster (`zen4`, `icelake`: 1.3-1.5x measured), on for the others. "
+        "Replies are cached per setting: `true` replays zen4 reply packs made before 2026-12-06")
 
     @model_validator(mode="after")
     def _slots_need_llama_server(self) -> ServerConfig:
@@ -67,6 +72,9 @@ class ServerConfig(_Section):
         if self.cpu_variant is not None and self.binary is None:
             raise ValueError(f"llm.server.cpu_variant = {self.cpu_variant!r} needs "
                              "llm.server.binary (a llama-server built with `make llama-server`)")
+        if self.repack is not None and self.binary is None:
+            raise ValueError(f"llm.server.repack = {self.repack} needs llm.server.binary (a "
+                             "llama-server): llama-cpp-python's server has no such switch")
         if self.cpu_variant is not None and not re.fullmatch(r"\w[\w.-]*", self.cpu_variant):
             raise ValueError(f"llm.server.cpu_variant = {self.cpu_variant!r}: not a variant "
                              "name (e.g. zen4, icelake, haswell)")

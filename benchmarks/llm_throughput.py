@@ -13,8 +13,9 @@ the build ships variants; what `LlamaServer` runs), a variant name such as `hasw
 launcher with `AGENTIC_RAG_CPU_VARIANT` set: that variant, whatever the processor has), or
 the path of a llama.cpp `llama-server` executable (`make llama-server`; `llm.server.binary`:
 PYTHON is then unused), optionally with `:VARIANT` to pin ggml's CPU variant
-(`llm.server.cpu_variant`) and `@N` for N slots (`llm.server.slots`; the arm then
-sends each question's calls N at a time where the protocol allows, see `question`),
+(`llm.server.cpu_variant`), `+repack` / `+no-repack` to set `llm.server.repack` (default:
+`binary.repacks`, plain kernels on zen4 / icelake) and `@N` for N slots (`llm.server.slots`;
+the arm then sends each question's calls N at a time where the protocol allows, see `question`),
 and optionally LAYOUT, the answer prompt's layout (`llm_judge.answer_messages`):
 `context-first` (today's, the default) or `instructions-first` (before prefix re-use).
 Default arms (issue 39): `old-default`, llama-cpp-python's server (`auto`, today's layout),
@@ -22,7 +23,9 @@ the default before issue 39 and the portable fall-back now; when that build ship
 variants, the same build held to the AVX2 variant (`installed-avx2`); and `new-default`, the
 C++ llama-server `make install` builds (one slot), with the CPU variant the default config
 runs (ggml's pick for this processor when a test completion runs on it:
-`binary.runnable_binary`). The first arm is the reference of the "vs first arm" column. The
+`binary.runnable_binary`), and where that runs ggml's plain kernels, the same with the weights
+repacked (`repacked`, the default until 2026-12-06). The first arm is the reference of the
+"vs first arm" column. The
 layout before prefix re-use: `--arm before PYTHON auto instructions-first`.
 All arms' servers run at once on ports 8801... (an idle server uses no CPU); the questions go
 question by question to each arm in turn, the order rotated per question, so background load
@@ -197,11 +200,16 @@ class Arm:
         self.layout = layout
         self.py = None if python == sys.executable else python
         head, _, slots = launch.partition("@")
+        head, plus, repack = head.partition("+")
         binary, _, variant = head.partition(":")
         self.binary = binary if os.sep in binary else None
+        if plus and (repack not in ("repack", "no-repack") or not self.binary):
+            raise SystemExit(f"--arm {name}: {launch!r}: `+repack` or `+no-repack` after a "
+                             "llama-server path")
         self.cfg = ServerConfig(model=model, port=port, binary=self.binary,
                                 slots=int(slots or 1),
-                                cpu_variant=(variant or None) if self.binary else None)
+                                cpu_variant=(variant or None) if self.binary else None,
+                                repack=(repack == "repack") if plus else None)
         cls = _PlainServer if launch == "plain" else LlamaServer
         self.srv = cls(self.cfg, home=home / name, python=self.py)
         self.answers: list[dict] = []
@@ -367,8 +375,10 @@ def render(res: dict) -> str:
         backend = (f"variant `{b['cpu_variant']}`" if b.get("cpu_variant")
                    else f"linked-in `{b.get('cpu_backend')}`")
         if b.get("server") == "llama-server":
+            kernels = {True: ", weights repacked", False: ", plain kernels"}.get(
+                a["settings"].get("repack"), "")
             build = (f"C++ llama-server {b['version']}, "
-                     f"{a['settings']['slots']} slot(s), {backend}")
+                     f"{a['settings']['slots']} slot(s), {backend}{kernels}")
         else:
             kind = (f"GGML_BACKEND_DL, {len(b['cpu_variants'])} variants" if b["backend_dl"]
                     else "portable")
@@ -398,6 +408,14 @@ def render(res: dict) -> str:
             L.append(f"- {d['id']} ({d['context']}): {base['name']} {d[base['name']]!r} → "
                      f"{a['name']} {d[a['name']]!r}")
         L.append("")
+    if (e := res.get("kernels_equality")) is not None:
+        L.append(f"Greedy equality, new-default (plain kernels) vs repacked (the same build and "
+                 f"variant, weights repacked): {e['identical']}/{e['prompts']} answer prompts "
+                 f"identical; judge P(yes) max abs difference {e['judge_p_yes_max_abs_diff']:.4f} "
+                 f"over {e['judge_calls']} calls, {e['judge_verdicts_equal']}/{e['judge_calls']} "
+                 "same verdict at 0.5.")
+        L += [f"- {d['id']} ({d['context']}): repacked {d['repacked']!r} → plain "
+              f"{d['new-default']!r}" for d in e["diffs"]] + [""]
     L.append("Builds: " + "; ".join(
         (f"{a['name']}: llama-server {a['build']['version']} ({a['build']['binary']}), "
          if a["build"].get("server") == "llama-server" else
@@ -438,6 +456,8 @@ def main() -> None:
         default = ServerConfig().binary  # the llama-server `make install` built, if it did
         if default:  # ggml's pick that answers a test completion (`binary.runnable_binary`)
             arms.append(["new-default", sys.executable, default, "context-first"])
+            if not server_settings(ServerConfig())["repack"]:  # plain kernels: vs repacked
+                arms.append(["repacked", sys.executable, default + "+repack", "context-first"])
         else:
             print(f"no llama-server build ({LLAMA_SERVER_BUILD}): the default is the old one",
                   flush=True)
@@ -453,6 +473,9 @@ def main() -> None:
                            log=lambda m: print(m, flush=True))
     res = {"stamp": stamp, "arms": results,
            "equality": {a["name"]: equality(results[0], a) for a in results[1:]}}
+    by_name = {a["name"]: a for a in results}
+    if {"new-default", "repacked"} <= by_name.keys():  # what the plain kernels change
+        res["kernels_equality"] = equality(by_name["repacked"], by_name["new-default"])
     Path(args.json).write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
     section = render(res)
     write_section(Path(args.md), section)

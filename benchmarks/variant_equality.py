@@ -4,6 +4,8 @@ that runs, since kernels of two variants round differently. This measures how of
 
     .venv/bin/python benchmarks/variant_equality.py [--variants x64 haswell skylakex icelake zen4]
         [--model qwen2.5-coder-1.5b] [--json benchmarks/VARIANT_EQUALITY.json]
+    .venv/bin/python benchmarks/variant_equality.py --variants zen4+repack zen4+no-repack \
+        --json benchmarks/REPACK_EQUALITY.json     # ggml's repacked weights vs its plain kernels
 
 For each variant this processor can load (a variant it cannot, e.g. `alderlake`'s AVX-VNNI on
 an AMD EPYC, is reported as skipped), the default llama-server build held to that variant
@@ -33,7 +35,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from agentic_rag.config_llm import ServerConfig  # noqa: E402
 from agentic_rag.llm.binary import VARIANT_RANK, ServerError, cpu_variants
-from agentic_rag.llm.server import LlamaServer, build_info
+from agentic_rag.llm.server import LlamaServer, build_info, server_settings
 
 HERE = Path(__file__).resolve().parent
 
@@ -129,8 +131,14 @@ def p_yes(choice: dict) -> float:
 
 def run_variant(binary: str, variant: str, model: str, port: int, home: Path,
                 startup_timeout_s: float = 600.0, prompts: int = len(CONTEXTS)) -> dict:
-    cfg = ServerConfig(model=model, binary=binary, cpu_variant=variant, port=port,
-                       startup_timeout_s=startup_timeout_s)
+    """One server held to `variant` (`NAME`, `NAME+repack` or `NAME+no-repack`: the weights
+    repacked or not, `llm.server.repack`; by default as `binary.repacks` says)."""
+    name, plus, repack = variant.partition("+")
+    if plus and repack not in ("repack", "no-repack"):
+        raise SystemExit(f"--variants {variant}: `+repack` or `+no-repack` after the name")
+    cfg = ServerConfig(model=model, binary=binary, cpu_variant=name, port=port,
+                       startup_timeout_s=startup_timeout_s,
+                       repack=(repack == "repack") if plus else None)
     info = build_info(cfg)  # an error when this processor cannot load the variant
     t0 = time.perf_counter()
     with LlamaServer(cfg, home=home / variant) as srv:
@@ -152,6 +160,7 @@ def run_variant(binary: str, variant: str, model: str, port: int, home: Path,
                             "top_logprobs": 10})
             judges.append(p_yes(r["choices"][0]))
     return {"variant": variant, "loaded": info["cpu_variant"], "version": info["version"],
+            "repack": server_settings(cfg)["repack"],
             "ready_s": ready, "answers": answers, "p_yes": judges,
             "prompt_tokens_per_s": prompt_n / (prompt_ms / 1000) if prompt_ms else None,
             "generated_tokens_per_s": gen_n / (gen_ms / 1000) if gen_ms else None}

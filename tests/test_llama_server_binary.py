@@ -75,7 +75,11 @@ def test_command_passes_the_settings_that_change_outputs(tmp_path):
     assert cmd[0] == cfg.binary and args["--model"] == "/m/model.gguf"
     assert args["--ctx-size"] == "8192" and args["--parallel"] == "2"  # n_ctx per slot
     assert args["--batch-size"] == args["--ubatch-size"] == "512" and args["--flash-attn"] == "off"
+    assert "--no-repack" in cmd  # zen4: ggml's plain kernels read prompts faster
+    assert "--no-repack" not in LlamaServer(cfg.model_copy(update={"repack": True})).command(
+        Path("/m/model.gguf"))
     s = server_settings(cfg)
+    assert s["repack"] is False
     assert s["server"] == "llama-server" and s["slots"] == 2 and "logits_all" not in s
     assert server_settings(ServerConfig(binary=None))["logits_all"] is True  # llama-cpp-python's
 
@@ -84,8 +88,11 @@ def test_identity_carries_the_binary_build_and_slots(tmp_path):
     one = LLMConfig(server=ServerConfig(binary=fake_binary(tmp_path)))
     two = LLMConfig(server=ServerConfig(binary=one.server.binary, slots=2))
     a, b = model_identity(one), model_identity(two)
-    assert "|build=llama-server 0.5.0-dev (build 1, commit 0c1e570)/zen4|" in a
+    assert "|build=llama-server 0.5.0-dev (build 1, commit 0c1e570)/zen4+no-repack|" in a
     assert a.endswith("|slots=1")
+    # the weights repacked (the packs made before 2026-12-06): the old identity, theirs
+    repacked = LLMConfig(server=ServerConfig(binary=one.server.binary, repack=True))
+    assert "|build=llama-server 0.5.0-dev (build 1, commit 0c1e570)/zen4|" in model_identity(repacked)
     assert a != b and b.endswith("|slots=2")
     portable = LLMConfig(server=ServerConfig(binary=None))
     assert model_identity(portable) != a  # llama-cpp-python's server: another identity
@@ -114,6 +121,10 @@ def test_the_real_llama_server_answers_with_logprobs(tmp_path):
         with pytest.raises(ServerError, match=r"running the 'haswell' CPU variant .*"
                                               r"this config runs 'zen4'"):
             LlamaServer(other, home=tmp_path).start()
+        # ... nor with the weights laid out otherwise (haswell repacks them by default)
+        plain = cfg.model_copy(update={"repack": False})
+        with pytest.raises(ServerError, match=r"repacks its weights .* does not"):
+            LlamaServer(plain, home=tmp_path).start()
         assert LlamaServer(cfg, home=tmp_path).start().proc is None  # the same one is reused
     assert build_info(cfg)["cpu_variant"] == "haswell"
     assert server_binary_info(str(REAL))["version"] != "unknown"
@@ -209,7 +220,8 @@ def test_a_pinned_cpu_variant_is_the_only_one_the_server_can_load(tmp_path):
     # the identity names the variant that runs: a machine whose best is zen4 shares its replies
     zen4_best = variant_build(tmp_path / "amd", variants=("haswell", "zen4"))
     ident = model_identity(LLMConfig(server=pinned))
-    assert "/zen4|" in ident and ident != model_identity(LLMConfig(server=auto))
+    assert "/zen4+no-repack|" in ident and ident != model_identity(LLMConfig(server=auto))
+    assert "/sapphirerapids|" in model_identity(LLMConfig(server=auto))  # AMX: repacked
     assert ident == model_identity(LLMConfig(server=ServerConfig(binary=zen4_best)))
 
 
@@ -222,6 +234,8 @@ def test_an_unknown_or_orphan_cpu_variant_is_an_error_naming_it(tmp_path):
         served_binary(ServerConfig(binary=binary, cpu_variant="skylakex"))
     with pytest.raises(ValidationError, match="cpu_variant = 'zen4' needs llm.server.binary"):
         ServerConfig(binary=None, cpu_variant="zen4")
+    with pytest.raises(ValidationError, match="repack = False needs llm.server.binary"):
+        ServerConfig(binary=None, repack=False)
     with pytest.raises(ValidationError, match="not a variant name"):
         ServerConfig(binary=binary, cpu_variant="../zen4")
 
@@ -283,3 +297,36 @@ def test_threads_asking_for_the_variant_folder_at_once_get_one_complete_folder(t
     assert sorted(p.name for p in folder.iterdir()) == [
         "libggml-base.so", "libggml-cpu-haswell.so", "libllama.so", "llama-server"]
     assert [p.name for p in folder.parent.iterdir() if p.name != ".lock"] == ["haswell"]
+
+
+def test_repacking_is_off_only_where_the_plain_kernels_were_measured_faster():
+    from agentic_rag.llm.binary import PACK_SERVER, repacks
+
+    auto = ServerConfig(binary="/x/llama-server")
+    assert [v for v in ("sapphirerapids", "zen4", "icelake", "skylakex", "haswell", "x64", None)
+            if not repacks(auto, v)] == ["zen4", "icelake"]
+    assert repacks(auto.model_copy(update={"repack": True}), "zen4")
+    assert not repacks(auto.model_copy(update={"repack": False}), "sapphirerapids")
+    # the committed packs' server, as an overlay: zen4, repacked
+    from agentic_rag.config import RAGConfig
+
+    packs = RAGConfig().with_overrides({"llm.server.binary": "/x/llama-server", **PACK_SERVER})
+    assert packs.llm.server.cpu_variant == "zen4" and repacks(packs.llm.server, "zen4")
+
+
+def test_a_running_servers_repacking_is_read_from_its_command_line(tmp_path):
+    import subprocess
+    import sys
+
+    from agentic_rag.llm.binary import served_repack
+
+    for args, repacked in (([], True), (["--no-repack"], False), (["-nr"], False)):
+        p = subprocess.Popen([sys.executable, "-c", "import time; print(1, flush=True); "
+                              "time.sleep(30)", *args], stdout=subprocess.PIPE)
+        try:
+            p.stdout.readline()  # it runs: its command line is its own, not a fork's
+            assert served_repack(p.pid) is repacked
+        finally:
+            p.kill()
+            p.wait()
+    assert served_repack(2**22 + 12345) is None  # no such process

@@ -75,7 +75,7 @@ def test_ggml_pick_is_served_when_its_test_completion_runs(tmp_path):
     assert runnable_binary(binary) == binary  # not held: ggml's own pick, zen4
     assert _serves(tmp_path) == ["zen4"]  # one test completion
     ident = model_identity(LLMConfig(server=ServerConfig(binary=binary)))
-    assert "|build=llama-server 0.5.0-dev (build 1, commit 0c1e570)/zen4|" in ident
+    assert "|build=llama-server 0.5.0-dev (build 1, commit 0c1e570)/zen4+no-repack|" in ident
 
 
 def test_a_pick_that_dies_falls_back_to_the_next_built_variant_that_runs(tmp_path, caplog):
@@ -89,7 +89,7 @@ def test_a_pick_that_dies_falls_back_to_the_next_built_variant_that_runs(tmp_pat
     assert "sapphirerapids does not run here (SIGILL)" in line and "running zen4" in line
     # the replies are filed under the variant that runs: the same as a machine picking zen4
     ident = model_identity(LLMConfig(server=ServerConfig(binary=binary)))
-    assert "/zen4|" in ident
+    assert "/zen4+no-repack|" in ident
     amd = tmp_path / "amd"
     amd.mkdir()
     zen4 = build(amd, supported=("zen4", "icelake", "skylakex", "haswell", "x64"))

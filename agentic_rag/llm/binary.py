@@ -122,6 +122,37 @@ VARIANT_RANK = ("sapphirerapids", "zen4", "cooperlake", "icelake", "cascadelake"
                 "sse42", "x64")
 
 
+# ggml's CPU variants whose plain kernels read prompts faster than its repacked weight layouts
+# (CPU_REPACK) on the Q4_K_M model: 2026-12-06, AMD EPYC, 2 threads, a 1,532-token prompt,
+# prompt tokens/s repacked -> plain: zen4 84-90 -> 107-119, icelake 72-82 -> 107-126 (both
+# AVX-512 VNNI); skylakex 74-83 -> 65-66 and haswell 52-62 -> 57-60 are not (docs/servers.md).
+# `sapphirerapids` keeps them on: its AMX kernels are an extra buffer type too.
+PLAIN_KERNELS_FASTER = frozenset({"zen4", "icelake"})
+
+
+# the server this project's committed llama-server reply packs were made by (the claims' rows,
+# the LLM strategies, the agent-support and tune experiments): `zen4`, weights repacked (the
+# only setting before 2026-12-06). experiments/llama-server.yaml is the same as a config overlay.
+PACK_SERVER = {"llm.server.cpu_variant": "zen4", "llm.server.repack": True}
+
+
+def repacks(config: ServerConfig, variant: str | None) -> bool:
+    """Whether the llama-server `config` runs, on CPU `variant`, repacks the weights
+    (`llm.server.repack`; None: not for `PLAIN_KERNELS_FASTER`). The two round differently,
+    so the reply cache keys on it (`cache.model_identity`)."""
+    return config.repack if config.repack is not None else variant not in PLAIN_KERNELS_FASTER
+
+
+def served_repack(pid: int) -> bool | None:
+    """Whether a running llama-server repacks its weights (its command line has no
+    `--no-repack` / `-nr`); None when it cannot be read."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    return not ({b"--no-repack", b"-nr"} & set(args))
+
+
 PROBE_MODEL = "smollm2-135m"  # the test completion's model (98 MB)
 
 

@@ -26,7 +26,8 @@ def model_identity(config: LLMConfig, base_url: str | None = None,
       the GGUF weights' sha256 (a named model's is the one its server verifies at start; a
       .gguf path is hashed, by `digest` when given), the llama.cpp build and the CPU variant
       it runs (`llama_build`, or `build` when given: a variant's kernels round differently,
-      so its greedy answers can differ) and the server settings that can change a reply
+      so its greedy answers can differ; `+no-repack` when a llama-server runs ggml's plain
+      kernels, `binary.repacks`) and the server settings that can change a reply
       (context size, chat format, threads);
     - a hosted endpoint (`llm.base_url` set, called there) or any endpoint of a pool
       (`llm.endpoints`): `llm.model`, the model name the endpoint serves (put the version
@@ -47,9 +48,12 @@ def model_identity(config: LLMConfig, base_url: str | None = None,
             p = Path(s.model)
             weights = f"gguf:{(digest or _file_sha256)(p)}" if p.is_file() else f"missing:{p}"
         if s.binary:  # llama-server: its build, and its slots (batched sequences can differ)
-            from agentic_rag.llm.binary import served_binary
+            from agentic_rag.llm.binary import repacks, served_binary
 
-            return (f"{weights}|build={(build or (lambda: llama_build(served_binary(s))))()}"
+            built = (build or (lambda: llama_build(served_binary(s))))()
+            if not repacks(s, built.rsplit("/", 1)[-1]):  # plain kernels round differently
+                built += "+no-repack"
+            return (f"{weights}|build={built}"
                     f"|n_ctx={s.n_ctx}|chat_format={s.chat_format}|n_threads={s.n_threads}"
                     f"|slots={s.slots}")
         return (f"{weights}|build={(build or llama_build)()}|n_ctx={s.n_ctx}"

@@ -47,7 +47,9 @@ from agentic_rag.llm.binary import (
     get_json,
     listener_pid,
     mapped_cpu_variant,
+    repacks,
     served_binary,
+    served_repack,
     server_binary_info,
 )
 from agentic_rag.llm.models import resolve_model
@@ -116,11 +118,16 @@ def server_settings(config: ServerConfig) -> dict[str, Any]:
     request at a time), context size, threads, chat format, and llama_cpp.server's defaults
     (overridden by its N_BATCH / N_UBATCH / FLASH_ATTN environment variables when set); for a
     llama-server binary the same batch sizes and flash-attention setting, which `command`
-    passes explicitly, and no `logits_all`."""
+    passes explicitly, whether it repacks the weights (`binary.repacks`; the setting as
+    configured when its build cannot be inspected), and no `logits_all`."""
     if config.binary:
+        try:
+            repack: bool | None = repacks(config, build_info(config)["cpu_variant"])
+        except ServerError:
+            repack = config.repack
         return {"server": server_kind(config), "slots": config.slots, "n_ctx": config.n_ctx,
                 "n_threads": config.n_threads, "n_threads_batch": config.n_threads,
-                "chat_format": config.chat_format, **_BINARY_DEFAULTS}
+                "chat_format": config.chat_format, **_BINARY_DEFAULTS, "repack": repack}
     env = {k: os.environ[k.upper()] for k in _SERVER_DEFAULTS if k.upper() in os.environ}
     return {"server": server_kind(config), "slots": 1, "n_ctx": config.n_ctx,
             "n_threads": config.n_threads, "n_threads_batch": config.n_threads,
@@ -205,6 +212,13 @@ class LlamaServer:
                 f"the {loaded!r} CPU variant (pid {pid}), but this config runs {want!r} "
                 f"(llm.server.cpu_variant = {c.cpu_variant!r}): its replies would be cached "
                 "under the wrong build. Stop that server or set llm.server.port to a free port")
+        theirs_repack = served_repack(pid) if loaded is not None else None
+        if theirs_repack is not None and theirs_repack != (want_repack := repacks(c, loaded)):
+            raise ServerError(
+                f"{c.host}:{c.port} already serves {self.alias!r} from a llama-server that "
+                f"{'repacks' if theirs_repack else 'does not repack'} its weights (pid {pid}), but "
+                f"this config's does{'' if want_repack else ' not'} (llm.server.repack = {c.repack!r}): "
+                "the two round differently. Stop that server or set llm.server.port to a free port")
 
     def _already_serving(self) -> bool:
         """True when a server with our alias answers on the port; False when the port is free.
@@ -229,13 +243,16 @@ class LlamaServer:
         c = self.config
         if c.binary:  # each slot gets n_ctx tokens; no web UI; the defaults that change outputs
             d = _BINARY_DEFAULTS
-            exe = Path(served_binary(c)).absolute()  # runs from its folder (see `start`)
+            held = served_binary(c)
+            exe = Path(held).absolute()  # runs from its folder (see `start`)
             cmd = [str(exe), "--model", str(Path(model_path).absolute()), "--alias", self.alias,
                    "--host", c.host, "--port", str(c.port), "--ctx-size", str(c.n_ctx * c.slots),
                    "--parallel", str(c.slots), "--threads", str(c.n_threads),
                    "--threads-batch", str(c.n_threads), "--batch-size", str(d["n_batch"]),
                    "--ubatch-size", str(d["n_ubatch"]),
                    "--flash-attn", "on" if d["flash_attn"] else "off", "--no-webui"]
+            if not repacks(c, server_binary_info(held)["cpu_variant"]):
+                cmd.append("--no-repack")
             if c.chat_format:
                 cmd += ["--chat-template", c.chat_format]
             return cmd

@@ -31,14 +31,16 @@ from agentic_rag.datasets.corpora import banking_documents
 from agentic_rag.evaluation.figures import states_zero, strip_passage_refs
 from agentic_rag.evaluation.support import numbers
 from agentic_rag.experiments.stats import paired_bootstrap
+from agentic_rag.llm.binary import PACK_SERVER
 from agentic_rag.llm.server import serve_local
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
 from agentic_rag.studies.strategies import NAMED_BASE, STRATEGIES
 
-# the variant these replies were cached under (a Xeon's own pick is AMX `sapphirerapids`
-# since 2026-12-05: its kernels round differently, so its replies are cached apart)
-PACK_VARIANT = {"llm.server.cpu_variant": "zen4"}
+# the server these replies were cached under (a Xeon's own pick is AMX `sapphirerapids`
+# since 2026-12-05, an AMD EPYC's zen4 runs plain kernels since 2026-12-06: both round
+# differently, so their replies are cached apart)
+PACK_VARIANT = PACK_SERVER
 
 HERE = Path(__file__).parent
 COVER = STRATEGIES["title coverage 1.0"]

@@ -21,10 +21,12 @@ import sys
 from pathlib import Path
 
 from agentic_rag.config import RAGConfig
+from agentic_rag.llm.binary import PACK_SERVER
 
-# the variant these replies were cached under (a Xeon's own pick is AMX `sapphirerapids`
-# since 2026-12-05: its kernels round differently, so its replies are cached apart)
-PACK_VARIANT = {"llm.server.cpu_variant": "zen4"}
+# the server these replies were cached under (a Xeon's own pick is AMX `sapphirerapids`
+# since 2026-12-05, an AMD EPYC's zen4 runs plain kernels since 2026-12-06: both round
+# differently, so their replies are cached apart)
+PACK_VARIANT = PACK_SERVER
 
 HERE = Path(__file__).parent
 OUT = HERE / "customer"

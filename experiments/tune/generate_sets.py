@@ -20,13 +20,15 @@ from agentic_rag.config import RAGConfig
 from agentic_rag.datasets.testset import generate_testset
 from agentic_rag.experiments.llm_cost import Progress
 from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.llm.binary import PACK_SERVER
 from agentic_rag.llm.calls import CallMeter, MeteredChatModel
 from agentic_rag.llm.chat import make_chat_model
 from agentic_rag.llm.server import serve_local
 
-# the variant these replies were cached under (a Xeon's own pick is AMX `sapphirerapids`
-# since 2026-12-05: its kernels round differently, so its replies are cached apart)
-PACK_VARIANT = {"llm.server.cpu_variant": "zen4"}
+# the server these replies were cached under (a Xeon's own pick is AMX `sapphirerapids`
+# since 2026-12-05, an AMD EPYC's zen4 runs plain kernels since 2026-12-06: both round
+# differently, so their replies are cached apart)
+PACK_VARIANT = PACK_SERVER
 
 
 def main(corpus: str, n: int, mode: str, max_draws: int | None = None,
