@@ -200,12 +200,16 @@ class Arm:
         self.layout = layout
         self.py = None if python == sys.executable else python
         head, _, slots = launch.partition("@")
-        head, plus, repack = head.partition("+")
+        rest, plus, repack = head.rpartition("+")
+        if plus and repack in ("repack", "no-repack"):  # a path may hold a "+" too
+            head = rest
+        else:
+            plus = repack = ""
         binary, _, variant = head.partition(":")
         self.binary = binary if os.sep in binary else None
-        if plus and (repack not in ("repack", "no-repack") or not self.binary):
+        if plus and not self.binary:
             raise SystemExit(f"--arm {name}: {launch!r}: `+repack` or `+no-repack` after a "
-                             "llama-server path")
+                             "llama-server path only")
         self.cfg = ServerConfig(model=model, port=port, binary=self.binary,
                                 slots=int(slots or 1),
                                 cpu_variant=(variant or None) if self.binary else None,
@@ -456,7 +460,7 @@ def main() -> None:
         default = ServerConfig().binary  # the llama-server `make install` built, if it did
         if default:  # ggml's pick that answers a test completion (`binary.runnable_binary`)
             arms.append(["new-default", sys.executable, default, "context-first"])
-            if not server_settings(ServerConfig())["repack"]:  # plain kernels: vs repacked
+            if server_settings(ServerConfig())["repack"] is False:  # plain kernels: vs repacked
                 arms.append(["repacked", sys.executable, default + "+repack", "context-first"])
         else:
             print(f"no llama-server build ({LLAMA_SERVER_BUILD}): the default is the old one",

@@ -12,7 +12,13 @@ import pytest
 from pydantic import ValidationError
 
 from agentic_rag.config_llm import LLAMA_SERVER_BUILD, LLMConfig, ServerConfig
-from agentic_rag.llm.binary import ServerError, listener_pid, mapped_cpu_variant, server_binary_info
+from agentic_rag.llm.binary import (
+    ServerError,
+    listener_pid,
+    mapped_cpu_variant,
+    served_repack,
+    server_binary_info,
+)
 from agentic_rag.llm.cache import model_identity
 from agentic_rag.llm.server import LlamaServer, server_settings
 
@@ -75,9 +81,13 @@ def test_command_passes_the_settings_that_change_outputs(tmp_path):
     assert cmd[0] == cfg.binary and args["--model"] == "/m/model.gguf"
     assert args["--ctx-size"] == "8192" and args["--parallel"] == "2"  # n_ctx per slot
     assert args["--batch-size"] == args["--ubatch-size"] == "512" and args["--flash-attn"] == "off"
-    assert "--no-repack" in cmd  # zen4: ggml's plain kernels read prompts faster
-    assert "--no-repack" not in LlamaServer(cfg.model_copy(update={"repack": True})).command(
-        Path("/m/model.gguf"))
+    assert "--no-repack" in cmd and "--repack" not in cmd  # zen4: plain kernels read faster
+    forced = LlamaServer(cfg.model_copy(update={"repack": True})).command(Path("/m/model.gguf"))
+    assert "--repack" in forced and "--no-repack" not in forced  # explicit: not the environment's
+    (tmp_path / "avx2").mkdir()
+    haswell = ServerConfig(binary=fake_binary(tmp_path / "avx2", variant="haswell"))
+    assert "--repack" in LlamaServer(haswell).command(Path("/m/model.gguf"))
+    assert server_settings(haswell)["repack"] is True
     s = server_settings(cfg)
     assert s["repack"] is False
     assert s["server"] == "llama-server" and s["slots"] == 2 and "logits_all" not in s
@@ -126,6 +136,12 @@ def test_the_real_llama_server_answers_with_logprobs(tmp_path):
         with pytest.raises(ServerError, match=r"repacks its weights .* does not"):
             LlamaServer(plain, home=tmp_path).start()
         assert LlamaServer(cfg, home=tmp_path).start().proc is None  # the same one is reused
+    # llama.cpp takes the flag (a misspelt one would stop every default start on zen4 / icelake)
+    plain = cfg.model_copy(update={"repack": False, "port": free_port()})
+    with LlamaServer(plain, home=tmp_path / "plain") as srv:
+        assert served_repack(listener_pid(plain.port)) is False
+        chat = OpenAIChatModel(LLMConfig(cache=False, server=plain), base_url=srv.base_url)
+        assert graded_support(chat, "Paris is the capital of France.", "Paris")[1].top_logprobs
     assert build_info(cfg)["cpu_variant"] == "haswell"
     assert server_binary_info(str(REAL))["version"] != "unknown"
 
@@ -320,13 +336,38 @@ def test_a_running_servers_repacking_is_read_from_its_command_line(tmp_path):
 
     from agentic_rag.llm.binary import served_repack
 
-    for args, repacked in (([], True), (["--no-repack"], False), (["-nr"], False)):
+    cases = (([], {}, True), (["--no-repack"], {}, False), (["-nr"], {}, False),
+             (["--repack"], {}, True), (["--no-repack", "--repack"], {}, True),  # the last wins
+             (["--repack", "-nr"], {}, False),
+             ([], {"LLAMA_ARG_REPACK": "0"}, False), ([], {"LLAMA_ARG_REPACK": "off"}, False),
+             ([], {"LLAMA_ARG_REPACK": "1"}, True),
+             (["--repack"], {"LLAMA_ARG_REPACK": "false"}, True))  # the command line wins
+    for args, env, repacked in cases:
         p = subprocess.Popen([sys.executable, "-c", "import time; print(1, flush=True); "
-                              "time.sleep(30)", *args], stdout=subprocess.PIPE)
+                              "time.sleep(30)", *args], stdout=subprocess.PIPE,
+                             env={**os.environ, **env})
         try:
             p.stdout.readline()  # it runs: its command line is its own, not a fork's
-            assert served_repack(p.pid) is repacked
+            assert served_repack(p.pid) is repacked, (args, env)
         finally:
             p.kill()
             p.wait()
     assert served_repack(2**22 + 12345) is None  # no such process
+
+
+def test_a_server_on_the_port_that_repacks_otherwise_is_not_reused(tmp_path, monkeypatch):
+    import agentic_rag.llm.server as server_mod
+
+    cfg = ServerConfig(binary=fake_binary(tmp_path))  # zen4: plain kernels by default
+    monkeypatch.setattr(server_mod, "listener_pid", lambda port: 4242)
+    monkeypatch.setattr(server_mod, "mapped_cpu_variant", lambda pid: "zen4")
+    entry = {"id": "local", "owned_by": "llamacpp"}
+    for theirs, ours, refused in ((True, None, True), (False, None, False), (True, True, False),
+                                  (False, True, True), (None, None, False)):  # None: unreadable
+        monkeypatch.setattr(server_mod, "served_repack", lambda pid, v=theirs: v)
+        srv = LlamaServer(cfg.model_copy(update={"repack": ours}))
+        if refused:
+            with pytest.raises(ServerError, match=r"round differently"):
+                srv._check_kind(entry)
+        else:
+            srv._check_kind(entry)

@@ -144,13 +144,26 @@ def repacks(config: ServerConfig, variant: str | None) -> bool:
 
 
 def served_repack(pid: int) -> bool | None:
-    """Whether a running llama-server repacks its weights (its command line has no
-    `--no-repack` / `-nr`); None when it cannot be read."""
+    """Whether a running llama-server repacks its weights, as llama.cpp decides it: the last
+    of `--repack` / `--no-repack` / `-nr` on its command line, else its LLAMA_ARG_REPACK
+    environment variable, else yes (the default); None when /proc cannot tell."""
     try:
         args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return None
-    return not ({b"--no-repack", b"-nr"} & set(args))
+    flags = [a for a in args if a in (b"--repack", b"--no-repack", b"-nr")]
+    if flags:
+        return flags[-1] == b"--repack"
+    try:
+        env = dict(x.split(b"=", 1) for x in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                   if b"=" in x)
+    except OSError:
+        return None
+    value = env.get(b"LLAMA_ARG_REPACK")
+    if value is None:
+        return True
+    # llama.cpp's parse_bool_value: true/1/on/enabled, false/0/off/disabled
+    return value.strip().lower() not in (b"false", b"0", b"off", b"disabled")
 
 
 PROBE_MODEL = "smollm2-135m"  # the test completion's model (98 MB)

@@ -251,8 +251,9 @@ class LlamaServer:
                    "--threads-batch", str(c.n_threads), "--batch-size", str(d["n_batch"]),
                    "--ubatch-size", str(d["n_ubatch"]),
                    "--flash-attn", "on" if d["flash_attn"] else "off", "--no-webui"]
-            if not repacks(c, server_binary_info(held)["cpu_variant"]):
-                cmd.append("--no-repack")
+            # both ways, explicitly: llama.cpp also reads LLAMA_ARG_REPACK from the environment
+            cmd.append("--repack" if repacks(c, server_binary_info(held)["cpu_variant"])
+                       else "--no-repack")
             if c.chat_format:
                 cmd += ["--chat-template", c.chat_format]
             return cmd
@@ -272,8 +273,10 @@ class LlamaServer:
         binary = served_binary(self.config)
         if binary:
             info = server_binary_info(binary)  # a missing or broken binary: its own error
-            logger.info("local LLM: llama-server %s, CPU variant %s", info["version"],
-                     info["cpu_variant"] or "linked in")
+            logger.info("local LLM: llama-server %s, CPU variant %s, %s", info["version"],
+                        info["cpu_variant"] or "linked in",
+                        "weights repacked" if repacks(self.config, info["cpu_variant"])
+                        else "plain kernels")
         else:
             if self.python is None:
                 try:

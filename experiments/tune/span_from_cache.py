@@ -15,6 +15,7 @@ from types import SimpleNamespace as NS
 from agentic_rag.config import RAGConfig
 from agentic_rag.datasets.testset import generate_testset
 from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.llm.binary import PACK_SERVER
 from agentic_rag.llm.cache import ChatCache
 from agentic_rag.llm.client import OpenAIChatModel
 from agentic_rag.studies.testset_validation import source_documents
@@ -29,7 +30,7 @@ def _missing(**kw):  # noqa: ANN003, ANN202
 
 
 def main(corpus: str) -> None:
-    cfg = RAGConfig()
+    cfg = RAGConfig().with_overrides(PACK_SERVER)  # the server the pack's replies came from
     out = Path("experiments/tune") / corpus
     docs = source_documents(corpus)
     chunks = [c for d in docs for c in AgenticChunker(cfg.chunking).chunk(d)]
@@ -44,6 +45,9 @@ def main(corpus: str) -> None:
                                     check_knowable=False)
         except Uncached:
             break
+    if best is None:
+        raise SystemExit(f"{out / 'llm-replies.jsonl'}: not even one draw's replies are cached "
+                         f"under this model's identity ({chat.model_id})")
     best.write(out / "span.jsonl")
     print(json.dumps(best.summary, indent=1))
 

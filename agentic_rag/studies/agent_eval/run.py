@@ -54,7 +54,7 @@ from agentic_rag.agent.loop import run_agent
 from agentic_rag.agent.result import AgentResult
 from agentic_rag.agent.tool import AgenticRAGTool
 from agentic_rag.config import AgentConfig, RAGConfig
-from agentic_rag.config_llm import LLMConfig, ServerConfig
+from agentic_rag.config_llm import LLMConfig
 from agentic_rag.evaluation.answers import token_f1
 from agentic_rag.evaluation.llm_judge import judge_correctness
 from agentic_rag.evaluation.support import support_score, unsupported
@@ -177,17 +177,21 @@ def run(args: AgentEvalOptions, meter: CallMeter | None = None,
     rows_path, judged_path = run_dir / "rows.jsonl", run_dir / "judgements.jsonl"
     meta_path = run_dir / f"meta-{args.split}.json"
     overrides = {"context.max_tokens": args.context_tokens}
-    server = ServerConfig(port=args.port, n_ctx=8192, n_threads=args.threads)
+    # the local server: the caller's (a --config's variant and repacking), on this run's port
+    server = (llm or cfg.llm).server.model_copy(
+        update={"port": args.port, "n_ctx": 8192, "n_threads": args.threads})
     with serve_local(cfg.llm, args.home, server) as srv:
         if srv is None:  # llm.base_url / llm.endpoints: the pool or the one endpoint
             model = make_chat_model(cfg.llm, args.home)
             where = ", ".join(cfg.llm.endpoints or (cfg.llm.base_url,))
             llm_meta = {"identity": model.model_id}
         else:
-            model = OpenAIChatModel(cfg.llm, base_url=srv.base_url,
+            # keyed by the model that answers (weights, build, variant, repacking), not the URL
+            local = cfg.llm.model_copy(update={"server": server})
+            model = OpenAIChatModel(local, base_url=srv.base_url,
                                     cache=ChatCache(Path(args.home) / "llm.sqlite"))
             where = srv.base_url
-            llm_meta = {"identity": model_identity(cfg.llm.model_copy(update={"server": server}))}
+            llm_meta = {"identity": model_identity(local)}
         chat = MeteredChatModel(model, meter)
         loaded = {d: load(d, args.split, args.n, args.seed, args.corpus_size.get(d))
                   for d in args.datasets}
