@@ -143,6 +143,11 @@ def repacks(config: ServerConfig, variant: str | None) -> bool:
     return config.repack if config.repack is not None else variant not in PLAIN_KERNELS_FASTER
 
 
+def served_repacks(config: ServerConfig) -> bool:
+    """`repacks` for the variant the llama-server `config` runs (`served_binary`)."""
+    return repacks(config, server_binary_info(served_binary(config))["cpu_variant"])
+
+
 def served_repack(pid: int) -> bool | None:
     """Whether a running llama-server repacks its weights, as llama.cpp decides it: the last
     of `--repack` / `--no-repack` / `-nr` on its command line, else its LLAMA_ARG_REPACK

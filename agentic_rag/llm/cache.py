@@ -48,10 +48,10 @@ def model_identity(config: LLMConfig, base_url: str | None = None,
             p = Path(s.model)
             weights = f"gguf:{(digest or _file_sha256)(p)}" if p.is_file() else f"missing:{p}"
         if s.binary:  # llama-server: its build, and its slots (batched sequences can differ)
-            from agentic_rag.llm.binary import repacks, served_binary
+            from agentic_rag.llm.binary import served_binary, served_repacks
 
             built = (build or (lambda: llama_build(served_binary(s))))()
-            if not repacks(s, built.rsplit("/", 1)[-1]):  # plain kernels round differently
+            if not served_repacks(s):  # plain kernels round differently
                 built += "+no-repack"
             return (f"{weights}|build={built}"
                     f"|n_ctx={s.n_ctx}|chat_format={s.chat_format}|n_threads={s.n_threads}"

@@ -50,6 +50,7 @@ from agentic_rag.llm.binary import (
     repacks,
     served_binary,
     served_repack,
+    served_repacks,
     server_binary_info,
 )
 from agentic_rag.llm.models import resolve_model
@@ -122,7 +123,7 @@ def server_settings(config: ServerConfig) -> dict[str, Any]:
     configured when its build cannot be inspected), and no `logits_all`."""
     if config.binary:
         try:
-            repack: bool | None = repacks(config, build_info(config)["cpu_variant"])
+            repack: bool | None = served_repacks(config)
         except ServerError:
             repack = config.repack
         return {"server": server_kind(config), "slots": config.slots, "n_ctx": config.n_ctx,
@@ -243,8 +244,7 @@ class LlamaServer:
         c = self.config
         if c.binary:  # each slot gets n_ctx tokens; no web UI; the defaults that change outputs
             d = _BINARY_DEFAULTS
-            held = served_binary(c)
-            exe = Path(held).absolute()  # runs from its folder (see `start`)
+            exe = Path(served_binary(c)).absolute()  # runs from its folder (see `start`)
             cmd = [str(exe), "--model", str(Path(model_path).absolute()), "--alias", self.alias,
                    "--host", c.host, "--port", str(c.port), "--ctx-size", str(c.n_ctx * c.slots),
                    "--parallel", str(c.slots), "--threads", str(c.n_threads),
@@ -252,8 +252,7 @@ class LlamaServer:
                    "--ubatch-size", str(d["n_ubatch"]),
                    "--flash-attn", "on" if d["flash_attn"] else "off", "--no-webui"]
             # both ways, explicitly: llama.cpp also reads LLAMA_ARG_REPACK from the environment
-            cmd.append("--repack" if repacks(c, server_binary_info(held)["cpu_variant"])
-                       else "--no-repack")
+            cmd.append("--repack" if served_repacks(c) else "--no-repack")
             if c.chat_format:
                 cmd += ["--chat-template", c.chat_format]
             return cmd
