@@ -85,7 +85,7 @@ class ScriptedChat:
         self.judged: list[str] = []  # the context of each judge call
 
     def chat(self, messages, **kw):  # noqa: ANN001, ANN201
-        if "top_logprobs" not in kw:
+        if not kw.get("top_logprobs"):  # the agent's turns ask for none (figure_confidence off)
             return ChatReply(content=self.answer)
         self.judged.append(messages[0]["content"])
         if self.p_yes is None:
@@ -257,7 +257,7 @@ def test_graded_judge_wiring_on_the_real_server(chunks, smol_server):
         model_id = real.model_id
 
         def chat(self, messages, **kw):  # noqa: ANN001, ANN201
-            if "top_logprobs" in kw:
+            if kw.get("top_logprobs"):
                 return real.chat(messages, **kw)
             return ChatReply(content=f"{WRONG} [{citation_id(NO_AMOUNT)}]")
 

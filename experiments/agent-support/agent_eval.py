@@ -77,6 +77,10 @@ SETTINGS["amount+flag"] = {**SETTINGS["amount+abstain"], **FLAG}
 for _how in ("pointer", "citation"):
     SETTINGS[f"{_how}+abstain"] = {**SETTINGS["amount+abstain"],
                                    "agent.support.passage_numbers": _how}
+# the twelfth (CHOICE-RULE-CONFIDENCE.md): the figure confidence recorded, never acting (the
+# thresholds are read from the recorded values by confidence_rule.py)
+SETTINGS["confidence+abstain"] = {**SETTINGS["amount+abstain"],
+                                  "agent.support.figure_confidence": 0.0}
 # the tenth round's shared+abstain (CHOICE-RULE-SHARED.md, fusion.named_match: shared) ran at
 # a7bbfe4: the value was removed after its verdict (shared_dev.py verdict)
 # the eleventh round's alike+abstain (CHOICE-RULE-ALIKE.md) ran at 2c1a99e: the switch was
@@ -119,6 +123,8 @@ def run(split: str, home: str, n: int | None = None, names: list[str] | None = N
     if url:
         base = base.with_overrides({"llm.base_url": url})
     index = AgenticIndex(base)
+    if index.count() == 0:  # a fresh home: the τ²-banking documents, default chunking (~80 s)
+        index.add_documents(list(docs.values()))
     names = names or list(SETTINGS)
     out_rows, per = [], {}
     with serve_local(base.llm, base.home, log=print):
@@ -147,6 +153,8 @@ def run(split: str, home: str, n: int | None = None, names: list[str] | None = N
                 row = {"setting": name, "id": r["id"], "answer": res.answer, **s,
                        "gate_action": res.gate_action, "gate_notes": res.gate_notes,
                        "cited_docs": [c.split("#")[0] for c in res.cited_chunks],
+                       **({"figure_confidence": res.figure_confidence}
+                          if cfg.agent.support.figure_confidence is not None else {}),
                        "s": round(time.perf_counter() - t0, 2)}
                 out_rows.append(row)
                 print(json.dumps(row), flush=True)
