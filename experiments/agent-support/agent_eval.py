@@ -81,6 +81,8 @@ for _how in ("pointer", "citation"):
 # thresholds are read from the recorded values by confidence_rule.py)
 SETTINGS["confidence+abstain"] = {**SETTINGS["amount+abstain"],
                                   "agent.support.figure_confidence": 0.0}
+SETTINGS["confidence-0.7+abstain"] = {**SETTINGS["amount+abstain"],  # a candidate, replayed
+                                      "agent.support.figure_confidence": 0.7}
 # the tenth round's shared+abstain (CHOICE-RULE-SHARED.md, fusion.named_match: shared) ran at
 # a7bbfe4: the value was removed after its verdict (shared_dev.py verdict)
 # the eleventh round's alike+abstain (CHOICE-RULE-ALIKE.md) ran at 2c1a99e: the switch was
