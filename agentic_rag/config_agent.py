@@ -71,14 +71,6 @@ class SupportConfig(_Section):
         "experiments/agent-support/CHOICE-RULE-AMOUNT.md: on the three dev sets (201 questions) "
         "wrong 0.015 -> 0, 0.060 -> 0.045, 0.042 -> 0.014, correct unchanged; the 4 answers it "
         "turned into 'I don't know' were all wrong")
-    figure_confidence: float | None = Field(
-        None, ge=0.0, le=1.0, description="the model's own confidence in the figure it "
-        "states: the answer turns ask for log-probabilities, and an answer that passes the "
-        "figure check with a digit written at a probability below this fails it ('the model "
-        "was unsure of X'; `evaluation.figures.figure_confidence`), and on_unsupported acts. "
-        "None (default): off, no log-probabilities asked; 0: recorded "
-        "(`AgentResult.figure_confidence`), never acting. Rule and measurements: "
-        "experiments/agent-support/CHOICE-RULE-CONFIDENCE.md")
     passage_numbers: Literal["figure", "pointer", "citation"] = Field(
         "figure", description="how the gate reads a bracketed passage number in an answer "
         "('... is $10,000. [4]', '[Document 2]'): figure, as a figure the answer states; "

@@ -124,11 +124,6 @@ def test_the_real_llama_server_answers_with_logprobs(tmp_path):
         chat = OpenAIChatModel(LLMConfig(cache=False, server=cfg), base_url=srv.base_url)
         p, reply = graded_support(chat, "Paris is the capital of France.", "Paris")
         assert 0.0 <= p <= 1.0 and reply.top_logprobs  # log-probabilities without logits_all
-        # each chosen token with its log-probability spells the reply (the gate's figure confidence)
-        said = chat.chat([{"role": "user", "content": "Count from 1 to 5."}], max_tokens=12,
-                         top_logprobs=1)
-        assert said.tokens and "".join(t for t, _ in said.tokens) == said.content
-        assert all(lp <= 0.0 for _, lp in said.tokens)
         assert mapped_cpu_variant(listener_pid(cfg.port)) == "haswell"
         # the same port asked for with another CPU variant: not reused (its replies would be
         # cached under the wrong build)

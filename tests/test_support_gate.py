@@ -6,8 +6,6 @@ comes from the real name coverage over the whole τ²-banking corpus."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from agentic_rag.agent.loop import run_agent
@@ -313,96 +311,3 @@ def test_a_passage_number_is_a_figure_a_pointer_or_a_citation(chunks, coverage):
                                                             passage_numbers="citation"))
     assert not run_agent(QUESTION, Replies(right), tool, config).abstained
     assert run_agent(QUESTION, Replies(right), tool, cfg("abstain")).abstained
-
-
-def test_figure_confidence_reads_the_digits_the_model_wrote():
-    from agentic_rag.evaluation.figures import figure_confidence
-
-    def spelled(*pieces: tuple[str, float]) -> tuple[str, list[tuple[str, float]]]:
-        return "".join(t for t, _ in pieces), list(pieces)
-
-    # the least sure digit of the figure, not the sure digits after it; the citation id's
-    # digits ("3aefe") and a question's own number are no figure
-    answer, tokens = spelled(("The fee for 2 cards is $", -0.1), ("2", -1.2), ("0", -0.05),
-                             (".00 [", -0.01), ("3", -4.0), ("aefe]", -3.0))
-    fig, p = figure_confidence("What is the fee for 2 cards?", answer, tokens)
-    assert fig == "20" and p == pytest.approx(math.exp(-1.2))
-    # two figures: the one the model was less sure of
-    answer, tokens = spelled(("$", 0.0), ("1", -0.1), ("0", 0.0), (" and $", 0.0), ("5", -2.0))
-    assert figure_confidence("q?", answer, tokens) == ("5", pytest.approx(math.exp(-2.0)))
-    # a pointer at a passage, an answer without figures, tokens that do not spell it
-    assert figure_confidence("q?", *spelled(("See Document ", 0.0), ("2", -3.0))) is None
-    assert figure_confidence("q?", *spelled(("Free of charge.", -0.5))) is None
-    assert figure_confidence("q?", "It is $20.", [("It is $", 0.0), ("3", -1.0), ("0.", 0.0)]) is None
-    assert figure_confidence("q?", "It is $20.", []) is None
-
-
-class SureOf(Replies):
-    """Replies whose digits were written with probability `p` (the rest at 1), as a server
-    returns them when asked for log-probabilities, and which record whether it was asked."""
-
-    def __init__(self, answer: str, p: float) -> None:
-        super().__init__(answer)
-        self.p, self.asked = p, []
-
-    def chat(self, messages, **kw):  # noqa: ANN001, ANN201
-        self.asked.append(kw.get("top_logprobs"))
-        reply = super().chat(messages, **kw)
-        if not kw.get("top_logprobs"):
-            return reply
-        lp = math.log(self.p)
-        return reply.model_copy(update={"tokens": [(ch, lp if ch.isdigit() else 0.0)
-                                                   for ch in reply.content]})
-
-
-def test_an_unsure_figure_fails_the_gate_and_the_action_follows(chunks, coverage):
-    def agent(threshold, p, action="abstain"):  # noqa: ANN001, ANN202
-        tool = GateTool(chunks, coverage)
-        tool.first = served_output(chunks, [(STATES_10, 0.9), (NAVY_15, 0.8)])
-        chat = SureOf(cite(RIGHT, STATES_10), p)
-        config = AgentConfig(max_steps=1, support=SupportConfig(on_unsupported=action,
-                                                                figure_confidence=threshold))
-        return run_agent(QUESTION, chat, tool, config), chat
-
-    res, chat = agent(None, 0.3)  # off (the default): no log-probabilities asked, nothing read
-    assert chat.asked == [None] and res.figure_confidence is None and res.gate_action == "none"
-    res, chat = agent(0.0, 0.3)  # 0: recorded, never acting
-    assert chat.asked == [1] and res.figure_confidence == pytest.approx(0.3)
-    assert res.gate_action == "none" and not res.abstained
-    res, _ = agent(0.5, 0.9)  # sure enough
-    assert res.gate_action == "none" and res.answer == cite(RIGHT, STATES_10)
-    res, _ = agent(0.5, 0.3)
-    assert res.abstained and res.gate_action == "abstain"
-    assert "the model was unsure of 10 (p = 0.30)" in res.gate_notes[0]
-    res, _ = agent(0.5, 0.3, "flag")
-    assert not res.abstained and res.gate_action == "flag" and res.figure_confidence == pytest.approx(0.3)
-
-
-def test_an_unsupported_figure_is_reported_as_such_whatever_the_confidence(chunks, coverage):
-    config = AgentConfig(max_steps=1, support=SupportConfig(on_unsupported="flag",
-                                                            figure_confidence=0.5))
-    res = run_agent(QUESTION, SureOf(cite(WRONG, NAVY_15), 0.1), GateTool(chunks, coverage), config)
-    assert res.figures_wrong_product == ["15"] and "unsure" not in res.gate_notes[0]
-    assert res.figure_confidence == pytest.approx(0.1)
-
-
-def test_the_client_reads_each_chosen_token_and_its_log_probability():
-    from openai.types.chat import ChatCompletion
-
-    from agentic_rag.llm.client import _to_reply
-
-    pos = [("$", -0.01, [("$", -0.01), ("The", -4.6)]), ("2", -1.2, [("2", -1.2), ("5", -0.4)])]
-    resp = ChatCompletion.model_validate({
-        "id": "x", "object": "chat.completion", "created": 0, "model": "local",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": "$2"},
-                     "logprobs": {"content": [
-                         {"token": t, "logprob": lp, "bytes": None,
-                          "top_logprobs": [{"token": a, "logprob": b, "bytes": None} for a, b in top]}
-                         for t, lp, top in pos]}}]})
-    reply = _to_reply(resp, 0.1, 1)
-    # the chosen token, not the likeliest alternative (a sampled "2" under a likelier "5")
-    assert reply.tokens == [("$", -0.01), ("2", -1.2)]
-    assert reply.top_logprobs[1] == {"2": -1.2, "5": -0.4}
-    assert _to_reply(resp.model_copy(update={"choices": [resp.choices[0].model_copy(
-        update={"logprobs": None})]}), 0.1, 1).tokens == []

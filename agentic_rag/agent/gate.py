@@ -17,12 +17,10 @@ index (a test's replayed tool) names none, and only "is the figure in a cited pa
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import replace
 
 from agentic_rag.agent.result import passages_by_citation, passages_by_number, strip_citations
 from agentic_rag.agent.tool import ToolOutput
-from agentic_rag.evaluation.figures import FigureCheck, Passage, check_figures, figure_confidence, passage_refs
+from agentic_rag.evaluation.figures import FigureCheck, Passage, check_figures, passage_refs
 from agentic_rag.retrieve.context import citation_id
 from agentic_rag.store.lexical import doc_name
 
@@ -56,22 +54,14 @@ def served_passages(searches: list[ToolOutput]) -> list[Passage]:
 
 def check_answer(question: str, answer: str, cited: list[str], searches: list[ToolOutput],
                  named: list[str], require_figure: bool = False,
-                 passage_numbers: str = "figure", tokens: Sequence[tuple[str, float]] = (),
-                 min_confidence: float | None = None) -> FigureCheck:
+                 passage_numbers: str = "figure") -> FigureCheck:
     """`check_figures` on the agent's answer: the passages it cites by citation id (and, with
-    `passage_numbers="citation"`, by number: `numbered_citations`). With `tokens` (the answer
-    reply's chosen tokens and log-probabilities), its `figure_confidence` is recorded, and an
-    answer that passes with a figure written below `min_confidence` fails as `unsure`."""
+    `passage_numbers="citation"`, by number: `numbered_citations`)."""
     ids = [citation_id(c) for c in cited]
     if passage_numbers == "citation":
         ids += numbered_citations(answer, searches)
-    check = check_figures(question, strip_citations(answer), served_passages(searches), ids,
-                          named, require_figure, pointers=passage_numbers != "figure")
-    least = figure_confidence(question, answer, tokens) if tokens else None
-    if least is None:
-        return check
-    unsure = (least[0],) if check.ok and min_confidence and least[1] < min_confidence else ()
-    return replace(check, confidence=least[1], unsure=unsure)
+    return check_figures(question, strip_citations(answer), served_passages(searches), ids,
+                         named, require_figure, pointers=passage_numbers != "figure")
 
 
 def numbered_citations(answer: str, searches: list[ToolOutput]) -> list[str]:
@@ -106,8 +96,7 @@ def retry_note(check: FigureCheck, named: list[str]) -> str:
     """What the re-answer is told about the first answer."""
     about = f"about {subject(named)} " if named else ""
     said = (f"gave {', '.join(check.failing)}, which no passage {about}that you cited states"
-            if check.failing else f"gave {', '.join(check.unsure)} without being sure of it"
-            if check.unsure else "left a placeholder where a fact should be"
+            if check.failing else "left a placeholder where a fact should be"
             if check.placeholder else "stated no figure for the amount asked")
     return (f"\n\n(Your previous answer {said}. Answer only with figures stated in a passage "
             f"{about}and cite it; if no passage states it, say \"I don't know\".)")
@@ -129,7 +118,4 @@ def describe(check: FigureCheck) -> str:
         parts.append("the question asks for an amount and the answer states none")
     if check.placeholder:
         parts.append("the answer holds a placeholder where a fact should be")
-    if check.unsure:
-        parts.append(f"the model was unsure of {', '.join(check.unsure)} "
-                     f"(p = {check.confidence:.2f})")
     return "; ".join(parts) or "every figure in a cited passage"

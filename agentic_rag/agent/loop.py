@@ -176,9 +176,6 @@ class _AgentRun:
         self.action_failures = 0
         self.searches: list[ToolOutput] = []  # served outputs, in order
         self.failed: list[str] = []  # errors of search calls that could not run
-        # log-probabilities of the answer turns, for the gate's figure confidence
-        self.logprobs = 1 if cfg.support.figure_confidence is not None else None
-        self.answer_tokens: list[tuple[str, float]] = []  # the latest answer reply's
         self.t0 = time.perf_counter()
 
     # ---- the prompt of each turn ------------------------------------------------------------
@@ -224,16 +221,18 @@ class _AgentRun:
         if (not self.searches or not res.answer or res.abstained
                 or res.stop_reason in ("llm_error", "invalid_action", "nothing_found")):
             return res
-        check = self._check(res, [])
+        need, numbers = self.cfg.support.amount_needs_figure, self.cfg.support.passage_numbers
+        check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches, [],
+                                  need, numbers)
         if not check.figures and check.ok:  # nothing to check: no index lookup
             return res.model_copy(update={"gate_action": "none"})
         named = gate.named_documents(self.tool, self.question)
-        check = self._check(res, named)
+        check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches,
+                                  named, need, numbers)
         action = self.cfg.support.on_unsupported
         fields = {"figures": list(check.figures), "named_documents": named,
                   "figures_unsupported": list(check.unsupported),
-                  "figures_wrong_product": list(check.wrong_product),
-                  "figure_confidence": check.confidence}
+                  "figures_wrong_product": list(check.wrong_product)}
         if check.ok:
             return res.model_copy(update={**fields, "gate_action": "none"})
         notes = [f"figure check failed: {gate.describe(check)}"]
@@ -251,16 +250,6 @@ class _AgentRun:
         out = self._build(gate.abstention(self.question, query, named), res.stop_reason)
         return out.model_copy(update={**fields, "gate_action": action, "gate_notes": notes})
 
-    def _check(self, res: AgentResult, named: list[str]):  # noqa: ANN202 - FigureCheck
-        support = self.cfg.support
-        return gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches,
-                                 named, support.amount_needs_figure, support.passage_numbers,
-                                 self.answer_tokens, support.figure_confidence)
-
-    def _answer_reply(self, reply: ChatReply) -> ChatReply:
-        self.answer_tokens = list(reply.tokens)
-        return reply
-
     def _retry(self, res: AgentResult, check, query: str,  # noqa: ANN001 - FigureCheck
                named: list[str]) -> tuple[AgentResult, object, list[str]]:
         """One more search for the missing fact, one more answer, checked again."""
@@ -277,15 +266,16 @@ class _AgentRun:
         messages = self._messages("answer")
         messages[-1]["content"] += gate.retry_note(check, named)
         try:
-            reply = self._answer_reply(self.chat.chat(messages, max_tokens=self.cfg.answer_max_tokens,
-                                                      top_logprobs=self.logprobs))
+            reply = self.chat.chat(messages, max_tokens=self.cfg.answer_max_tokens)
         except LLMError as exc:
             return res, check, [*notes, f"the answer again failed: {exc.kind}"]
         self.steps.append(AgentStep(step=n + 1, kind="answer", via="gate", **_usage(reply)))
         again = self._build(reply.content, res.stop_reason)
         if again.abstained:
             return again, check, [*notes, "the model answered I don't know"]
-        check2 = self._check(again, named)
+        check2 = gate.check_answer(self.question, again.answer, again.cited_chunks,
+                                   self.searches, named, self.cfg.support.amount_needs_figure,
+                                   self.cfg.support.passage_numbers)
         notes.append("answered again: " + (f"still {gate.describe(check2)}" if not check2.ok
                                             else "every figure now in a cited passage"
                                             if check2.figures else "no figure to check"))
@@ -331,9 +321,8 @@ class _AgentRun:
         if self._searched_nothing():
             return self._result(NOTHING_FOUND, "nothing_found")
         try:
-            reply = self._answer_reply(self.chat.chat(
-                self._messages("answer"), max_tokens=self.cfg.answer_max_tokens,
-                top_logprobs=self.logprobs))
+            reply = self.chat.chat(self._messages("answer"),
+                                   max_tokens=self.cfg.answer_max_tokens)
         except LLMError as exc:
             return self._llm_error(exc)
         self.steps.append(AgentStep(step=n, kind="answer", via=self.cfg.mode, **_usage(reply)))
@@ -342,9 +331,8 @@ class _AgentRun:
     def _decide(self, n: int) -> AgentResult | None:
         """One decision turn: a search (returns None, the loop goes on) or the answer."""
         if self.native:
-            reply = self._answer_reply(self.chat.chat(
-                self._messages("decide"), tools=[self.tool.openai_schema()],
-                max_tokens=self.cfg.answer_max_tokens, top_logprobs=self.logprobs))
+            reply = self.chat.chat(self._messages("decide"), tools=[self.tool.openai_schema()],
+                                   max_tokens=self.cfg.answer_max_tokens)
             call = _native_call(reply)
             if call is None:
                 self.steps.append(AgentStep(step=n, kind="answer", via="native", **_usage(reply)))

@@ -57,8 +57,6 @@ class AgentResult(BaseModel):
     figures_unsupported: list[str] = Field(default_factory=list)  # in no cited passage
     figures_wrong_product: list[str] = Field(default_factory=list)  # only in other products'
     named_documents: list[str] = Field(default_factory=list)  # what the question names
-    # the probability of the least sure digit of the answer's figures (agent.support.figure_confidence)
-    figure_confidence: float | None = None
     gate_action: Literal["none", "flag", "retry", "abstain"] | None = None  # None: not checked
     gate_notes: list[str] = Field(default_factory=list)  # what the gate did, in words
 

@@ -24,13 +24,12 @@ and is not checked, nor is a passage number ("According to Document 4 [382c9]").
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agentic_rag.config_agent import QUESTION_WORDS
-from agentic_rag.evaluation.support import number_spans, numbers
+from agentic_rag.evaluation.support import numbers
 
 
 @dataclass(frozen=True)
@@ -50,15 +49,11 @@ class FigureCheck:
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # figure → citation ids
     no_figure: bool = False  # an amount asked, none stated (module doc)
     placeholder: bool = False  # a template placeholder where a fact should be (module doc)
-    # a figure the model wrote with a probability under `agent.support.figure_confidence`
-    # (`figure_confidence`), and that probability
-    unsure: tuple[str, ...] = ()
-    confidence: float | None = None
 
     @property
     def ok(self) -> bool:
         return (not self.unsupported and not self.wrong_product and not self.no_figure
-                and not self.placeholder and not self.unsure)
+                and not self.placeholder)
 
     @property
     def failing(self) -> tuple[str, ...]:
@@ -144,38 +139,6 @@ def strip_passage_refs(answer: str) -> str:
     """`answer` without its pointers at passages ("Document 3", "passage 2", "[1]"), whose
     ordinals are not figures the answer states: what an evaluation counts as its figures."""
     return _ANY_REF.sub(" ", answer)
-
-
-_BRACKETED = re.compile(r"\[[^\]\n]*\]")  # a citation "[3aefe]", a pointer "[4]", "[Document 2]"
-_DIGITS = frozenset("0123456789")
-
-
-def _blank(pattern: re.Pattern[str], text: str) -> str:
-    return pattern.sub(lambda m: " " * len(m.group(0)), text)  # offsets kept
-
-
-def figure_confidence(question: str, answer: str,
-                      tokens: Sequence[tuple[str, float]]) -> tuple[str, float] | None:
-    """The figure of `answer` the model was least sure of, and how sure: the lowest
-    probability of a token that writes one of its digits (`tokens`: the reply's chosen tokens
-    and their log-probabilities, `ChatReply.tokens`). Figures as the gate reads claims: the
-    answer's numbers outside brackets (citations, "[4]") and passage pointers ("Document 2"),
-    the question's own numbers out. None when the answer states no such figure, or when the
-    tokens do not spell the answer's digits (a reply without log-probabilities)."""
-    asked = set(numbers(question))
-    spans = [s for s in number_spans(_blank(_PASSAGE_REF, _blank(_BRACKETED, answer)))
-             if s[2] not in asked]
-    if not spans or not tokens:
-        return None
-    digit_at = [i for i, ch in enumerate(answer) if ch in _DIGITS]  # answer offsets of its digits
-    token_digits = [(ch, lp) for tok, lp in tokens for ch in tok if ch in _DIGITS]
-    start = "".join(ch for ch, _ in token_digits).find("".join(answer[i] for i in digit_at))
-    if start < 0:
-        return None
-    k_of = {pos: start + k for k, pos in enumerate(digit_at)}
-    least = min(((fig, min(token_digits[k_of[i]][1] for i in range(a, b) if i in k_of))
-                 for a, b, fig in spans), key=lambda x: x[1])
-    return least[0], math.exp(least[1])
 
 
 def check_figures(question: str, answer: str, passages: Sequence[Passage],

@@ -93,11 +93,6 @@ def numbers(text: str) -> list[str]:
     return [canonical_number(m) for m in _NUMBER.findall(text)]
 
 
-def number_spans(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, canonical number) of each number of `text`, in order."""
-    return [(m.start(1), m.end(1), canonical_number(m.group(1))) for m in _NUMBER.finditer(text)]
-
-
 def support_tokens(text: str) -> list[str]:
     """`text`'s tokens for the lexical detectors: SQuAD-normalised words, with each number
     one canonical token (`canonical_number`) rather than SQuAD's digits without punctuation

@@ -215,8 +215,7 @@ def _to_reply(resp: Any, latency: float, attempts: int) -> ChatReply:
     lp = getattr(getattr(choice, "logprobs", None), "content", None) or []
     top = [{t.token: float(t.logprob) for t in (getattr(pos, "top_logprobs", None) or [])}
            or {pos.token: float(pos.logprob)} for pos in lp]
-    chosen = [(str(pos.token), float(pos.logprob)) for pos in lp]
-    return ChatReply(content=msg.content or "", tool_calls=calls, top_logprobs=top, tokens=chosen,
+    return ChatReply(content=msg.content or "", tool_calls=calls, top_logprobs=top,
                      prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
                      latency_s=latency, attempts=attempts, finish_reason=choice.finish_reason)

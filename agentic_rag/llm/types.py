@@ -54,8 +54,6 @@ class ChatReply(BaseModel):
     # per generated token, its most likely alternatives {token: log-probability}; filled
     # only when the call asked for `top_logprobs`
     top_logprobs: list[dict[str, float]] = Field(default_factory=list)
-    # per generated token, the token chosen and its log-probability (same condition)
-    tokens: list[tuple[str, float]] = Field(default_factory=list)
 
     def json(self) -> Any:  # type: ignore[override]
         return json.loads(self.content)

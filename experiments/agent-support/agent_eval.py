@@ -77,12 +77,9 @@ SETTINGS["amount+flag"] = {**SETTINGS["amount+abstain"], **FLAG}
 for _how in ("pointer", "citation"):
     SETTINGS[f"{_how}+abstain"] = {**SETTINGS["amount+abstain"],
                                    "agent.support.passage_numbers": _how}
-# the twelfth (CHOICE-RULE-CONFIDENCE.md): the figure confidence recorded, never acting (the
-# thresholds are read from the recorded values by confidence_rule.py)
-SETTINGS["confidence+abstain"] = {**SETTINGS["amount+abstain"],
-                                  "agent.support.figure_confidence": 0.0}
-SETTINGS["confidence-0.7+abstain"] = {**SETTINGS["amount+abstain"],  # a candidate, replayed
-                                      "agent.support.figure_confidence": 0.7}
+# the twelfth round's confidence+abstain (figure confidence recorded, never acting) and
+# confidence-0.7+abstain (a candidate, replayed) ran at ad8f118 (CHOICE-RULE-CONFIDENCE.md,
+# confidence_rule.py): agent.support.figure_confidence was removed after its verdict
 # the tenth round's shared+abstain (CHOICE-RULE-SHARED.md, fusion.named_match: shared) ran at
 # a7bbfe4: the value was removed after its verdict (shared_dev.py verdict)
 # the eleventh round's alike+abstain (CHOICE-RULE-ALIKE.md) ran at 2c1a99e: the switch was
@@ -155,8 +152,6 @@ def run(split: str, home: str, n: int | None = None, names: list[str] | None = N
                 row = {"setting": name, "id": r["id"], "answer": res.answer, **s,
                        "gate_action": res.gate_action, "gate_notes": res.gate_notes,
                        "cited_docs": [c.split("#")[0] for c in res.cited_chunks],
-                       **({"figure_confidence": res.figure_confidence}
-                          if cfg.agent.support.figure_confidence is not None else {}),
                        "s": round(time.perf_counter() - t0, 2)}
                 out_rows.append(row)
                 print(json.dumps(row), flush=True)

@@ -7,6 +7,9 @@ pooled over distinct question texts; the AUROC of the confidence for wrong vs co
 answers; and whether the answers equal the committed rows of today's default (greedy: asking
 for log-probabilities must not change them). No LLM.
 
+(The answer files were made at ad8f118, where `agent.support.figure_confidence` existed; it was
+removed after the verdict. This script reads only the committed files.)
+
     PYTHONPATH=. python experiments/agent-support/confidence_rule.py dev \
         dev-customer-confidence=customer/dev.jsonl generated-s2-customer-confidence=customer/generated-s2.jsonl \
         generated-s3-customer-confidence=customer/generated-s3.jsonl \
