@@ -85,7 +85,7 @@ class ScriptedChat:
         self.judged: list[str] = []  # the context of each judge call
 
     def chat(self, messages, **kw):  # noqa: ANN001, ANN201
-        if not kw.get("top_logprobs"):  # the agent's turns ask for none (figure_confidence off)
+        if not kw.get("top_logprobs"):  # the agent's own turns ask for none
             return ChatReply(content=self.answer)
         self.judged.append(messages[0]["content"])
         if self.p_yes is None:

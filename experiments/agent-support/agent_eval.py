@@ -78,7 +78,7 @@ for _how in ("pointer", "citation"):
     SETTINGS[f"{_how}+abstain"] = {**SETTINGS["amount+abstain"],
                                    "agent.support.passage_numbers": _how}
 # the twelfth round's confidence+abstain (figure confidence recorded, never acting) and
-# confidence-0.7+abstain (a candidate, replayed) ran at ad8f118 (CHOICE-RULE-CONFIDENCE.md,
+# confidence-0.7+abstain (a candidate, replayed) ran at ff96b41 (CHOICE-RULE-CONFIDENCE.md,
 # confidence_rule.py): agent.support.figure_confidence was removed after its verdict
 # the tenth round's shared+abstain (CHOICE-RULE-SHARED.md, fusion.named_match: shared) ran at
 # a7bbfe4: the value was removed after its verdict (shared_dev.py verdict)

@@ -9,9 +9,11 @@ cache (`cache/llm.sqlite`: the reply whose text is the answer), and scored by:
 AUROC (a wrong answer scores below a right one, ties half), pooled over distinct question
 texts. No LLM.
 
-(Runs at ad8f118, where `agent.support.figure_confidence` existed: removed after the verdict.
+(Runs at ff96b41, where `agent.support.figure_confidence` existed: removed after the verdict.
 It needs the home's reply cache of the dev runs, which is not committed: `agent_eval.py ...
-confidence+abstain` at ad8f118 remakes it, ~30 min of LLM calls.)
+confidence+abstain` at ff96b41 remakes it, ~40 min of LLM calls. Replies are matched by their
+text: 7 answer texts occur twice in the cache, so 5 correct answers read another call's tokens
+(the review found it; the AUROCs are unaffected).)
 
     PYTHONPATH=. python experiments/agent-support/confidence_signals.py experiments/cache/index-208cf5ffff8b \
         dev-customer-confidence=customer/dev.jsonl generated-s2-customer-confidence=customer/generated-s2.jsonl \
