@@ -231,12 +231,15 @@ def test_which_questions_ask_for_an_amount_and_which_answers_state_a_zero_in_wor
     ticket = " ".join(["I was charged twice last month and want my money back."] * 6)
     assert asks_amount(ticket[:200] + " What is the fee?") and not asks_amount(ticket + " fee?")
     for zero in ("The Bluest Account does not charge for stop payment requests.",
-                 "Stop payments are free.", "There is no monthly fee.", "Transfers are unlimited."):
+                 "Stop payments are free.", "There is no monthly fee.", "Transfers are unlimited.",
+                 "Yes, you get charged nothing each month for paper statements.",
+                 "You pay nothing for incoming wires."):
         assert states_zero(zero), zero
     for other in ("The bonus is premium referral rewards.", "None of the passages say.",
                   "It is charged monthly.", "No fee amount is listed for the Lime Green account.",
                   "I found no information about the fee.", "Open a Green Fee-Free account.",
-                  "Call our toll-free number.", "Zero-liability protection applies."):
+                  "Call our toll-free number.", "Zero-liability protection applies.",
+                  "I searched and found nothing about the fee.", "Nothing in the passages says."):
         assert not states_zero(other), other
     # a zero the question says is no claim of the answer (as the question's figures are not)
     assert not states_zero("Requests at no charge are in the table.", "The fee at no charge?")
