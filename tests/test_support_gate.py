@@ -233,7 +233,7 @@ def test_which_questions_ask_for_an_amount_and_which_answers_state_a_zero_in_wor
     for zero in ("The Bluest Account does not charge for stop payment requests.",
                  "Stop payments are free.", "There is no monthly fee.", "Transfers are unlimited.",
                  "Yes, you get charged nothing each month for paper statements.",
-                 "You pay nothing for incoming wires."):
+                 "You pay nothing for incoming wires.", "The bank charges nothing for it."):
         assert states_zero(zero), zero
     for other in ("The bonus is premium referral rewards.", "None of the passages say.",
                   "It is charged monthly.", "No fee amount is listed for the Lime Green account.",

@@ -79,7 +79,7 @@ _ASKS_AMOUNT = re.compile(
 # fee") nor a name ("Fee-Free", "toll-free", "zero-liability")
 _STATES_ZERO = re.compile(
     r"(?<![\w-])(?:free(?:\s+of\s+charge)?(?![\w-])|complimentary|costs?\s+nothing|"
-    r"(?:charged?|pays?|paid)\s+(?:you\s+)?nothing\b|"
+    r"(?:charge[ds]?|pays?|paid)\s+(?:you\s+)?nothing\b|"
     r"no\s+(?:(?!(?:information|details|data|mention|amount|figure|specific)\b)[a-z\-]+\s+)"
     r"{0,2}?(?:fees?|charges?|costs?|minimum|maximum|limit)\b"
     r"(?!\s+(?:amount|information|figure|is\s+(?:listed|stated|given|mentioned)))|"
