@@ -74,12 +74,12 @@ _ASKS_AMOUNT = re.compile(
     rf"\bhow\s+(?:much|many)\b|"
     rf"\b(?:what|which)(?:'s|\s+is|\s+are|\s+was|\s+were)\s+{_NOUN_PHRASE}{_AMOUNT_NOUN}\b|"
     rf"\btell\s+me\s+(?:what\s+(?:is|are)\s+)?{_NOUN_PHRASE}{_AMOUNT_NOUN}\b", re.I)
-# an amount answered in words: a zero ("free", "no monthly fee", "does not charge") or no
-# bound ("unlimited"); not a non-answer ("no fee amount is listed", "no information about the
-# fee") nor a name ("Fee-Free", "toll-free", "zero-liability")
+# an amount answered in words: a zero ("free", "no monthly fee", "does not charge", "you pay
+# nothing") or no bound ("unlimited"); not a non-answer ("no fee amount is listed", "no
+# information about the fee") nor a name ("Fee-Free", "toll-free", "zero-liability")
 _STATES_ZERO = re.compile(
-    r"(?<![\w-])(?:free(?:\s+of\s+charge)?(?![\w-])|complimentary|costs?\s+nothing|"
-    r"(?:charge[ds]?|pays?|paid)\s+(?:you\s+)?nothing\b|"
+    r"(?<![\w-])(?:free(?:\s+of\s+charge)?(?![\w-])|complimentary|"
+    r"(?:costs?|charge[ds]?|pays?|paid)\s+(?:you\s+)?nothing\b|"
     r"no\s+(?:(?!(?:information|details|data|mention|amount|figure|specific)\b)[a-z\-]+\s+)"
     r"{0,2}?(?:fees?|charges?|costs?|minimum|maximum|limit)\b"
     r"(?!\s+(?:amount|information|figure|is\s+(?:listed|stated|given|mentioned)))|"

@@ -81,8 +81,9 @@ def retrieval(split: str, home: str) -> dict:
     from agentic_rag.studies.strategies import BEFORE_LONGEST
 
     names = ("default", "named scope off", "longest name")  # on BEFORE_LONGEST, as round 5
+    # the rewrites still naming the product, where a set has any that do not (`names_product`)
     return {name: run(str(OUT / f"{name}.jsonl"), home, names, "-customer", BEFORE_LONGEST)
-            for name in (split, f"{split}-named")}
+            for name in (split, f"{split}-named") if (OUT / f"{name}.jsonl").exists()}
 
 
 if __name__ == "__main__":
