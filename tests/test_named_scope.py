@@ -247,6 +247,43 @@ def test_longest_match_names_the_longer_product(banking):
         "doc_checking_accounts_blue_account"}
 
 
+def test_unnegated_sets_aside_what_a_negation_governs():
+    from agentic_rag.store.coverage import unnegated
+
+    assert "fee-free" not in unnegated("my Green Account? (the regular checking one, not fee-free)")
+    # a run of capitalised words is one name; lower case: one word
+    assert unnegated("fees other than the Lime Green one").split() == ["fees", "one"]
+    assert unnegated("Blue Account, except for World Blue").split() == ["Blue", "Account,"]
+    assert unnegated("is it not a business account?").split() == ["is", "it", "account?"]
+    # "n't" and "no" are not read: the question is about Blue; "no-fee" may be a name
+    for kept in ("Why doesn't the Blue Account have overdraft?", "Is there a no-fee account?",
+                 "the notary fee", "cannot withdraw from Blue", "I know the Lime Green fee"):
+        assert unnegated(kept) == kept
+
+
+def test_a_name_said_negated_is_not_the_one_named(banking):
+    """issue 40's leftover, customer/fresh: "Green Account? (the regular checking one, not
+    fee-free)" was scoped to the Green Fee-Free Account (its name words {green, fee, free}
+    contain the Green Account's {green}); the negated words no longer count."""
+    from agentic_rag.config import RAGConfig
+    from agentic_rag.ingest.chunking import AgenticChunker
+    from agentic_rag.store.coverage import TitleCoverage
+    from agentic_rag.store.lexical import LexicalIndex
+
+    cfg = RAGConfig()
+    chunks = AgenticChunker(cfg.chunking).chunk_many(banking)
+    cov = TitleCoverage(LexicalIndex(cfg.lexical).build(chunks, [c.index_text() for c in chunks]))
+
+    def products(q: str) -> set[str]:
+        return {d.rsplit("_", 1)[0] for d in cov.named_documents(q, match="longest")}
+
+    q = "whats the daily limit for mobile check deposits on my Green Account? (the regular one, {})"
+    assert products(q.format("not fee-free")) == {"doc_checking_accounts_green_account_(checking)"}
+    assert products(q.format("the fee-free one")) == {"doc_checking_accounts_green_fee-free_account"}
+    assert "fee" not in cov.name_matches(q.format("not fee-free")).get(
+        "doc_checking_accounts_green_fee-free_account_001", frozenset())
+
+
 def test_the_gate_names_what_the_pipeline_matches():
     """`agent.gate.named_documents` asks the index with the pipeline's `fusion.named_match`,
     so the support gate's product check and retrieval agree on what the question names."""

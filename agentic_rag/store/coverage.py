@@ -25,6 +25,7 @@ retriever list that is empty then takes no part in fusion (`FusionRetriever.evid
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -69,6 +70,24 @@ def coverage(field: frozenset[str], query: set[str], idf: dict[str, float]) -> f
     if total <= 0:
         return 0.0
     return sum(idf.get(t, 0.0) for t in field if t in query) / total
+
+
+# words a negation governs name nothing the question asks about: "Green Account? (the regular
+# one, not fee-free)" names the Green Account, not the Green Fee-Free Account. Only phrases
+# that set a thing aside ("not", "other than", "rather than", "instead of", "except (for)"),
+# after an optional article: a run of capitalised words ("other than the Lime Green one"),
+# else one word (a hyphenated compound is one); not "n't" ("Why doesn't the Blue Account ..."
+# asks about Blue) nor "no" ("a no-fee account" may be a name).
+_NEGATED = re.compile(
+    r"\b(?i:not|other\s+than|rather\s+than|instead\s+of|except(?:\s+for)?)\s+"
+    r"(?:(?i:the|a|an|my|your|that|this|any)\s+)?"
+    r"(?:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*|\w+(?:-\w+)*)")
+
+
+def unnegated(text: str) -> str:
+    """`text` without the words a negation sets aside (`_NEGATED`): "the regular one, not
+    fee-free" → "the regular one, "."""
+    return _NEGATED.sub(" ", text)
 
 
 def longest_names(matched: dict[str, frozenset[str]], candidates: Iterable[str]) -> list[str]:
@@ -135,8 +154,8 @@ class TitleCoverage:
         of words every document uses names nothing). With `match="longest"` a name whose name
         words in the question (`name_matches`) are a strict subset of another candidate's is
         dropped first (`longest_names`). Empty when the question names no document's
-        subject."""
-        q = self.tokens(question)
+        subject. A name said negated ("not fee-free") does not count (`unnegated`)."""
+        q = self.tokens(unnegated(question))
         if not q or not self._names:
             return []
         idf = self._idf
@@ -168,8 +187,9 @@ class TitleCoverage:
         things, "fee" in 231 texts and in the 7 Green Fee-Free pages' names, names nothing):
         "blue" (68 names, 62 texts), "lime" (8, 8). "Lime Green Account" → the Lime Green
         pages {lime, green}, the Green Account's {green}: the name carrying the most of them
-        is the one the question names (`testset_filters.SubjectCheck`)."""
-        q = self.tokens(question)
+        is the one the question names (`testset_filters.SubjectCheck`). Words a negation
+        sets aside are not name words (`unnegated`)."""
+        q = self.tokens(unnegated(question))
         most = max_share * max(1, len(self._names))
 
         def names(t: str) -> bool:
