@@ -257,6 +257,7 @@ def test_unnegated_sets_aside_what_a_negation_governs():
     assert unnegated("is it not a business account?").split() == ["is", "it", "account?"]
     # "n't" and "no" are not read: the question is about Blue; "no-fee" may be a name
     for kept in ("Why doesn't the Blue Account have overdraft?", "Is there a no-fee account?",
+                 "whether or not the Blue Account has a fee", "if not Lime Green, which one?",
                  "the notary fee", "cannot withdraw from Blue", "I know the Lime Green fee"):
         assert unnegated(kept) == kept
 
@@ -282,6 +283,11 @@ def test_a_name_said_negated_is_not_the_one_named(banking):
     assert products(q.format("the fee-free one")) == {"doc_checking_accounts_green_fee-free_account"}
     assert "fee" not in cov.name_matches(q.format("not fee-free")).get(
         "doc_checking_accounts_green_fee-free_account_001", frozenset())
+    # a negation that sets aside every name the question says is not read: the name stays
+    for q in ("I'm not a Lime Green business checking customer yet: what does a wire cost?",
+              "Is there not a Lime Green monthly fee?"):
+        assert products(q) == {"doc_business_checking_accounts_lime_green"}, q
+        assert cov.name_matches(q), q
 
 
 def test_the_gate_names_what_the_pipeline_matches():

@@ -76,10 +76,12 @@ def coverage(field: frozenset[str], query: set[str], idf: dict[str, float]) -> f
 # one, not fee-free)" names the Green Account, not the Green Fee-Free Account. Only phrases
 # that set a thing aside ("not", "other than", "rather than", "instead of", "except (for)"),
 # after an optional article: a run of capitalised words ("other than the Lime Green one"),
-# else one word (a hyphenated compound is one); not "n't" ("Why doesn't the Blue Account ..."
-# asks about Blue) nor "no" ("a no-fee account" may be a name).
+# else one word (a hyphenated compound is one); not "or not" / "if not" ("whether or not the
+# Blue Account ..."), nor "n't" ("Why doesn't the Blue Account ..." asks about Blue), nor "no"
+# ("a no-fee account" may be a name). A reading that sets aside every name the question says
+# is not used (`TitleCoverage.named_documents`: "I'm not a Diamond Elite holder yet").
 _NEGATED = re.compile(
-    r"\b(?i:not|other\s+than|rather\s+than|instead\s+of|except(?:\s+for)?)\s+"
+    r"\b(?i:(?<!\bor )(?<!\bif )not|other\s+than|rather\s+than|instead\s+of|except(?:\s+for)?)\s+"
     r"(?:(?i:the|a|an|my|your|that|this|any)\s+)?"
     r"(?:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*|\w+(?:-\w+)*)")
 
@@ -154,8 +156,18 @@ class TitleCoverage:
         of words every document uses names nothing). With `match="longest"` a name whose name
         words in the question (`name_matches`) are a strict subset of another candidate's is
         dropped first (`longest_names`). Empty when the question names no document's
-        subject. A name said negated ("not fee-free") does not count (`unnegated`)."""
-        q = self.tokens(unnegated(question))
+        subject. A name said negated ("not fee-free") does not count (`unnegated`), unless
+        the negation sets aside every name the question says ("I'm not a Diamond Elite
+        holder yet": then the question as written)."""
+        kept = unnegated(question)
+        found = self._named_in(kept, min_coverage, max_share, match)
+        if found or kept == question:
+            return found
+        return self._named_in(question, min_coverage, max_share, match)
+
+    def _named_in(self, text: str, min_coverage: float, max_share: float, match: str) -> list[str]:
+        """`named_documents` of `text` as written."""
+        q = self.tokens(text)
         if not q or not self._names:
             return []
         idf = self._idf
@@ -169,7 +181,7 @@ class TitleCoverage:
         key = {d: (round(coverage(f, q, idf), 9), round(sum(idf.get(t, 0.0) for t in f & q), 9))
                for d, f in self._names.items() if f & rare}
         if match == "longest":
-            key = {d: key[d] for d in longest_names(self.name_matches(question), key)}
+            key = {d: key[d] for d in longest_names(self._name_words(text), key)}
         if not key:
             return []
         best = max(key.values())
@@ -188,8 +200,16 @@ class TitleCoverage:
         "blue" (68 names, 62 texts), "lime" (8, 8). "Lime Green Account" → the Lime Green
         pages {lime, green}, the Green Account's {green}: the name carrying the most of them
         is the one the question names (`testset_filters.SubjectCheck`). Words a negation
-        sets aside are not name words (`unnegated`)."""
-        q = self.tokens(unnegated(question))
+        sets aside are not name words (`unnegated`), unless that leaves none."""
+        kept = unnegated(question)
+        found = self._name_words(kept, max_share)
+        if found or kept == question:
+            return found
+        return self._name_words(question, max_share)
+
+    def _name_words(self, text: str, max_share: float = 0.25) -> dict[str, frozenset[str]]:
+        """`name_matches` of `text` as written."""
+        q = self.tokens(text)
         most = max_share * max(1, len(self._names))
 
         def names(t: str) -> bool:

@@ -13,6 +13,7 @@ served passages' documents. No LLM.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def questions() -> list[dict]:
             if not isinstance(q, str) or not r.get("doc_ids") or q in seen:
                 continue
             seen.add(q)
-            out.append({"set": str(path), "id": r.get("id"), "question": q,
+            out.append({"set": os.path.relpath(path), "id": r.get("id"), "question": q,
                         "doc_ids": r["doc_ids"]})
     return out
 
