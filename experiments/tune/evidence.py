@@ -124,8 +124,9 @@ def main(set_path: str, label: str, cut: bool = False, corpus: str = "python") -
     out = Path("experiments/tune") / corpus / label
     src = Path(set_path)
     rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
-    qpath = src if json.loads(src.with_name(f"{src.stem}.summary.json").read_text()).get(
-        "settings", {}).get("dev_share") == DEV_SHARE else resplit(src, out / "questions.jsonl")
+    made = json.loads(src.with_name(f"{src.stem}.summary.json").read_text())
+    qpath = src if made.get("settings", {}).get("dev_share") == DEV_SHARE \
+        else resplit(src, out / "questions.jsonl")
     docs = documents(corpus)
     cfg = RAGConfig()
     run = TuneRun(folder=None, n=len(rows), budget="quick", llm_strategies=False, out=out,
@@ -134,8 +135,7 @@ def main(set_path: str, label: str, cut: bool = False, corpus: str = "python") -
                   keep=same_index if cut else None)
     res = run.run()
     chunks = [c for d in docs for c in AgenticChunker(cfg.chunking).chunk(d)]
-    made_from = json.loads(src.with_name(f"{src.stem}.summary.json").read_text()).get("chunks")
-    if corpus in GENERATED_ELSEWHERE and made_from and made_from < len(chunks):
+    if corpus in GENERATED_ELSEWHERE and made.get("chunks", len(chunks)) < len(chunks):
         note_source(out / "report.md", GENERATED_ELSEWHERE[corpus])
     space = search_space(profile(docs, chunks), "quick")
     if cut:
