@@ -11,6 +11,24 @@ from agentic_rag.datasets.corpora import banking_documents, python_docs  # noqa:
 from agentic_rag.documents import Document  # noqa: E402
 
 
+def pytest_report_header(config):  # noqa: ARG001
+    """The processor class the suite ran on (which ggml CPU variants could load: docs/tests.md
+    lists the classes the suite has passed on)."""
+    from agentic_rag.llm.binary import processor_class
+
+    model = next((line.split(":", 1)[1].strip() for line in _cpuinfo().splitlines()
+                  if line.startswith("model name")), "unknown")
+    return f"processor: {model}, class {processor_class()}"
+
+
+def _cpuinfo() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 @pytest.fixture(scope="session")
 def readme_docs() -> list[Document]:
     """Real Markdown READMEs (code fences, tables, lists) shipped in installed packages' metadata."""

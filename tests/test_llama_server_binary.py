@@ -126,10 +126,11 @@ def test_the_real_llama_server_answers_with_logprobs(tmp_path):
         assert 0.0 <= p <= 1.0 and reply.top_logprobs  # log-probabilities without logits_all
         assert mapped_cpu_variant(listener_pid(cfg.port)) == "haswell"
         # the same port asked for with another CPU variant: not reused (its replies would be
-        # cached under the wrong build)
-        other = cfg.model_copy(update={"cpu_variant": "zen4"})
+        # cached under the wrong build). x64 (SSE2) loads on every x86-64 processor: a variant
+        # this one lacks (zen4 on an AVX2-only one) fails earlier, for another reason
+        other = cfg.model_copy(update={"cpu_variant": "x64"})
         with pytest.raises(ServerError, match=r"running the 'haswell' CPU variant .*"
-                                              r"this config runs 'zen4'"):
+                                              r"this config runs 'x64'"):
             LlamaServer(other, home=tmp_path).start()
         # ... nor with the weights laid out otherwise (haswell repacks them by default)
         plain = cfg.model_copy(update={"repack": False})
@@ -371,3 +372,13 @@ def test_a_server_on_the_port_that_repacks_otherwise_is_not_reused(tmp_path, mon
                 srv._check_kind(entry)
         else:
             srv._check_kind(entry)
+
+
+def test_the_processor_class_is_read_from_its_flags():
+    from agentic_rag.llm.binary import processor_class
+
+    zen3 = "fpu sse2 ssse3 fma sse4_2 avx f16c avx2 bmi2"  # AMD EPYC family 25 model 1
+    zen4 = zen3 + " avx512f avx512dq avx512bw avx512vl avx512_vnni avx512_bf16"
+    spr = zen4 + " amx_bf16 amx_tile amx_int8"
+    assert [processor_class(f) for f in (spr, zen4, zen3, "fpu sse2", "avx2")] == [
+        "AMX", "AVX-512", "AVX2", "x86-64", "x86-64"]  # AVX2 without FMA: haswell cannot load

@@ -220,6 +220,31 @@ def runnable_binary(binary: str) -> str:
                       "llm.server.binary: null for llama-cpp-python's server")
 
 
+# the processor classes the project's figures are reported by (docs/servers.md), best first:
+# the flags that make each (Linux /proc/cpuinfo names)
+PROCESSOR_CLASSES = (("AMX", ("amx_tile", "amx_int8", "avx512f")),
+                     ("AVX-512", ("avx512f", "avx512bw", "avx512vl")),
+                     ("AVX2", ("avx2", "fma")),
+                     ("x86-64", ()))
+
+
+def processor_class(flags: str | None = None) -> str:
+    """This processor's class, `AMX`, `AVX-512`, `AVX2` or `x86-64`, from its feature flags
+    (`/proc/cpuinfo`'s first `flags` line when `flags` is None; `unknown` when unreadable):
+    which of ggml's CPU variants can load here, and so which speed figures apply."""
+    if flags is None:
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return "unknown"
+        flags = next((line.split(":", 1)[1] for line in text.splitlines()
+                      if line.startswith("flags")), None)
+        if flags is None:
+            return "unknown"
+    have = set(flags.split())
+    return next(name for name, need in PROCESSOR_CLASSES if have.issuperset(need))
+
+
 def _cpu_signature() -> str:
     """This processor as the variant probe remembers it: model name and feature flags."""
     try:
