@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from agentic_rag.experiments.jsonl import read_rows
+from agentic_rag.jsonl import read_rows
 
 from .test_endpoints import CountingStub
 

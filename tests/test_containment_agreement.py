@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from agentic_rag.experiments.jsonl import read_rows
+from agentic_rag.jsonl import read_rows
 from agentic_rag.studies.containment_agreement import agreement, own_answer_rows, run_rows
 
 

@@ -209,7 +209,7 @@ def agent_eval_cmd(
     one row per (dataset, split, cell, question) in <runs-dir>/<run>/rows.jsonl, judged into
     judgements.jsonl; a rerun resumes. List options take one or more values
     (`--cells retrieve_first:native closed_book:native`)."""
-    from agentic_rag.experiments.jsonl import read_rows
+    from agentic_rag.jsonl import read_rows
     from agentic_rag.llm.calls import LLMCallCap
     from agentic_rag.studies.agent_eval.options import (
         AgentEvalOptions,

@@ -21,8 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from agentic_rag.experiments.jsonl import read_rows
 from agentic_rag.experiments.stats import ppi_mean
+from agentic_rag.jsonl import read_rows
 
 MIN_LABELS = 10  # fewer labelled rows give a rectifier too noisy to report
 FILES = ("answers.jsonl", "labels-pass1.jsonl")

@@ -37,7 +37,6 @@ import pandas as pd
 
 from agentic_rag.datasets.base import Dataset
 from agentic_rag.experiments.executors import LocalExecutor
-from agentic_rag.experiments.jsonl import read_lines
 from agentic_rag.experiments.llm_cost import (
     Progress,
     estimate_line,
@@ -62,6 +61,7 @@ from agentic_rag.experiments.summary import (
     cached_summary,
     results_frame,
 )
+from agentic_rag.jsonl import read_lines
 from agentic_rag.llm.calls import CallMeter, LLMCallCap
 
 

@@ -30,8 +30,8 @@ import pandas as pd
 
 from agentic_rag.evaluation.answers import token_f1
 from agentic_rag.evaluation.containment import answer_in_context
-from agentic_rag.experiments.jsonl import read_rows
 from agentic_rag.experiments.stats import bootstrap_ci
+from agentic_rag.jsonl import read_rows
 from agentic_rag.studies.detectors.stats import auroc_ci, cohens_kappa
 
 OWN_ANSWERS = "experiments/detectors/halueval-own/answers.jsonl"

@@ -58,7 +58,6 @@ from agentic_rag.config_llm import LLMConfig
 from agentic_rag.evaluation.answers import token_f1
 from agentic_rag.evaluation.llm_judge import judge_correctness
 from agentic_rag.evaluation.support import support_score, unsupported
-from agentic_rag.experiments.jsonl import append_rows, read_rows
 from agentic_rag.experiments.llm_cost import (
     Progress,
     agent_cost,
@@ -68,6 +67,7 @@ from agentic_rag.experiments.llm_cost import (
     measured_rates,
 )
 from agentic_rag.experiments.runfolder import base_meta, git_commit
+from agentic_rag.jsonl import append_rows, read_rows
 from agentic_rag.llm.cache import ChatCache, model_identity
 from agentic_rag.llm.calls import CallMeter, MeteredChatModel, map_calls
 from agentic_rag.llm.chat import make_chat_model

@@ -15,8 +15,8 @@ import pandas as pd
 
 from agentic_rag.config import AgentConfig
 from agentic_rag.evaluation.retrieval import span_overlap
-from agentic_rag.experiments.jsonl import read_rows
 from agentic_rag.experiments.stats import bootstrap_ci, paired_effect
+from agentic_rag.jsonl import read_rows
 
 BASELINE = "closed_book:native"
 DEFAULT_CELL = f"{AgentConfig().policy}:{AgentConfig().mode}"

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentic_rag.experiments.jsonl import read_rows
+from agentic_rag.jsonl import read_rows
 
 VERDICTS = {"supported": 1, "unsupported": 0, "unsure": None}
 

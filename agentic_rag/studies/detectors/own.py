@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from agentic_rag.experiments.jsonl import read_rows
+from agentic_rag.jsonl import read_rows
 from agentic_rag.llm.calls import map_calls
 from agentic_rag.llm.types import ChatModel, LLMError
 from agentic_rag.studies.detectors.scoring import (

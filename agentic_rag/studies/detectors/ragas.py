@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from agentic_rag.config_llm import LLMConfig
-from agentic_rag.experiments.jsonl import read_rows
+from agentic_rag.jsonl import read_rows
 from agentic_rag.studies.detectors.own import read_labels
 from agentic_rag.studies.detectors.scoring import with_combined
 from agentic_rag.studies.detectors.stats import DETECTORS, auroc_ci

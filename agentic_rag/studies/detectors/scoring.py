@@ -24,7 +24,7 @@ from agentic_rag.evaluation.support import (
     detector_inputs,
     graded_support,
 )
-from agentic_rag.experiments.jsonl import read_rows
+from agentic_rag.jsonl import read_rows
 from agentic_rag.llm.calls import map_calls
 from agentic_rag.llm.types import ChatModel, LLMError
 

@@ -1,0 +1,168 @@
+"""JSON lines: the one reader and writer of `.jsonl` (and `.jsonl.gz`) files in the package.
+
+Two kinds of file, two behaviours:
+
+- **Appended** files a run resumes from (sweep rows, detector scores, own answers, agent-eval
+  rows and judgements, the cold archive, reply packs). A process killed mid-write (kill -9,
+  power loss) leaves a torn last line: no newline, or not JSON. `read_rows` returns the
+  complete rows before it. The writer that resumes the file (`repair=True`, the default) cuts
+  the torn line off, so that the rows it appends next stay readable; a reader of a file
+  another process is still appending to (`repair=False`) skips it and leaves the file alone.
+  `append_rows` writes whole lines and fsyncs them. `read_appended` is for an appended file a
+  person may also edit or commit (a reply pack): a torn last line without its newline is
+  skipped, but a complete line that is not a JSON object is an error naming file and line.
+- **Person-written** files (question sets, committed rows): `read_records` and
+  `iter_records` raise `JsonlError` naming the file and the line of the first line that is
+  not valid JSON or not a JSON object; blank lines are allowed.
+
+A path ending in `.gz` is read and appended as gzip (one member per append)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+
+class JsonlError(ValueError):
+    """A JSONL file that does not parse; the message names the file and the line."""
+
+
+def _is_gz(path: Path) -> bool:
+    return path.suffix == ".gz"
+
+
+def _gunzip_prefix(raw: bytes) -> tuple[bytes, bool]:
+    """The decompressed bytes of every gzip member that can be read, and whether the whole
+    file was (False for a member cut short or corrupt: its readable part is kept)."""
+    out: list[bytes] = []
+    while raw:
+        d = zlib.decompressobj(wbits=31)
+        try:
+            for s in range(0, len(raw), 1 << 16):
+                out.append(d.decompress(raw[s:s + (1 << 16)]))
+                if d.eof:
+                    break
+        except zlib.error:
+            return b"".join(out), False
+        if not d.eof:
+            out.append(d.flush())
+            return b"".join(out), False
+        raw = d.unused_data
+    return b"".join(out), True
+
+
+def _content(path: Path) -> tuple[bytes, bool]:
+    """The file's (decompressed) bytes and whether they are all of it."""
+    raw = path.read_bytes()
+    return _gunzip_prefix(raw) if _is_gz(path) else (raw, True)
+
+
+def _cut(path: Path, data: bytes, good: int) -> None:
+    """Keep the first `good` bytes of the (decompressed) content `data`."""
+    if not _is_gz(path):
+        with path.open("r+b") as f:
+            f.truncate(good)
+        return
+    tmp = path.with_name(path.name + ".repair")
+    tmp.write_bytes(gzip.compress(data[:good], mtime=0))
+    os.replace(tmp, path)
+
+
+def read_lines(path: str | Path, *, repair: bool = True) -> list[tuple[dict[str, Any], str]]:
+    """Each complete row with its JSON line (without the newline), in file order."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    raw, whole = _content(path)
+    good, out = 0, []
+    for line in raw.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        out.append((row, line.decode("utf-8").rstrip("\n")))
+        good += len(line)
+    if repair and (good != len(raw) or not whole):
+        _cut(path, raw, good)
+    return out
+
+
+def read_rows(path: str | Path, *, repair: bool = True) -> list[dict[str, Any]]:
+    """The complete rows of a JSONL file (none when it does not exist); see the module doc."""
+    return [row for row, _ in read_lines(path, repair=repair)]
+
+
+def append_rows(path: str | Path, rows: Iterable[dict[str, Any]],
+                default: Callable[[Any], Any] | None = None, *,
+                ensure_ascii: bool = True) -> None:
+    """Append whole lines, flushed and fsync'd before returning (a `.gz` path: one gzip
+    member per call)."""
+    text = "".join(json.dumps(r, default=default, ensure_ascii=ensure_ascii) + "\n"
+                   for r in rows)
+    if not text:
+        return
+    path = Path(path)
+    with path.open("ab") as f:
+        if _is_gz(path):
+            with gzip.GzipFile(fileobj=f, mode="ab") as gz:
+                gz.write(text.encode("utf-8"))
+        else:
+            f.write(text.encode("utf-8"))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_appended(path: str | Path, *, repair: bool = True) -> list[dict[str, Any]]:
+    """The rows of an appended file a person may also edit (a reply pack): a torn last line
+    (no newline) is skipped, and cut off with `repair`; a complete line that is not a JSON
+    object raises `JsonlError` naming the file and the line. Blank lines are allowed."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    raw, whole = _content(path)
+    lines = raw.splitlines(keepends=True)
+    torn = bool(lines) and not lines[-1].endswith(b"\n")
+    rows = [row for _, row in _records(path, lines[:-1] if torn else lines)]
+    if repair and (torn or not whole):
+        _cut(path, raw, len(raw) - (len(lines[-1]) if torn else 0))
+    return rows
+
+
+def _records(path: Path, lines: Iterable[bytes | str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise JsonlError(f"{path}: line {n}: not valid JSON ({exc.msg})") from None
+        except UnicodeDecodeError as exc:
+            raise JsonlError(f"{path}: line {n}: not valid UTF-8 (offset {exc.start})") from None
+        if not isinstance(row, dict):
+            raise JsonlError(f"{path}: line {n}: expected a JSON object, got "
+                             f"{type(row).__name__}")
+        yield n, row
+
+
+def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, row) of each non-blank line of a person-written JSONL file (a byte-order
+    mark is allowed); see the module doc for the errors."""
+    path = Path(path)
+    raw = gzip.decompress(path.read_bytes()) if _is_gz(path) else path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise JsonlError(f"{path}: not valid UTF-8 (offset {exc.start})") from None
+    yield from _records(path, text.split("\n"))  # not splitlines: U+2028 may sit in a string
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a person-written JSONL file; see `iter_records`."""
+    return [row for _, row in iter_records(path)]
