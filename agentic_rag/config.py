@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from agentic_rag.config_agent import (  # noqa: F401 - SupportConfig, SupportDetector re-exported
     QUESTION_WORDS,
@@ -140,6 +140,40 @@ class QueryConfig(_Section):
 
 Expansion = Literal["relax_filters", "rewrite_query", "add_retriever", "widen_k"]
 
+# The retrievers a config may name (`fusion.retrievers`, `fusion.named_retrievers`,
+# `gate.add_retrievers`, and in `fusion.weights`): name → what it searches. Their
+# implementations are `retrieve/retrievers.py`'s `RETRIEVERS` (tests/test_registries.py keeps the
+# two in step); `retrieve.retrievers.register_retriever` adds a retriever of your own to both.
+RETRIEVER_NAMES: dict[str, str] = {
+    "dense": "embeddings (the vector store)",
+    "bm25": "BM25 over the chunk text (heading path prefixed)",
+    "title": "field matching, BM25 over each chunk's document title, heading path and API "
+             "names only (lexical.field_text), or their name coverage (title_score)",
+}
+
+
+def named_run(retriever: str) -> str:
+    """The name (in `fusion.weights`, `Evidence.runs`) of `retriever`'s list restricted to the
+    documents a query names: `named` for dense (the first such list), `named_<name>` else."""
+    return "named" if retriever == "dense" else f"named_{retriever}"
+
+
+def ranking_names() -> tuple[str, ...]:
+    """Every ranking fusion may weigh: each retriever's list, the soft filter's dense list
+    (`filtered`) and each retriever's list restricted to the named documents (`named_run`)."""
+    return (*RETRIEVER_NAMES, "filtered", *(named_run(n) for n in RETRIEVER_NAMES))
+
+
+def known_retrievers(names: tuple[str, ...]) -> tuple[str, ...]:
+    """`names` when each is a registered retriever (`RETRIEVER_NAMES`), else a ValueError that
+    names the name and the choices."""
+    for name in names:
+        if name not in RETRIEVER_NAMES:
+            raise ValueError(f"unknown retriever {name!r} (one of "
+                             f"{', '.join(RETRIEVER_NAMES)}; a retriever of your own: "
+                             "retrieve.retrievers.register_retriever)")
+    return names
+
 
 class GateConfig(_Section):
     """Layer 3: confidence-gated iterative retrieval (see `gate.py`).
@@ -164,12 +198,19 @@ class GateConfig(_Section):
     calibration_sha256: str | None = Field(None, description="checked at load when set")
     expansions: tuple[Expansion, ...] = ("relax_filters", "add_retriever", "rewrite_query",
                                          "widen_k")
-    add_retrievers: tuple[Literal["dense", "bm25"], ...] = ("dense", "bm25")
+    add_retrievers: tuple[str, ...] = Field(
+        ("dense", "bm25"), description="add_retriever: these retrievers (RETRIEVER_NAMES) join "
+        "the search when not running yet")
     merge: Literal["rrf", "best", "last"] = Field(
         "best", description="how the iterations' lists are combined: best = the list with "
         "the highest confidence")
     rewriter: Literal["keywords", "query"] = Field(
         "keywords", description="rewrite_query: keyword extraction, or query.rewriter (e.g. llm)")
+
+    @field_validator("add_retrievers")
+    @classmethod
+    def _add_known(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return known_retrievers(v)
 
     @model_validator(mode="after")
     def _k_order(self) -> GateConfig:
@@ -187,10 +228,9 @@ class FusionConfig(_Section):
     rule: the best worst-case nDCG@10 margin over the pipeline's own components (dense,
     BM25) across the three (docs/design.md, "Defaults and why")."""
 
-    retrievers: tuple[Literal["dense", "bm25", "title"], ...] = Field(
-        ("dense", "bm25"), description="dense: embeddings; bm25: the chunk text (heading path "
-        "prefixed); title: field matching, BM25 over each chunk's document title, heading path "
-        "and API names only (lexical.field_text)")
+    retrievers: tuple[str, ...] = Field(
+        ("dense", "bm25"), description="the retrievers fused (RETRIEVER_NAMES): " + "; ".join(
+            f"{name}: {what}" for name, what in RETRIEVER_NAMES.items()))
     title_score: Literal["bm25", "coverage"] = Field(
         "bm25", description="the title retriever's score: bm25, a bag of words over the title "
         "field; coverage, the IDF-weighted share of each name field (document name, title, "
@@ -207,7 +247,7 @@ class FusionConfig(_Section):
         "(default), boost with at most 2 hits per document when at least a quarter of the "
         "documents share their name with another (a product's pages: chosen on the bank's "
         "dev questions, issue 40), else off")
-    named_retrievers: tuple[Literal["dense", "bm25"], ...] = Field(
+    named_retrievers: tuple[str, ...] = Field(
         ("dense", "bm25"), min_length=1, description="the lists restricted to the named documents "
         "that boost (and auto, where it scopes) fuses in: dense ('named' in weights), bm25 "
         "('named_bm25': BM25 over those documents' chunk text, the same doc_id filter), "
@@ -233,19 +273,33 @@ class FusionConfig(_Section):
                              "a product's documents")
     method: Literal["rrf", "score"] = "rrf"
     rrf_k: float = Field(20.0, ge=0.0, le=1000.0)
-    weights: dict[Literal["dense", "bm25", "title", "filtered", "named", "named_bm25"],
-                   float] | None = Field(
+    weights: dict[str, float] | None = Field(
         default_factory=lambda: {"dense": 1.0, "bm25": 0.3},
-        description="weight per retriever name (missing = 1.0); a list is read in the order "
-        "of `retrievers`; None = equal")
+        description="weight per ranking (missing = 1.0): a retriever's name, 'filtered' (the "
+        "soft filter's list) or a named list ('named' for dense, 'named_<retriever>' for the "
+        "others: named_run); a list is read in the order of `retrievers`; None = equal")
     candidates: int = Field(50, ge=1, le=5000, description="depth fetched from each retriever")
     normalise: Literal["minmax", "max", "none"] = "minmax"
     small_to_big: Literal["off", "section"] = Field(
         "off", description="section: serve each fused hit as its parent, the matched chunk "
         "grown with its neighbours in the same section (document + heading path) up to "
-        "parent_tokens; the parent's spans are recorded (small_to_big.py)")
+        "parent_tokens; the parent's spans are recorded (store/sections.py)")
     parent_tokens: int = Field(256, ge=16, le=8192, description="small_to_big: the most "
                                "tokens one parent holds (its chunks' token counts summed)")
+
+    @field_validator("retrievers", "named_retrievers")
+    @classmethod
+    def _retrievers_known(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return known_retrievers(v)
+
+    @field_validator("weights")
+    @classmethod
+    def _weights_known(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        names = ranking_names()
+        unknown = [k for k in v or {} if k not in names]
+        if unknown:
+            raise ValueError(f"unknown ranking {unknown[0]!r} (one of {', '.join(names)})")
+        return v
 
     @model_validator(mode="before")
     @classmethod

@@ -110,12 +110,15 @@ def test_auto_adds_it_where_documents_share_names():
 def test_config_validates():
     assert FusionConfig(weights={"named_bm25": 0.5}).weight("named_bm25") == 0.5
     assert FusionConfig().weight("named_bm25") == 1.0  # missing = 1.0, as for the others
-    with pytest.raises(ValueError):
-        FusionConfig(named_retrievers=("title",))
+    # any registered retriever may be restricted to the named documents (config.RETRIEVER_NAMES)
+    assert FusionConfig(named_retrievers=("title",)).named_retrievers == ("title",)
+    assert FusionConfig(weights={"named_title": 1.0}).weight("named_title") == 1.0
+    with pytest.raises(ValueError, match="unknown retriever 'nope'"):
+        FusionConfig(named_retrievers=("nope",))
     with pytest.raises(ValueError):
         FusionConfig(named_retrievers=())
-    with pytest.raises(ValueError):
-        FusionConfig(weights={"named_title": 1.0})
+    with pytest.raises(ValueError, match="unknown ranking 'named_nope'"):
+        FusionConfig(weights={"named_nope": 1.0})
 
 
 def test_the_lexical_named_list_ranks_the_page_with_the_items_words(banking):

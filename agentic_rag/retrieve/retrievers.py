@@ -5,12 +5,16 @@ RRF or score fusion (`fusion.py`), with intent filters applied hard, soft or not
 list *and* every retriever's own candidate list (the confidence gate reads both);
 `search(query, k, where)` is the plain `SearchFn` (hard filters, configured retrievers).
 
-Retrievers: `dense` (the vector store), `bm25` (BM25 over the chunk text, heading path
-prefixed) and `title` (field matching: BM25 over each chunk's title field only — document
-title, heading path, API names; `lexical.field_text`), each with its fusion weight. The
-title retriever scores by BM25 (`fusion.title_score = "bm25"`) or by how much of each name
-field the query covers (`"coverage"`, `store/coverage.py`: "Blue checking account" covers
-the Blue Account's name whole, World Blue's by half).
+Retrievers (`RETRIEVERS`, name → a `Retriever`): `dense` (the vector store), `bm25` (BM25
+over the chunk text, heading path prefixed) and `title` (field matching: BM25 over each
+chunk's title field only — document title, heading path, API names; `lexical.field_text`),
+each with its fusion weight. The title retriever scores by BM25 (`fusion.title_score =
+"bm25"`) or by how much of each name field the query covers (`"coverage"`,
+`store/coverage.py`: "Blue checking account" covers the Blue Account's name whole, World
+Blue's by half). A retriever of your own: a class with `search` and `variant` (the
+`Retriever` protocol) in its own module and one line, `register_retriever(name, it,
+description)`, which also lets the config name it (`config.RETRIEVER_NAMES`); a retriever
+of the package is one more entry in both dicts (a test keeps them in step).
 
 Entity scope (`fusion.named_scope`, issue 40): when the query names documents' subject
 (`AgenticIndex.named_documents`), `boost` fuses in a dense list restricted to them (weight
@@ -23,7 +27,8 @@ a longer message that names a product in passing keeps the dense named list alon
 
 Small-to-big (`fusion.small_to_big = "section"`): the fused list is served as parents, each
 hit grown with its section's neighbouring chunks up to `fusion.parent_tokens`
-(`small_to_big.py`); the retrievers' own lists (`Evidence.runs`) stay the matched chunks.
+(`store/sections.py`'s `expand_hits`); the retrievers' own lists (`Evidence.runs`) stay the
+matched chunks.
 
 Filters (`filter_mode`):
 - `hard`: every retriever searches only chunks matching `where`;
@@ -46,19 +51,86 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Protocol
 
-from agentic_rag.config import FusionConfig
+from agentic_rag.config import RETRIEVER_NAMES, FusionConfig, named_run
 from agentic_rag.documents import Hit
 from agentic_rag.retrieve.evidence import Evidence
 from agentic_rag.retrieve.fusion import rrf, score_fusion
+from agentic_rag.store.base import Where
 from agentic_rag.store.index import AgenticIndex
 from agentic_rag.store.sections import expand_hits
 
 AUTO_PER_DOC = 2  # named_scope auto's cap on hits per document (issue 40's chosen setting)
-# fusion.named_retrievers → the run (and weight) name of its list restricted to the named
-# documents
-NAMED_RUNS = {"dense": "named", "bm25": "named_bm25"}
+
+
+class Retriever(Protocol):
+    """One ranked candidate list for a query. `search` reads the index (and the fusion's
+    config, its cached query embedding) through `on`, a `FusionRetriever`; `variant` names the
+    settings of `config` the list depends on beyond query, filter and depth ("" for none):
+    candidate lists are memoised per (name:variant, query, where, depth)."""
+
+    def search(self, on: FusionRetriever, query: str, depth: int,
+               where: Where | None) -> list[Hit]: ...
+
+    def variant(self, config: FusionConfig) -> str: ...
+
+
+class Dense:
+    """The vector store, cosine similarity; one embedding per query text however often it is
+    searched (`FusionRetriever.query_vector`)."""
+
+    def search(self, on: FusionRetriever, query: str, depth: int,
+               where: Where | None) -> list[Hit]:
+        return on.index.search(query, depth, where, vector=on.query_vector(query))
+
+    def variant(self, config: FusionConfig) -> str:
+        return ""
+
+
+class BM25:
+    """BM25 over the chunk text, heading path prefixed (`AgenticIndex.lexical`)."""
+
+    def search(self, on: FusionRetriever, query: str, depth: int,
+               where: Where | None) -> list[Hit]:
+        return on.index.search_lexical(query, depth, where)
+
+    def variant(self, config: FusionConfig) -> str:
+        return ""
+
+
+class Title:
+    """Field matching over each chunk's title field, scored as `fusion.title_score` says
+    (`AgenticIndex.search_fields`)."""
+
+    def search(self, on: FusionRetriever, query: str, depth: int,
+               where: Where | None) -> list[Hit]:
+        return on.index.search_fields(query, depth, where, on.config.title_score)
+
+    def variant(self, config: FusionConfig) -> str:
+        return config.title_score
+
+
+# name → retriever; the names a config may use are `config.RETRIEVER_NAMES` (the same keys)
+RETRIEVERS: dict[str, Retriever] = {"dense": Dense(), "bm25": BM25(), "title": Title()}
+
+
+def register_retriever(name: str, retriever: Retriever, description: str) -> None:
+    """Add `retriever` under `name`: the config may then name it wherever it names a retriever
+    (`fusion.retrievers`, `fusion.named_retrievers`, `gate.add_retrievers`, `fusion.weights`)
+    and sweeps may sweep it. A name already taken is an error."""
+    if name in RETRIEVERS or name in RETRIEVER_NAMES:
+        raise ValueError(f"retriever {name!r} is already registered")
+    if not name.isidentifier():
+        raise ValueError(f"retriever name {name!r}: letters, digits and _ only")
+    RETRIEVERS[name] = retriever
+    RETRIEVER_NAMES[name] = description
+
+
+def unregister_retriever(name: str) -> None:
+    """Remove a retriever `register_retriever` added (a test's toy, when it is done)."""
+    RETRIEVERS.pop(name, None)
+    RETRIEVER_NAMES.pop(name, None)
 
 
 class CandidateMemo:
@@ -91,29 +163,31 @@ class FusionRetriever:
         self._vectors: dict[str, object] = {}  # query → embedding, for this retriever's life
         self._auto: tuple[str, int] | None = None  # named_scope auto, resolved on first use
 
+    def query_vector(self, query: str) -> object:
+        """`query`'s embedding, computed once for this retriever's life (at most 256 kept)."""
+        vec = self._vectors.get(query)
+        if vec is None:
+            if len(self._vectors) >= 256:  # a long-lived retriever: keep it small
+                self._vectors.clear()
+            vec = self._vectors[query] = self.index.embed_query(query)
+        return vec
+
     def run(self, name: str, query: str, where: dict[str, Any] | None) -> list[Hit]:
         """One retriever's candidate list at depth `fusion.candidates`."""
+        retriever = RETRIEVERS.get(name)
+        if retriever is None:
+            raise ValueError(f"fusion.retrievers: unknown retriever {name!r} (one of "
+                             f"{', '.join(RETRIEVERS)})")
         depth = self.config.candidates
         memo = self.memo
-        tag = f"title:{self.config.title_score}" if name == "title" else name
+        variant = retriever.variant(self.config)
+        tag = f"{name}:{variant}" if variant else name
         key = json.dumps([tag, query, where, depth], sort_keys=True)
         if memo is not None and key in memo.lists:
             memo.cost += memo.seconds[key]
             return memo.lists[key]
         t0 = time.perf_counter()
-        if name == "dense":  # one embedding per query text however often it is searched
-            vec = self._vectors.get(query)
-            if vec is None:
-                if len(self._vectors) >= 256:  # a long-lived retriever: keep it small
-                    self._vectors.clear()
-                vec = self._vectors[query] = self.index.embed_query(query)
-            hits = self.index.search(query, depth, where, vector=vec)
-        elif name == "bm25":
-            hits = self.index.search_lexical(query, depth, where)
-        elif name == "title":
-            hits = self.index.search_fields(query, depth, where, self.config.title_score)
-        else:
-            raise ValueError(f"fusion.retrievers: unknown retriever {name!r}")
+        hits = retriever.search(self, query, depth, where)
         if memo is not None:
             dt = time.perf_counter() - t0
             memo.lists[key], memo.seconds[key] = hits, dt
@@ -141,7 +215,7 @@ class FusionRetriever:
         if scope and mode == "boost":  # one list per named retriever, restricted to them
             named = {**(hard or {}), "doc_id": scope}
             for name in self.named_retrievers(query):
-                runs[NAMED_RUNS[name]] = self.run(name, query, named)
+                runs[named_run(name)] = self.run(name, query, named)
         weights = [self.config.weight(name) for name in runs]
         hits = per_doc_cap(self.fuse(runs, weights), cap)
         if self.config.small_to_big == "section":
