@@ -30,6 +30,10 @@ def serve(
         help="--http: NAME of the env var holding the bearer token; when it is set, every "
              "request must send it (required to bind a non-loopback address)")] = "AGENTIC_RAG_SERVE_TOKEN",
     log_queries: Annotated[bool, typer.Option(help="log query text (off: only sizes)")] = False,
+    memory_limit_mb: Annotated[float | None, typer.Option(
+        min=1, help="refuse searches (HTTP 503, an MCP error result) while the server's "
+                    "resident memory is over this many MiB; it serves again once back under "
+                    "(off by default)")] = None,
 ) -> None:
     """Serve the exported pipeline to agents: the `search_documents` tool over MCP and
     `POST /search`. The index is opened, never built: build it first with `agentic-rag index`."""
@@ -45,7 +49,8 @@ def serve(
         _fail(f"--host {host} is not loopback: set a token in ${token_env} (clients send "
               "Authorization: Bearer <token>), or bind 127.0.0.1")
     try:
-        served = ServedPipeline.open(config, home, log_queries=log_queries)
+        served = ServedPipeline.open(config, home, log_queries=log_queries,
+                                     memory_limit_mb=memory_limit_mb)
     except (ConfigError, IndexMissing, IndexLocked, IndexStateError) as exc:
         _fail(str(exc))
     info = served.describe()

@@ -1,5 +1,6 @@
 """HTTP transport of `serve`: MCP over streamable HTTP at `/mcp`, `POST /search` and `GET
-/index`, behind the loopback / bearer-token guard; `HttpServer` runs it in a thread."""
+/index`, behind the loopback / bearer-token guard; `HttpServer` runs it in a thread. A search
+refused by the memory guard (`serve.guard`) is HTTP 503 with `Retry-After`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentic_rag.serve.guard import RETRY_AFTER_S, Overloaded
 from agentic_rag.serve.mcp import LOOPBACK, TOKEN_ENV, SearchError, ServedPipeline, mcp_server, session_handle
 
 log = logging.getLogger("agentic_rag.serve.mcp")
@@ -81,6 +83,10 @@ def http_app(served: ServedPipeline, *, host: str = "127.0.0.1", token: str | No
             out = await anyio.to_thread.run_sync(served.search, body, key, "http")
         except SearchError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
+        except Overloaded as exc:  # memory over the limit: refuse now, serve again later
+            log.warning("POST /search refused: %s", exc)
+            return JSONResponse({"error": str(exc)}, status_code=503,
+                                headers={"Retry-After": str(RETRY_AFTER_S)})
         except Exception as exc:  # noqa: BLE001 - reported to the caller, the server stays up
             log.exception("POST /search failed")
             return JSONResponse({"error": f"search failed: {type(exc).__name__}: {exc}"},

@@ -34,6 +34,10 @@ own output — the same formatted, cited context an in-process agent reads.
 - Binding: 127.0.0.1 by default. Any other address needs a bearer token
   (`Authorization: Bearer ...`), checked on every HTTP request. A loopback server also
   refuses requests whose Host header is not a loopback name (DNS rebinding).
+- Memory: with `memory_limit_mb` (`--memory-limit-mb`), a call is refused — HTTP 503, an MCP
+  error result — while the process's resident memory is over the limit, and so is a search
+  that fails to allocate; the server keeps serving and answers again once memory is back
+  under the limit (`serve.guard`).
 - Logging: one line per call (session kind, arguments' sizes, chunks, milliseconds); the
   query text only with `log_queries=True` (`--log-queries`).
 """
@@ -55,6 +59,7 @@ from pydantic import ValidationError
 from agentic_rag.agent.tool import QUERY_MAX_CHARS, TOOL_NAME, AgenticRAGTool, SearchInput, ToolOutput
 from agentic_rag.config import RAGConfig
 from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.serve.guard import MemoryGuard, Overloaded, is_out_of_memory
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +160,9 @@ class ServedPipeline:
 
     def __init__(self, pipeline: Pipeline, *, provenance: dict[str, Any] | None = None,
                  config_path: str | Path | None = None, log_queries: bool = False,
-                 max_sessions: int = MAX_SESSIONS) -> None:
+                 max_sessions: int = MAX_SESSIONS, memory_limit_mb: float | None = None) -> None:
         self.pipeline = pipeline
+        self.guard = MemoryGuard(memory_limit_mb)
         self.provenance = provenance
         self.config_path = Path(config_path) if config_path else None
         self.log_queries = log_queries
@@ -207,12 +213,20 @@ class ServedPipeline:
     # -- calls -----------------------------------------------------------------------
     def search(self, arguments: Any, session: str | None = None, via: str = "") -> ToolOutput:
         """Validate, then run `AgenticRAGTool.search` in the session; `SearchError` on bad
-        arguments. Blocking: the MCP and HTTP handlers call it in a worker thread."""
+        arguments, `Overloaded` while memory is over the guard's limit or when the search
+        runs out of memory. Blocking: the MCP and HTTP handlers call it in a worker thread."""
         args = parse_search(arguments)
+        self.guard.check()
         tool = self.session(session)
         t0 = time.perf_counter()
         with self._search_lock:
-            out = tool.search(args.query, args.max_results, args.focus_area)
+            self.guard.check()  # again: memory may have grown while this call waited
+            try:
+                out = tool.search(args.query, args.max_results, args.focus_area)
+            except Exception as exc:
+                if is_out_of_memory(exc):
+                    raise self.guard.refuse_oom(exc) from exc
+                raise
         ms = (time.perf_counter() - t0) * 1000
         what = f"query={args.query!r}" if self.log_queries else f"query_chars={len(args.query)}"
         log.info("search via=%s session=%s %s max_results=%d focus_area=%s chunks=%d "
@@ -283,7 +297,9 @@ def mcp_server(served: ServedPipeline, transport: str = "stdio"):  # noqa: ANN20
             key = session_key(ctx, params)
             out = await anyio.to_thread.run_sync(served.search, params.arguments or {}, key,
                                                  f"mcp-{transport}")
-        except SearchError as exc:
+        except (SearchError, Overloaded) as exc:
+            if isinstance(exc, Overloaded):
+                log.warning("search_documents refused: %s", exc)
             return types.CallToolResult(content=[types.TextContent(text=str(exc))], is_error=True)
         except Exception as exc:  # noqa: BLE001 - reported to the caller, the server stays up
             log.exception("search_documents failed")
