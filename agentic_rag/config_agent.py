@@ -1,7 +1,7 @@
-"""The agent's configuration sections (`RAGConfig.agent`): the tool-use loop and its support
-gate and detector; and where a question ends and a ticket begins (`QUESTION_WORDS`), shared by
-the named lists of retrieval (`fusion.named_question_words`) and the gate's amount rule
-(`evaluation.figures.asks_amount`)."""
+"""The agent's configuration sections (`RAGConfig.agent`): the tool-use loop, its support
+gate and detector, and a conversation's session; and where a question ends and a ticket
+begins (`QUESTION_WORDS`), shared by the named lists of retrieval
+(`fusion.named_question_words`) and the gate's amount rule (`evaluation.figures.asks_amount`)."""
 
 from __future__ import annotations
 
@@ -84,6 +84,46 @@ class SupportConfig(_Section):
         "+1 wrong")
 
 
+
+class SessionConfig(_Section):
+    """A conversation (`agent/session.py`, `agentic-rag chat`): how each turn's search query is
+    built from the history (`retrieve/query.py`'s `ConversationQueryBuilder`), how much of the
+    history the prompt keeps, the history penalty across turns and the clarifying rule. A
+    single question (`run_agent`, `ask`, the evaluations) never reads it. First values, to be
+    measured on MTRAG's human conversations (issue 61)."""
+
+    query_mode: Literal["last_turn", "carry", "llm_rewrite"] = Field(
+        "carry", description="the search query of a turn: last_turn, the message alone; carry, "
+        "a follow-up (a reference word such as 'it' or 'those', an opening such as 'and' or "
+        "'what about', a message naming at most one thing of its own, or the reply to a "
+        "clarifying question) gets the previous turn's subject prepended: the content words of "
+        "its query and the title of the document its answer cited (no LLM); llm_rewrite, the "
+        "model rewrites every turn after the first into a standalone question (one cached call "
+        "a turn; a failure falls back to carry and is recorded)")
+    history_tokens: int = Field(
+        1024, ge=0, le=32768, description="tokens of earlier turns (each the user's message and "
+        "the answer, citations removed) kept at the front of the prompt, newest first ('recent "
+        "> relevant'): past the budget the oldest are dropped until the rest fit in half of it, "
+        "so the prompt's prefix, which llama-server's prompt cache reuses, changes once per "
+        "block of turns; 0: no history in the prompt")
+    penalty_turns: int | None = Field(
+        None, ge=0, description="passages served on the last N earlier turns are penalised "
+        "like those served earlier in the turn (query.history_penalty); None: every earlier "
+        "turn; 0: within the turn only")
+    carry_words: int = Field(12, ge=1, le=64, description="carry: at most this many words "
+                             "carried from the earlier turns")
+    rewrite_turns: int = Field(4, ge=1, le=32, description="llm_rewrite: the earlier turns the "
+                               "model reads")
+    clarify: Literal["off", "rule"] = Field(
+        "rule", description="rule: ask a clarifying question instead of answering when the "
+        "message names nothing to search and no earlier turn gives it a subject, refers back "
+        "('it', 'what about ...') with no earlier turn, or is a single word whose first "
+        "search serves passages of clarify_documents or more documents (agent/session.py; a "
+        "first rule, to be measured on MTRAG's UNDERSPECIFIED turns); off: always answer")
+    clarify_documents: int = Field(3, ge=2, le=10, description="clarify: distinct documents "
+                                   "among a one-word message's passages that make it ambiguous")
+
+
 class AgentConfig(_Section):
     """The agent loop around the `search_documents` tool (`agent.py`)."""
 
@@ -97,3 +137,4 @@ class AgentConfig(_Section):
                                    description="max_tokens of one JSON action / tool-call turn")
     answer_max_tokens: int = Field(256, ge=16, le=8192)
     support: SupportConfig = SupportConfig()
+    session: SessionConfig = SessionConfig()

@@ -36,6 +36,12 @@ and the invalid ones (a citation of a chunk never served is an error). When sear
 ran and served nothing, the answer is "I don't know" without asking the model. A failed
 LLM call ends the run with `stop_reason="llm_error"` — never a made-up answer.
 
+A turn of a conversation (`agent/session.py`'s `run_turn`) passes a `TurnContext`: the
+earlier turns as chat messages, placed between the system prompt and the turn's user message
+(a stable prefix for the server's prompt cache), and the turn's first search, made by the
+caller on the tool's session it keeps across turns (the tool is then not reset). Without one,
+the messages are exactly a single question's.
+
 Support (`AgentConfig.support`, off by default; `agentic-rag ask` turns it on): the final
 answer is scored against the text of the passages it cites (`support_against="cited"`), or
 against every passage served when it cites none (`"served"`), with the selected detector of
@@ -49,6 +55,8 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -139,6 +147,17 @@ def _run_tool(tool: AgenticRAGTool, args: Any) -> tuple[ToolOutput | None, dict 
         parsed.model_dump(), None
 
 
+@dataclass(frozen=True)
+class TurnContext:
+    """A conversation's turn (module doc): `history`, the earlier turns as chat messages
+    (`{"role": "user" | "assistant", "content": ...}`, oldest first); `first_search`, the
+    retrieve_first policy's search, made by the caller with the turn's query built from the
+    history. The tool's session is the caller's: `run_agent` does not reset it."""
+
+    history: Sequence[dict[str, str]] = ()
+    first_search: ToolOutput | None = None
+
+
 def _resolve(config: AgentConfig | None, **overrides: Any) -> AgentConfig:
     cfg = config or AgentConfig()
     given = {k: v for k, v in overrides.items() if v is not None}
@@ -148,13 +167,14 @@ def _resolve(config: AgentConfig | None, **overrides: Any) -> AgentConfig:
 def run_agent(question: str, chat: ChatModel, tool: AgenticRAGTool | None = None,
               config: AgentConfig | None = None, *, policy: Policy | None = None,
               mode: Literal["native", "json"] | None = None,
-              max_steps: int | None = None) -> AgentResult:
+              max_steps: int | None = None, turn: TurnContext | None = None) -> AgentResult:
     """Answer `question` under `config` (default `AgentConfig()`); the keyword arguments
-    override single fields of it (`run_agent(q, chat, tool, max_steps=3, mode="json")`)."""
+    override single fields of it (`run_agent(q, chat, tool, max_steps=3, mode="json")`).
+    `turn`: a conversation's turn (`TurnContext`; `agent.session.run_turn` passes it)."""
     cfg = _resolve(config, policy=policy, mode=mode, max_steps=max_steps)
     if cfg.policy != "closed_book" and tool is None:
         raise ValueError(f"policy {cfg.policy!r} needs a tool (only closed_book runs without)")
-    return _AgentRun(question, chat, tool, cfg).run()
+    return _AgentRun(question, chat, tool, cfg, turn).run()
 
 
 class _AgentRun:
@@ -167,9 +187,11 @@ class _AgentRun:
     actions it abstained (experiments/agent-runs/README.md, agent-v5 and agent-v6)."""
 
     def __init__(self, question: str, chat: ChatModel, tool: AgenticRAGTool | None,
-                 cfg: AgentConfig) -> None:
+                 cfg: AgentConfig, turn: TurnContext | None = None) -> None:
         self.question, self.chat, self.tool, self.cfg = question, chat, tool, cfg
-        if tool is not None:
+        self.history = list(turn.history) if turn is not None else []
+        self.first_search = turn.first_search if turn is not None else None
+        if tool is not None and turn is None:
             tool.reset()  # a session per question: no history penalty from earlier questions
         self.native = cfg.mode == "native"
         self.steps: list[AgentStep] = []
@@ -185,17 +207,16 @@ class _AgentRun:
         else:
             system = SYSTEM_NATIVE if self.native else SYSTEM_JSON
         notes = "".join(f"\n\n(A search_documents call failed: {e})" for e in self.failed)
+        head = [{"role": "system", "content": system}, *self.history]
         if not self.searches:
-            return [{"role": "system", "content": system},
-                    {"role": "user", "content": self.question + notes}]
+            return [*head, {"role": "user", "content": self.question + notes}]
         if turn == "decide" and not self.native:
             queries = "; ".join(json.dumps(s.query_used) for s in self.searches)
             after = DECIDE_JSON.format(question=self.question, queries=queries)
         else:
             after = PROMPT_AFTER.format(question=self.question)
         passages = "\n\n".join(s.content for s in self.searches)
-        return [{"role": "system", "content": system},
-                {"role": "user", "content": PASSAGES + passages + notes + after}]
+        return [*head, {"role": "user", "content": PASSAGES + passages + notes + after}]
 
     # ---- results --------------------------------------------------------------------------
     def _build(self, answer: str, stop_reason: str, error: str | None = None) -> AgentResult:
@@ -289,7 +310,8 @@ class _AgentRun:
         if self.cfg.policy == "closed_book":
             return self._closed_book()
         if self.cfg.policy == "retrieve_first":
-            output = self.tool.search(self.question)
+            output = self.first_search if self.first_search is not None \
+                else self.tool.search(self.question)
             self._record(0, "policy", {"query": output.query_used}, output)
         decisions = max(self.cfg.max_steps - 1, 1 if self.cfg.policy == "tool_required" else 0)
         for n in range(1, decisions + 1):
@@ -306,7 +328,7 @@ class _AgentRun:
 
     def _closed_book(self) -> AgentResult:
         try:
-            reply = self.chat.chat([{"role": "system", "content": SYSTEM_CLOSED},
+            reply = self.chat.chat([{"role": "system", "content": SYSTEM_CLOSED}, *self.history,
                                     {"role": "user", "content": self.question}],
                                    max_tokens=self.cfg.answer_max_tokens)
         except LLMError as exc:

@@ -10,6 +10,13 @@ back to the heuristic: nothing is silently defaulted.
 
 `apply_history_penalty` lowers the score of chunks the agent was already served
 (the seed's "same chunks again" failure mode).
+
+In a conversation, `ConversationQueryBuilder.build_query(message, agent_state,
+previous_retrievals)` first turns the user's message into the turn's search query from the
+earlier turns (`agent_state`: a `ConversationState`; `previous_retrievals`: the queries of
+the earlier turns), by `agent.session.query_mode`: `last_turn`, `carry` (a rule, no LLM) or
+`llm_rewrite` (a standalone question from the model); the agent's own searches then go
+through `AgentQueryBuilder` as in a single question.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rag.config import QueryConfig
+from agentic_rag.config_agent import SessionConfig
 from agentic_rag.documents import Hit
 from agentic_rag.llm.client import ask_json_field
 from agentic_rag.llm.types import ChatModel, LLMError
@@ -251,3 +259,198 @@ class AgentQueryBuilder:
         return RetrievalIntent(query=query, original=message, intent=intent, filters=filters,
                                min_confidence=state.get("min_confidence"), classifier=source,
                                duplicate_of=self.is_duplicate(query, previous_retrievals))
+
+
+# ---- a conversation: the turn's search query from the history ---------------------------
+class ConversationState(BaseModel):
+    """What a conversation's earlier turns hold for query building (oldest first, one entry per
+    turn): the user's messages, the answers, the title of the document each answer drew on
+    (the first cited passage's, else the first served one's; "" when none), and whether the
+    turn asked a clarifying question. Built by `agent.session.Session.state()`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: list[str] = Field(default_factory=list)
+    answers: list[str] = Field(default_factory=list)
+    titles: list[str] = Field(default_factory=list)
+    clarifying: list[bool] = Field(default_factory=list)
+
+
+class ConversationQuery(BaseModel):
+    """A turn's search query and how it was built: `mode` as run (`"carry (llm failed:
+    transport)"` when the rewrite failed), `follow_up` and its `reason` (the carry rule's
+    verdict), the words `carried` from earlier turns."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    message: str
+    mode: str
+    follow_up: bool = False
+    reason: str | None = None
+    carried: list[str] = Field(default_factory=list)
+
+
+# words that point back at something said before (an antecedent in an earlier turn)
+_REFERENCES = frozenset("it its itself they them their theirs themselves this these those he "
+                        "him his she her hers former latter".split())
+_ONE = re.compile(r"\b(?:the|that|this|which|other|another|each|either)\s+ones?\b", re.I)
+# openings that continue the previous turn ("and on Windows?", "what about the fees?")
+_CONTINUES = ("and", "but", "or", "also", "so", "then", "what about", "how about",
+              "what else", "same", "as well", "too", "what if")
+# asked of anything, name nothing: not the subject of a message
+_REQUEST_WORDS = frozenset(
+    "explain describe tell show give list mean means meaning example examples more else detail "
+    "details please thanks thank okay ok yes no sure about also too again other another one ones "
+    "same way get use used using work works need want know find help there here".split())
+_NUMBERING = re.compile(r"^\s*(?:\d+\.)+\d*\s*")  # "12. Virtual Environments": a section number
+_CONTENT = re.compile(r"[A-Za-z0-9][\w.+#/-]*|`[^`]+`")
+
+
+def content_words(text: str) -> list[str]:
+    """The words of `text` that name something: not question or function words, pronouns or
+    request words ("explain", "more"), in order, once each (case kept)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for w in _CONTENT.findall(text):
+        w = w.strip("`.,;:!?")
+        low = w.lower().replace("'s", "")
+        if (w and low not in _QUESTION_WORDS and low not in _REFERENCES
+                and low not in _REQUEST_WORDS and low not in _STOP and word_key(w) not in seen):
+            seen.add(word_key(w))
+            out.append(w)
+    return out
+
+
+def word_key(word: str) -> str:
+    """A word compared without case or a plural s ("Environments" is "environment")."""
+    low = word.lower()
+    return low[:-1] if len(low) > 3 and low.endswith("s") and not low.endswith("ss") else low
+
+
+def reference_word(message: str) -> str | None:
+    """The first word of `message` that points back ("it", "those", "the other one"), or None."""
+    words = re.findall(r"[a-z']+", message.lower())
+    ref = next((w for w in words if w in _REFERENCES), None)
+    return ref or (m.group(0).lower() if (m := _ONE.search(message)) else None)
+
+
+def continuing_opening(message: str) -> str | None:
+    """The opening of `message` that continues a previous turn ("and", "what about"), or None."""
+    low = " ".join(re.findall(r"[a-z']+", message.lower()))
+    return next((c for c in _CONTINUES if low == c or low.startswith(c + " ")), None)
+
+
+def follow_up_reason(message: str, state: ConversationState) -> str | None:
+    """The carry rule's first half: why `message` continues the conversation, or None.
+
+    With no earlier turn nothing is a follow-up. Otherwise, in order: (1) the previous turn
+    asked a clarifying question, so this is the reply; (2) a reference word ("it", "its",
+    "they", "those", "this", "her", "the other one": `_REFERENCES`, `_ONE`); (3) an opening
+    that continues ("and ...", "what about ...", "also ...": `_CONTINUES`); (4) a short turn:
+    at most one content word (`content_words`: "On Windows?", "fees?", "Why?"), unless the
+    message says it is "about" it ("tell me more about lists"). A turn that changes the
+    subject in one word ("decorators?") is carried too: a first rule, to be measured on
+    MTRAG's follow-ups."""
+    if not state.messages:
+        return None
+    if state.clarifying and state.clarifying[-1]:
+        return "replies to a clarifying question"
+    ref = reference_word(message)
+    if ref:
+        return f"refers back ({ref!r})"
+    opening = continuing_opening(message)
+    if opening:
+        return f"continues ({opening!r} ...)"
+    own = content_words(message)
+    if len(own) <= 1 and not (own and re.search(rf"\babout\s+(?:the\s+)?{re.escape(own[0])}",
+                                                message, re.I)):
+        return "names at most one thing of its own"
+    return None
+
+
+def carry_subject(message: str, state: ConversationState, previous_retrievals: Sequence[str],
+                  max_words: int = 12) -> list[str]:
+    """The carry rule's second half: the previous turn's subject, as the words to prepend.
+
+    The content words of the previous turn's query (`previous_retrievals[-1]`, itself carried
+    when that turn was a follow-up, so a chain of follow-ups keeps the first subject; its
+    message when no query is given), then the words of the title of the document its answer
+    drew on (`state.titles[-1]`, its section number dropped); the words the message already holds are left out, at most
+    `max_words` in all."""
+    source = previous_retrievals[-1] if previous_retrievals else \
+        (state.messages[-1] if state.messages else "")
+    title = _NUMBERING.sub("", state.titles[-1]) if state.titles else ""
+    have = {word_key(w) for w in content_words(message)}
+    out: list[str] = []
+    for w in content_words(source) + content_words(title):
+        if word_key(w) not in have:
+            have.add(word_key(w))
+            out.append(w)
+    return out[:max_words]
+
+
+_STANDALONE_PROMPT = (
+    "You rewrite the last user message of a conversation with a documentation assistant as "
+    "one standalone question: say what 'it', 'that', 'the other one' or a missing subject "
+    "refers to, from the earlier turns; keep names, numbers and technical terms; add nothing "
+    "else. A message that is already standalone is returned unchanged. Answer with JSON "
+    "{\"question\": \"...\"}.")
+
+
+def standalone_prompt(message: str, state: ConversationState, turns: int) -> str:
+    """The user turn of the LLM rewrite: the last `turns` earlier turns (answers cut to 300
+    characters), then the message."""
+    lines = []
+    for m, a in list(zip(state.messages, state.answers))[-turns:]:
+        lines += [f"User: {m}", f"Assistant: {a[:300]}"]
+    return "Conversation:\n" + "\n".join(lines) + f"\n\nLast user message: {message}"
+
+
+class ConversationQueryBuilder:
+    """The design's `build_query(message, agent_state, previous_retrievals)` over a
+    conversation (module doc; `agent.session.query_mode`). `max_chars` bounds the query (the
+    tool's query limit): carried words past it are dropped, the message never."""
+
+    def __init__(self, config: SessionConfig, chat_model: ChatModel | None = None,
+                 max_chars: int = 200) -> None:
+        if config.query_mode == "llm_rewrite" and chat_model is None:
+            raise ValueError("session.query_mode 'llm_rewrite' needs a chat model")
+        self.config, self.chat, self.max_chars = config, chat_model, max_chars
+
+    def build_query(self, message: str, agent_state: ConversationState | None = None,
+                    previous_retrievals: Sequence[str] = ()) -> ConversationQuery:
+        state = agent_state or ConversationState()
+        message = " ".join(message.split())
+        mode = self.config.query_mode
+        if mode == "last_turn" or not state.messages:
+            return ConversationQuery(query=message, message=message, mode=mode)
+        if mode == "llm_rewrite":
+            try:
+                return ConversationQuery(query=self._rewrite(message, state), message=message,
+                                         mode=mode, follow_up=True, reason="rewritten")
+            except LLMError as exc:
+                mode = f"carry (llm failed: {exc.kind})"
+        return self._carry(message, state, previous_retrievals, mode)
+
+    def _carry(self, message: str, state: ConversationState,
+               previous_retrievals: Sequence[str], mode: str) -> ConversationQuery:
+        reason = follow_up_reason(message, state)
+        if reason is None:
+            return ConversationQuery(query=message, message=message, mode=mode)
+        words = carry_subject(message, state, previous_retrievals, self.config.carry_words)
+        while words and len(" ".join(words)) + 2 + len(message) > self.max_chars:
+            words.pop()
+        query = f"{' '.join(words)}: {message}" if words else message
+        return ConversationQuery(query=query, message=message, mode=mode, follow_up=True,
+                                 reason=reason, carried=words)
+
+    def _rewrite(self, message: str, state: ConversationState) -> str:
+        schema = {"type": "object", "properties": {"question": {
+            "type": "string", "minLength": 1, "maxLength": self.max_chars}},
+            "required": ["question"]}
+        q, _ = ask_json_field(self.chat, _STANDALONE_PROMPT,  # type: ignore[arg-type]
+                              standalone_prompt(message, state, self.config.rewrite_turns),
+                              "question", schema, lambda v: isinstance(v, str) and bool(v.strip()),
+                              max_tokens=96)
+        return " ".join(q.split())[:self.max_chars]
