@@ -15,7 +15,8 @@ Two kinds of file, two behaviours:
   `iter_records` raise `JsonlError` naming the file and the line of the first line that is
   not valid JSON or not a JSON object; blank lines are allowed.
 
-A path ending in `.gz` is read and appended as gzip (one member per append)."""
+A gzip file (by its first bytes; a new file by its name ending in `.gz`) is read as its
+decompressed lines and appended one gzip member per call."""
 
 from __future__ import annotations
 
@@ -27,39 +28,48 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+GZIP_MAGIC = b"\x1f\x8b"
+
 
 class JsonlError(ValueError):
     """A JSONL file that does not parse; the message names the file and the line."""
 
 
 def _is_gz(path: Path) -> bool:
-    return path.suffix == ".gz"
+    """Gzip: a file that starts with gzip's magic bytes (no JSON line does), or a new or empty
+    one named `.gz`."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(2)
+    except FileNotFoundError:
+        head = b""
+    return head == GZIP_MAGIC if head else path.suffix == ".gz"
 
 
 def _gunzip_prefix(raw: bytes) -> tuple[bytes, bool]:
     """The decompressed bytes of every gzip member that can be read, and whether the whole
     file was (False for a member cut short or corrupt: its readable part is kept)."""
     out: list[bytes] = []
+    step = 1 << 16  # fed in steps, so a corrupt step loses only its own part
     while raw:
-        d = zlib.decompressobj(wbits=31)
+        d, end = zlib.decompressobj(wbits=31), 0
         try:
-            for s in range(0, len(raw), 1 << 16):
-                out.append(d.decompress(raw[s:s + (1 << 16)]))
-                if d.eof:
-                    break
+            while end < len(raw) and not d.eof:
+                out.append(d.decompress(raw[end:end + step]))
+                end += step
         except zlib.error:
             return b"".join(out), False
         if not d.eof:
             out.append(d.flush())
             return b"".join(out), False
-        raw = d.unused_data
+        raw = d.unused_data + raw[end:]  # the next member
     return b"".join(out), True
 
 
 def _content(path: Path) -> tuple[bytes, bool]:
     """The file's (decompressed) bytes and whether they are all of it."""
     raw = path.read_bytes()
-    return _gunzip_prefix(raw) if _is_gz(path) else (raw, True)
+    return _gunzip_prefix(raw) if raw[:2] == GZIP_MAGIC else (raw, True)
 
 
 def _cut(path: Path, data: bytes, good: int) -> None:
@@ -109,8 +119,9 @@ def append_rows(path: str | Path, rows: Iterable[dict[str, Any]],
     if not text:
         return
     path = Path(path)
+    gz = _is_gz(path)
     with path.open("ab") as f:
-        if _is_gz(path):
+        if gz:
             with gzip.GzipFile(fileobj=f, mode="ab") as gz:
                 gz.write(text.encode("utf-8"))
         else:
@@ -119,17 +130,19 @@ def append_rows(path: str | Path, rows: Iterable[dict[str, Any]],
         os.fsync(f.fileno())
 
 
-def read_appended(path: str | Path, *, repair: bool = True) -> list[dict[str, Any]]:
-    """The rows of an appended file a person may also edit (a reply pack): a torn last line
-    (no newline) is skipped, and cut off with `repair`; a complete line that is not a JSON
-    object raises `JsonlError` naming the file and the line. Blank lines are allowed."""
+def read_appended(path: str | Path, *,
+                  repair: bool = True) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, row) of each row of an appended file a person may also edit (a reply
+    pack): a torn last line (no newline) is skipped, and cut off with `repair`; a complete
+    line that is not a JSON object raises `JsonlError` naming the file and the line. Blank
+    lines are allowed."""
     path = Path(path)
     if not path.exists():
         return []
     raw, whole = _content(path)
     lines = raw.splitlines(keepends=True)
     torn = bool(lines) and not lines[-1].endswith(b"\n")
-    rows = [row for _, row in _records(path, lines[:-1] if torn else lines)]
+    rows = list(_records(path, lines[:-1] if torn else lines))
     if repair and (torn or not whole):
         _cut(path, raw, len(raw) - (len(lines[-1]) if torn else 0))
     return rows
@@ -155,7 +168,8 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, row) of each non-blank line of a person-written JSONL file (a byte-order
     mark is allowed); see the module doc for the errors."""
     path = Path(path)
-    raw = gzip.decompress(path.read_bytes()) if _is_gz(path) else path.read_bytes()
+    raw = path.read_bytes()
+    raw = gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

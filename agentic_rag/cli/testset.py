@@ -21,6 +21,7 @@ from agentic_rag.cli.app import (
     app,
 )
 from agentic_rag.ingest.readers import FORMATS
+from agentic_rag.jsonl import JsonlError, read_records
 
 
 @app.command()
@@ -160,15 +161,10 @@ def _reanchor(path: Path, documents: list, chunks: list, out: Path) -> None:
         _fail(f"--reanchor {path}: no such file")
     if out.resolve() == path.resolve() or (out.exists() and os.path.samefile(out, path)):
         _fail(f"--out {out} is the set being re-anchored: write it to another file")
-    rows = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        try:
-            row = json.loads(line) if line.strip() else None
-        except json.JSONDecodeError as exc:
-            _fail(f"--reanchor {path}: line {i} is not JSON ({exc.msg})")
-        if row is not None and not isinstance(row, dict):
-            _fail(f"--reanchor {path}: line {i} is not a JSON object (a questions JSONL)")
-        rows += [row] if row is not None else []
+    try:
+        rows = read_records(path)
+    except JsonlError as exc:
+        _fail(f"--reanchor {exc} (a questions JSONL)")
     try:
         kept, report = reanchor(rows, documents, chunks)
     except ValueError as exc:
@@ -187,17 +183,10 @@ def excluded_chunks(paths: list[Path]) -> set[str]:
     for path in paths:
         if not path.is_file():
             raise ValueError(f"--exclude {path}: no such file")
-        ids = set()
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                cid = json.loads(line).get("chunk_id")
-            except (json.JSONDecodeError, AttributeError) as exc:
-                raise ValueError(f"--exclude {path}: line {i} is not a JSON object ({exc})") \
-                    from exc
-            if cid:
-                ids.add(cid)
+        try:
+            ids = {r["chunk_id"] for r in read_records(path) if r.get("chunk_id")}
+        except JsonlError as exc:
+            raise ValueError(f"--exclude {exc}") from exc
         if not ids:
             raise ValueError(f"--exclude {path}: no row has a chunk_id (pass the questions "
                              "JSONL `agentic-rag testset` wrote)")

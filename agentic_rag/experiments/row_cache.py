@@ -2,10 +2,11 @@
 
 A row (one config × query × repeat) is keyed by a sha256 of everything that can change it:
 
-- the config's canonical JSON, `home` aside (where the index lives, not a setting: the
-  index content is fixed by the corpus, chunking, embedding, lexical and store settings,
-  which are all in the key) and `llm.max_concurrency` (how many calls are in flight does
-  not change a row: tested in tests/test_concurrency.py);
+- the config's `RAGConfig.config_hash` (of its canonical JSON) with `home` at its default
+  (where the index lives, not a setting: the index content is fixed by the corpus,
+  chunking, embedding, lexical and store settings, which are all in the key) and
+  `llm.max_concurrency` at its default (how many calls are in flight does not change a row:
+  tested in tests/test_concurrency.py);
 - the dataset fingerprint and the query's own text, answers, metadata, qrels and gold spans;
 - the repeat index;
 - the sweep's evaluation settings a row depends on: `k`, the metric groups, the ragas
@@ -63,6 +64,17 @@ def code_version() -> str:
 def _digest(obj: Any) -> str:
     blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def row_config_hash(cfg: RAGConfig) -> str:
+    """The config's part of a row key: `RAGConfig.config_hash` (full length) with `home` and
+    `llm.max_concurrency` at their defaults, since neither changes a row (see the module
+    doc)."""
+    same = cfg.model_copy(update={
+        "home": RAGConfig.model_fields["home"].default,
+        "llm": cfg.llm.model_copy(update={
+            "max_concurrency": LLMConfig.model_fields["max_concurrency"].default})})
+    return same.config_hash(length=64)
 
 
 class RowCache:
@@ -162,16 +174,13 @@ class RowKeys:
         models: dict[str, str] = {}  # configs mostly share their models: identified once
         self._configs = []
         for cfg in configs:
-            body = cfg.to_dict()
-            body.pop("home", None)
-            body["llm"].pop("max_concurrency", None)
             emb, llm = cfg.embedding.model_dump_json(), cfg.llm.model_dump_json()
             if emb not in models:
                 models[emb] = embedding_identity(cfg.embedding, cache)
             if llm not in models:
                 models[llm] = llm_identity(cfg.llm, cache)
             self._configs.append(_digest({
-                "config": body, "env": env, "evaluation": evaluation,
+                "config": row_config_hash(cfg), "env": env, "evaluation": evaluation,
                 "embedding": models[emb], "llm": models[llm]}))
         self.dataset_fingerprint = fp = ds.fingerprint()
         self._queries = {q.id: _digest({

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentic_rag.config_llm import LLMConfig
+from agentic_rag.jsonl import JsonlError, append_rows, read_appended
 from agentic_rag.llm.types import ChatReply
 from agentic_rag.store.sqlite_kv import SQLiteFile
 
@@ -131,17 +132,13 @@ class ChatCache:
         with self._pack_lock:
             if self._packed is None:
                 packed = {}
-                if self.pack is not None and self.pack.exists():
-                    text = self.pack.read_text(encoding="utf-8")
-                    for n, line in enumerate(text.splitlines(), 1):
-                        if not line.strip():
-                            continue
-                        try:
-                            entry = json.loads(line)
-                            packed[entry["key"]] = json.dumps(entry["reply"])
-                        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                            raise ValueError(f"{self.pack}: line {n} is not a reply-pack entry "
-                                             f"({{\"key\", \"reply\"}}): {exc}") from exc
+                # a torn last line (a run killed mid-append) is cut off before we append
+                for n, entry in read_appended(self.pack) if self.pack is not None else []:
+                    try:
+                        packed[entry["key"]] = json.dumps(entry["reply"])
+                    except KeyError as exc:
+                        raise JsonlError(f"{self.pack}: line {n} is not a reply-pack entry "
+                                         f"({{\"key\", \"reply\"}}): {exc!r} missing") from exc
                 self._packed = packed
             return self._packed
 
@@ -165,9 +162,8 @@ class ChatCache:
             with self._pack_lock:
                 if key not in packed:
                     self.pack.parent.mkdir(parents=True, exist_ok=True)
-                    with self.pack.open("a", encoding="utf-8") as f:
-                        f.write(json.dumps({"key": key, "reply": reply.model_dump(
-                            mode="json", exclude={"cached"})}, ensure_ascii=False) + "\n")
+                    append_rows(self.pack, [{"key": key, "reply": reply.model_dump(
+                        mode="json", exclude={"cached"})}], ensure_ascii=False)
                     packed[key] = reply.model_dump_json()
 
     def recent(self, n: int, model: str | None = None) -> list[ChatReply]:

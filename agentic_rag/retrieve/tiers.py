@@ -16,8 +16,6 @@ The clock is injectable, so expiry is tested without sleeping.
 from __future__ import annotations
 
 import base64
-import gzip
-import json
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -29,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agentic_rag.config import TiersConfig
 from agentic_rag.documents import Chunk, Document, Hit
+from agentic_rag.jsonl import append_rows, read_lines, read_rows
 from agentic_rag.retrieve.gate import confidence_top_mean
 from agentic_rag.store.base import row_dots
 from agentic_rag.store.index import AgenticIndex
@@ -100,6 +99,7 @@ class TieredIndex:
         self.hot = _Matrix()
         self._expires: dict[str, float] = {}
         self._cold: _Matrix | None = None
+        self._cold_repaired = False
         self.cold_path = Path(warm.home) / config.cold_file
 
     # -- writes -----------------------------------------------------------------------
@@ -142,25 +142,24 @@ class TieredIndex:
 
     def _append_cold(self, rows: list[tuple[Chunk, np.ndarray]]) -> None:
         self.cold_path.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.open(self.cold_path, "at", encoding="utf-8") as f:
-            for c, v in rows:
-                vec = base64.b64encode(np.asarray(v, dtype=np.float32).tobytes()).decode()
-                f.write(json.dumps({"chunk": c.model_dump(mode="json"), "vec": vec}) + "\n")
+        if self._cold is None and not self._cold_repaired:
+            read_lines(self.cold_path)  # a torn last row (kill -9 mid-append) cut off first,
+            self._cold_repaired = True  # so that the rows appended after it stay readable
+        append_rows(self.cold_path, (
+            {"chunk": c.model_dump(mode="json"),
+             "vec": base64.b64encode(np.asarray(v, dtype=np.float32).tobytes()).decode()}
+            for c, v in rows))
         if self._cold is not None:  # keep a loaded archive in step
             self._cold.add([c for c, _ in rows], np.stack([v for _, v in rows]))
 
     def _load_cold(self) -> _Matrix:
         if self._cold is None:
             self._cold = _Matrix()
-            if self.cold_path.exists():
-                chunks, vecs = [], []
-                with gzip.open(self.cold_path, "rt", encoding="utf-8") as f:
-                    for line in f:
-                        row = json.loads(line)
-                        chunks.append(Chunk.model_validate(row["chunk"]))
-                        vecs.append(np.frombuffer(base64.b64decode(row["vec"]), dtype=np.float32))
-                if chunks:
-                    self._cold.add(chunks, np.stack(vecs))
+            rows = read_rows(self.cold_path)  # a torn last row (kill -9 mid-append) cut off
+            if rows:
+                self._cold.add([Chunk.model_validate(r["chunk"]) for r in rows],
+                               np.stack([np.frombuffer(base64.b64decode(r["vec"]),
+                                                       dtype=np.float32) for r in rows]))
         return self._cold
 
     @property

@@ -4,7 +4,6 @@ cached: the generated set in `out/`, the LLM replies in the reply cache and
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Callable
@@ -17,8 +16,10 @@ import pandas as pd
 import yaml
 
 from agentic_rag.config import RAGConfig
+from agentic_rag.datasets.base import documents_fingerprint
 from agentic_rag.experiments.spec import DatasetSpec
 from agentic_rag.ingest.readers import FORMATS
+from agentic_rag.jsonl import JsonlError, read_records
 from agentic_rag.studies.tune_space import (
     DEV_SHARE,
     RULE,
@@ -135,9 +136,9 @@ class TuneRun:
         return [c for d in docs for c in chunker.chunk(d)]
 
     def _settings(self, docs: list) -> dict[str, Any]:
-        fp = hashlib.sha256("".join(f"{d.id}\0{d.text}" for d in docs).encode()).hexdigest()
         return {"n": self.n, "seed": self.seed, "mode": "span", "dev_share": DEV_SHARE,
-                "documents_sha256": fp[:16], "chunking": self.config.chunking.model_dump()}
+                "documents_sha256": documents_fingerprint(docs),
+                "chunking": self.config.chunking.model_dump()}
 
     def _reusable(self, qpath: Path, docs: list) -> bool:
         meta = qpath.with_name("questions.tune.json")
@@ -252,7 +253,10 @@ class TuneRun:
                 "questions, so its intervals are wide: add documents for more")
 
     def _split_files(self, qpath: Path) -> tuple[Path, Path]:
-        rows = [json.loads(x) for x in qpath.read_text(encoding="utf-8").splitlines() if x]
+        try:
+            rows = read_records(qpath)
+        except JsonlError as exc:
+            raise TuneError(str(exc)) from None
         paths = []
         for split in ("dev", "test"):
             p = self.out / f"questions.{split}.jsonl"

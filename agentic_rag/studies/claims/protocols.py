@@ -19,6 +19,7 @@ from agentic_rag.config_llm import LLMConfig
 from agentic_rag.experiments.llm_cost import COMPLETION_TOKENS_PER_S, PROMPT_TOKENS_PER_S
 from agentic_rag.experiments.runfolder import mark_complete, new_run_dir, write_meta
 from agentic_rag.experiments.spec import DatasetSpec
+from agentic_rag.jsonl import read_rows
 from agentic_rag.llm.calls import CallMeter
 from agentic_rag.studies.claims.ledger import (
     RETIRED_JUDGE,
@@ -261,9 +262,8 @@ def agent_run_folder(agent_dir: Path, runs_dir: str | Path, claim: Claim, name: 
 def _agent_results(agent_dir: Path, dataset: str, split: str, arms: dict[str, str],
                    metrics: list[str]) -> pd.DataFrame:
     """One row per (arm, task): config_id, query_id and the metrics (judge verdicts merged)."""
-    def read(p: Path) -> pd.DataFrame:
-        return pd.DataFrame([json.loads(x) for x in p.read_text().splitlines()]) \
-            if p.exists() else pd.DataFrame()
+    def read(p: Path) -> pd.DataFrame:  # the evaluation's own files: a torn last line
+        return pd.DataFrame(read_rows(p, repair=False))  # skipped, the file left alone
 
     rows, judged = read(agent_dir / "rows.jsonl"), read(agent_dir / "judgements.jsonl")
     if rows.empty:

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from agentic_rag.experiments.stats import paired_effect
+from agentic_rag.jsonl import read_records
 from agentic_rag.studies.claims.ledger import decide
 from agentic_rag.studies.claims.registry import Claim
 
@@ -88,8 +89,7 @@ def write_rows(per: pd.DataFrame, out: Path) -> Path:
 
 
 def read_rows(path: Path) -> pd.DataFrame:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return pd.DataFrame([json.loads(x) for x in f if x.strip()])
+    return pd.DataFrame(read_records(path))
 
 
 def recompute(claim: Claim, path: Path) -> dict[str, Any]:
