@@ -1,5 +1,6 @@
 """The evaluation commands on the `agentic-rag` app: `sweep`, `calibrate`, `claims`,
-`agent-eval`, `validate-detectors`, `containment-agreement`, `export`, `validate-judge`.
+`agent-eval`, `question-eval`, `validate-detectors`, `containment-agreement`, `export`,
+`validate-judge`.
 Like `cli`, they only call the library."""
 
 from __future__ import annotations
@@ -235,6 +236,66 @@ def agent_eval_cmd(
         raise typer.Exit(0) from None
     except ValueError as exc:  # a bad cell, option or config file, before any LLM call
         _fail(str(exc))
+
+
+@app.command("question-eval", cls=ManyValues)
+def question_eval_cmd(
+    questions: Annotated[str, typer.Argument(
+        help="dev | test (datasets/banking-products) or a .jsonl of id, question, answer, "
+             "doc_ids")],
+    home: Annotated[str, typer.Option(help="the index home (the τ²-banking documents) and, "
+                                           "with --agent, the LLM reply cache")],
+    settings: Annotated[list[str] | None, typer.Option(
+        help="one or more names: with --agent of studies.question_file.SETTINGS (default all; "
+             "the first is the baseline), else of studies.strategies.STRATEGIES (default: the "
+             "round's; `default` is the baseline)")] = None,
+    agent: Annotated[bool, typer.Option(
+        "--agent", help="the agent (LLM: the local server) instead of top-k retrieval")] = False,
+    round_: Annotated[str, typer.Option(
+        "--round", help="retrieval: an issue-40 round's settings, base and tag, coverage | "
+                        "named | lexical | question | longest")] = "coverage",
+    k: Annotated[int, typer.Option(min=1, help="retrieval: passages served")] = 5,
+    base: Annotated[str | None, typer.Option(
+        help="retrieval: the config the settings apply to, named-base | dense-named | "
+             "before-longest | today (default: the round's; the agent: always named-base)")] = None,
+    tag: Annotated[str | None, typer.Option(
+        help="in the output names: agent-<set>[-n<N>]-<tag>.json, "
+             "retrieval-top<k>-<tag>-<set>.json (default: none; retrieval: the round's)")] = None,
+    n: Annotated[int | None, typer.Option(help="--agent: the first N questions only")] = None,
+    out: Annotated[Path, typer.Option(help="where the outputs go")] = Path(
+        "experiments/agent-support"),
+    base_url: Annotated[str | None, typer.Option(
+        envvar="LLM_BASE_URL", help="--agent: a llama.cpp server already answering there")] = None,
+) -> None:
+    """The agent or top-k retrieval on a question file, scored without an LLM (the gold
+    figure among the answer's; a gold document or the answer among the top k), paired
+    bootstrap CIs against the baseline setting (studies.question_file)."""
+    from agentic_rag.studies.question_file import (
+        BASES,
+        ROUNDS,
+        SETTINGS,
+        agent_eval,
+        retrieval_topk,
+    )
+    from agentic_rag.studies.strategies import STRATEGIES
+
+    names = [s for s in settings or [] if s]
+    known = SETTINGS if agent else STRATEGIES
+    bad = [s for s in names if s not in known]
+    if bad:
+        _fail(f"unknown setting(s) {bad}: use {', '.join(known)}")
+    if round_ not in ROUNDS or (base or "today") not in BASES:
+        _fail(f"--round {round_!r} / --base {base!r}: use {', '.join(ROUNDS)} / "
+              f"{', '.join(BASES)}")
+    if agent:
+        suffix = f"-{tag}" if tag else ""
+        res = agent_eval(questions, home, names or None, n, suffix, out, base_url, typer.echo)
+    else:
+        r_names, r_base, r_tag = ROUNDS[round_]
+        tag = r_tag if tag is None else tag
+        res = retrieval_topk(questions, home, names or r_names, f"-{tag}" if tag else "",
+                             BASES[base or r_base], k, out)
+    typer.echo(json.dumps(res, indent=1))
 
 
 @app.command("validate-detectors")

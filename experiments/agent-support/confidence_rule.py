@@ -19,10 +19,12 @@ removed after the verdict. This script reads only the committed files.)
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+import typer
+
 from agentic_rag.experiments.stats import paired_bootstrap
+from agentic_rag.jsonl import read_records
 
 HERE = Path(__file__).parent
 RECORDED = "confidence+abstain"
@@ -38,7 +40,7 @@ COMMITTED = {
 
 
 def rows(name: str, setting: str) -> dict[str, dict]:
-    return {r["id"]: r for r in map(json.loads, (HERE / name).open())
+    return {r["id"]: r for r in read_records(HERE / name)
             if r.get("setting") == setting and "answer" in r}
 
 
@@ -78,7 +80,7 @@ def rule(sets: dict[str, str]) -> dict:
     per = {t: per_set(t, COMMITTED[t]) for t in sets}
     distinct: dict[str, dict] = {}  # question text → its row, each text once
     for t, qset in sets.items():
-        text = {r["id"]: r["question"] for r in map(json.loads, (HERE / qset).open())}
+        text = {r["id"]: r["question"] for r in read_records(HERE / qset)}
         for i, r in rows(f"agent-{t}-answers.jsonl", RECORDED).items():
             distinct.setdefault(text[i], r)
     verdict = {}
@@ -101,11 +103,13 @@ def rule(sets: dict[str, str]) -> dict:
     return {"sets": per, "verdict": verdict, "choice": choice, "signal": signal}
 
 
-if __name__ == "__main__":
-    part, *args = sys.argv[1:]
-    sets = dict(a.split("=", 1) for a in args)
-    res = rule(sets)
+def main(part: str, sets: list[str]) -> None:
+    res = rule(dict(a.split("=", 1) for a in sets))
     (HERE / f"confidence-rule-{part}.json").write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps({"verdict": res["verdict"], "choice": res["choice"], "signal": res["signal"],
                       "identity": {s: p["answers equal to the committed rows"]
                                    for s, p in res["sets"].items()}}, indent=1))
+
+
+if __name__ == "__main__":
+    typer.run(main)

@@ -1,54 +1,48 @@
 """Issue 40's "checked on customer-phrased questions": the banking-products questions (written
-by templates) rewritten by the local LLM the way a customer types into a support chat, then
-the right document in the top 5 (retrieval_top5's scoring) under today's default and the
-settings before it. The rewrites are LLM-made (`made_by`), one greedy call per question,
-cached; a rewrite that drops the product's name is kept and flagged (`names_product`), since
-customers do that too.
+by templates) rewritten by the local LLM the way a customer types into a support chat. The
+rewrites are LLM-made (`made_by`), one greedy call per question, cached under the home; a
+rewrite that drops the product's name is kept and flagged (`names_product`), since customers
+do that too. Then the right document in the top 5 under today's default and the settings
+before it (`agentic-rag question-eval`, no LLM).
 
-    PYTHONPATH=. python experiments/agent-support/customer_phrasing.py rewrite test <index home>
-      # -> customer/test.jsonl (57 LLM calls)
-    PYTHONPATH=. python experiments/agent-support/customer_phrasing.py rewrite \
+    PYTHONPATH=. python experiments/agent-support/customer_phrasing.py test <index home>
+      # -> customer/test.jsonl, customer/test-named.jsonl (57 LLM calls)
+    PYTHONPATH=. python experiments/agent-support/customer_phrasing.py \
         experiments/agent-support/generated-s2/figures-named.jsonl <index home>
       # -> customer/generated-s2.jsonl (72 calls: LLM-written questions, a held-out set)
-    PYTHONPATH=. python experiments/agent-support/customer_phrasing.py retrieval test <index home>
+    for s in test test-named; do .venv/bin/agentic-rag question-eval \
+        experiments/agent-support/customer/$s.jsonl --home <index home> --settings default \
+        "named scope off" "longest name" --base before-longest --tag customer; done
       # -> retrieval-top5-customer-test.json (+ -named: the rewrites still naming the product)
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+import typer
+
 from agentic_rag.config import RAGConfig
-from agentic_rag.llm.binary import PACK_SERVER
+from agentic_rag.llm.binary import PACK_SERVER  # the server the replies were cached under
+from agentic_rag.studies.question_file import load_questions, names_product, write_rows
 
-# the server these replies were cached under (a Xeon's own pick is AMX `sapphirerapids`
-# since 2026-12-05, an AMD EPYC's zen4 runs plain kernels since 2026-12-06: both round
-# differently, so their replies are cached apart)
-PACK_VARIANT = PACK_SERVER
-
-HERE = Path(__file__).parent
-OUT = HERE / "customer"
+OUT = Path(__file__).parent / "customer"
 PROMPT = ("Rewrite this question the way a bank customer would type it into a support chat: "
           "casual, short, in the first person ('my ...'), keeping the product's name and what "
           "is asked. No greeting, no explanation: output only the rewritten question.\n\n"
           "Question: {question}")
 
 
-def rewrite(split: str, home: str) -> int:
+def rewrite(split: str, home: str) -> None:
     """`split`: dev | test (datasets/banking-products) or a .jsonl in the same format, written
     to customer/<its folder's name>.jsonl."""
     from agentic_rag.llm.chat import make_chat_model
     from agentic_rag.llm.server import serve_local
 
-    sys.path.insert(0, str(HERE))
-    from generated_products import names_product
-
-    path = Path(split if split.endswith(".jsonl") else f"datasets/banking-products/{split}.jsonl")
-    rows = [json.loads(x) for x in path.open()]
+    rows, path = load_questions(split)
     split = path.parent.name if split.endswith(".jsonl") else split
-    cfg = RAGConfig().with_overrides({"home": home, **PACK_VARIANT})
+    cfg = RAGConfig().with_overrides({"home": home, **PACK_SERVER})
     OUT.mkdir(exist_ok=True)
     out = []
     with serve_local(cfg.llm, cfg.home, log=print):
@@ -64,30 +58,10 @@ def rewrite(split: str, home: str) -> int:
                         + ("template" if path.parent.name == "banking-products" else "generated")
                         + " question"})
             print(json.dumps({"id": r["id"], "question": text}), flush=True)
-    with (OUT / f"{split}.jsonl").open("w") as f:
-        for r in out:
-            f.write(json.dumps(r) + "\n")
-    named = [r for r in out if r["names_product"]]
-    with (OUT / f"{split}-named.jsonl").open("w") as f:
-        for r in named:
-            f.write(json.dumps(r) + "\n")
-    return len(out)
-
-
-def retrieval(split: str, home: str) -> dict:
-    sys.path.insert(0, str(HERE))
-    from retrieval_top5 import run
-
-    from agentic_rag.studies.strategies import BEFORE_LONGEST
-
-    names = ("default", "named scope off", "longest name")  # on BEFORE_LONGEST, as round 5
-    # the rewrites still naming the product, where a set has any that do not (`names_product`)
-    return {name: run(str(OUT / f"{name}.jsonl"), home, names, "-customer", BEFORE_LONGEST)
-            for name in (split, f"{split}-named") if (OUT / f"{name}.jsonl").exists()}
+    write_rows(OUT / f"{split}.jsonl", out)
+    write_rows(OUT / f"{split}-named.jsonl", [r for r in out if r["names_product"]])
+    print(len(out), "questions rewritten")
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "rewrite":
-        print(rewrite(sys.argv[2], sys.argv[3]), "questions rewritten")
-    else:
-        print(json.dumps(retrieval(sys.argv[2], sys.argv[3]), indent=1))
+    typer.run(rewrite)

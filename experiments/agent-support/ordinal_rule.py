@@ -1,6 +1,6 @@
 """The eighth round's rule (CHOICE-RULE-ORDINAL.md) on the agent's rows: per set, `pointer` and
-`citation` vs today's `amount+abstain` (`item_rule.compare`: totals, paired Δ, every answer
-whose score changes). No LLM: it reads `agent-*-answers.jsonl`.
+`citation` vs today's `amount+abstain` (`studies.question_file.compare_rows`: totals, paired
+Δ, every answer whose score changes). No LLM: it reads `agent-*-answers.jsonl`.
 
     PYTHONPATH=. python experiments/agent-support/ordinal_rule.py dev-ordinal dev-customer-ordinal \
         figures-named-generated-s2-ordinal            # the three dev sets → ordinal-rule-dev.json
@@ -10,15 +10,20 @@ whose score changes). No LLM: it reads `agent-*-answers.jsonl`.
 from __future__ import annotations
 
 import json
-import sys
+from pathlib import Path
 
-from item_rule import HERE, OFF, compare
+import typer
 
+from agentic_rag.studies.question_file import compare_rows
+
+HERE = Path(__file__).parent
+OFF = "amount+abstain"
 CANDIDATES = ("pointer+abstain", "citation+abstain")
 
 
-def rule(tags: list[str]) -> dict:
-    per = {t: compare(t, OFF, CANDIDATES) for t in tags}
+def main(tags: list[str]) -> None:
+    part = tags.pop(0) if tags[0] == "test" else "dev"
+    per = {t: compare_rows(HERE / f"agent-{t}-answers.jsonl", OFF, CANDIDATES) for t in tags}
     verdict = {}
     for name in CANDIDATES:
         n = {t: p["n"] for t, p in per.items()}
@@ -31,12 +36,10 @@ def rule(tags: list[str]) -> dict:
     # the most correct answers pooled; a tie goes to `pointer` (listed first)
     choice = max(ok, key=lambda k: (ok[k]["correct gained (pooled)"], k == CANDIDATES[0])) \
         if ok else "figure"
-    return {"sets": per, "verdict": verdict, "choice": choice}
+    res = {"sets": per, "verdict": verdict, "choice": choice}
+    (HERE / f"ordinal-rule-{part}.json").write_text(json.dumps(res, indent=1) + "\n")
+    print(json.dumps({"verdict": res["verdict"], "choice": res["choice"]}, indent=1))
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    part = args.pop(0) if args[0] == "test" else "dev"
-    res = rule(args)
-    (HERE / f"ordinal-rule-{part}.json").write_text(json.dumps(res, indent=1) + "\n")
-    print(json.dumps({"verdict": res["verdict"], "choice": res["choice"]}, indent=1))
+    typer.run(main)

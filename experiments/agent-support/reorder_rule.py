@@ -1,8 +1,8 @@
 """The ninth round's rule (CHOICE-RULE-REORDER.md) on the agent's rows: per set, the reorder
-check (`reorder-all`, `reorder-any`) vs today's `amount+abstain` (`item_rule.compare`: the
-answers it turns into "I don't know", lost / saved, paired Δ); pooled over distinct question
-texts (the generated sets repeat some questions word for word). No LLM: it reads
-`agent-*-answers.jsonl` and each set's questions.
+check (`reorder-all`, `reorder-any`) vs today's `amount+abstain`
+(`studies.question_file.compare_rows`: the answers it turns into "I don't know", lost / saved,
+paired Δ); pooled over distinct question texts (the generated sets repeat some questions word
+for word). No LLM: it reads `agent-*-answers.jsonl` and each set's questions.
 
     PYTHONPATH=. python experiments/agent-support/reorder_rule.py \
         generated-s3-customer-reorder=customer/generated-s3.jsonl \
@@ -14,17 +14,24 @@ texts (the generated sets repeat some questions word for word). No LLM: it reads
 from __future__ import annotations
 
 import json
-import sys
+from pathlib import Path
 
-from item_rule import HERE, OFF, compare
+import typer
 
+from agentic_rag.jsonl import read_records
+from agentic_rag.studies.question_file import compare_rows
+
+HERE = Path(__file__).parent
+OFF = "amount+abstain"
 CANDIDATES = ("reorder-all+abstain", "reorder-any+abstain")
 
 
-def rule(sets: dict[str, str]) -> dict:
-    per = {t: compare(t, OFF, CANDIDATES) for t in sets}
-    text = {t: {r["id"]: r["question"] for r in map(json.loads, (HERE / p).open())}
-            for t, p in sets.items()}
+def main(sets: list[str]) -> None:
+    part = sets.pop(0) if sets[0] == "test" else "dev"
+    questions = dict(a.split("=", 1) for a in sets)
+    per = {t: compare_rows(HERE / f"agent-{t}-answers.jsonl", OFF, CANDIDATES) for t in questions}
+    text = {t: {r["id"]: r["question"] for r in read_records(HERE / p)}
+            for t, p in questions.items()}
     verdict = {}
     for name in CANDIDATES:
         turned: dict[str, str] = {}  # question text → "correct" | "wrong", each text once
@@ -42,12 +49,10 @@ def rule(sets: dict[str, str]) -> dict:
     ok = {k: v for k, v in verdict.items() if v["admissible"]}
     # the largest saved − lost; a tie goes to `any` (it keeps more answers)
     choice = max(ok, key=lambda k: (ok[k]["net"], k.startswith("reorder-any"))) if ok else "off"
-    return {"sets": per, "verdict": verdict, "choice": choice}
+    res = {"sets": per, "verdict": verdict, "choice": choice}
+    (HERE / f"reorder-rule-{part}.json").write_text(json.dumps(res, indent=1) + "\n")
+    print(json.dumps({"verdict": res["verdict"], "choice": res["choice"]}, indent=1))
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    part = args.pop(0) if args[0] == "test" else "dev"
-    res = rule(dict(a.split("=", 1) for a in args))
-    (HERE / f"reorder-rule-{part}.json").write_text(json.dumps(res, indent=1) + "\n")
-    print(json.dumps({"verdict": res["verdict"], "choice": res["choice"]}, indent=1))
+    typer.run(main)

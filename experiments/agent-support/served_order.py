@@ -15,20 +15,22 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 
-from agent_eval import AGENT, BEFORE_AUTO, SETTINGS
+import typer
 
 from agentic_rag.agent.result import parse_citations, strip_citations
 from agentic_rag.config import RAGConfig
 from agentic_rag.datasets.corpora import banking_documents
 from agentic_rag.evaluation.figures import strip_passage_refs
 from agentic_rag.evaluation.support import numbers
+from agentic_rag.jsonl import read_records
 from agentic_rag.retrieve.context import citation_id
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
+from agentic_rag.studies.question_file import AGENT, SETTINGS
+from agentic_rag.studies.strategies import NAMED_BASE
 
 HERE = Path(__file__).parent
 _LIST_MARK = re.compile(r"^[ \t]*\d+[.)][ \t]", re.M)  # "1. " opening a list item: not a figure
@@ -47,8 +49,8 @@ def positions(texts: list[str], figures: list[str]) -> list[int]:
     return [i + 1 for i, t in enumerate(texts) if set(numbers(t)) & set(figures)]
 
 
-def main(home: str) -> dict:
-    cfg = RAGConfig().with_overrides({"home": home, **AGENT, **BEFORE_AUTO,
+def main(home: str) -> None:
+    cfg = RAGConfig().with_overrides({"home": home, **AGENT, **NAMED_BASE,
                                       **SETTINGS["amount+abstain"]})
     index = AgenticIndex(cfg)
     if index.count() == 0:  # a fresh home: the τ²-banking documents, default chunking
@@ -56,10 +58,10 @@ def main(home: str) -> dict:
     pipe = Pipeline(cfg, index=index)
     out: dict = {}
     for name, (answers, qset) in SETS.items():
-        rows = {r["id"]: r for r in map(json.loads, (HERE / qset).open())}
+        rows = {r["id"]: r for r in read_records(HERE / qset)}
         counts: Counter = Counter()
         detail = []
-        for a in map(json.loads, (HERE / answers).open()):
+        for a in read_records(HERE / answers):
             if a.get("setting") != "amount+abstain" or "answer" not in a:
                 continue
             r = rows[a["id"]]
@@ -94,8 +96,8 @@ def main(home: str) -> dict:
                                "cited_chunk_types": [c.chunk_type for c in cited]})
         out[name] = {"counts": dict(sorted(counts.items())), "wrong": detail}
     (HERE / "served-order-dev.json").write_text(json.dumps(out, indent=1) + "\n")
-    return out
+    print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1]), indent=1))
+    typer.run(main)
