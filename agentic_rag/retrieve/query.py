@@ -300,7 +300,7 @@ _CONTINUES = ("and", "but", "or", "also", "so", "then", "what about", "how about
               "what else", "same", "as well", "too", "what if")
 # asked of anything, name nothing: not the subject of a message
 _REQUEST_WORDS = frozenset(
-    "explain describe tell show give list mean means meaning example examples more else detail "
+    "explain describe tell show give mean means meaning example examples more else detail "
     "details please thanks thank okay ok yes no sure about also too again other another one ones "
     "same way get use used using work works need want know find help there here".split())
 _NUMBERING = re.compile(r"^\s*(?:\d+\.)+\d*\s*")  # "12. Virtual Environments": a section number
