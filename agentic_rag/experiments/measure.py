@@ -3,8 +3,11 @@
 `evaluate_row` runs the config's pipeline on the query and measures it: the decisions
 (intent, gate iterations, stop reason, expansions, filters), the cost (context tokens,
 latency), the ranking (`retrieved_docs`) and its IR / span metrics, and, for the queries
-in the LLM sample, the answer, the judge and the agent metrics. A row is a flat dict of
-JSON-able values; the driver (`runner.run_sweep`) writes it to `rows.jsonl`.
+in the LLM sample, the answer, the judge and the agent metrics. The package's metrics are
+computed here a group at a time (the sweep's `metrics` entries); a metric declared with a
+`compute` (`evaluation/metrics.py`, a metric of your own) is computed for every row of its
+group, after them (`metrics.computed`). A row is a flat dict of JSON-able values; the driver
+(`runner.run_sweep`) writes it to `rows.jsonl`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from agentic_rag.datasets.base import Dataset, Query
 from agentic_rag.evaluation.answers import exact_match, token_f1
 from agentic_rag.evaluation.containment import answer_at_k, answer_in_context
 from agentic_rag.evaluation.llm_judge import generate_answer
+from agentic_rag.evaluation.metrics import METRICS, RowInputs, computed
 from agentic_rag.evaluation.retrieval import doc_run, ir_metrics, per_type_hits, span_metrics
 from agentic_rag.evaluation.support import support_score, unsupported
 from agentic_rag.experiments.spec import SweepSpec
@@ -33,9 +37,12 @@ _RAGAS = threading.Lock()  # the ragas scorer is not shared by threads (`_answer
 
 
 def evaluation_settings(spec: SweepSpec) -> dict[str, Any]:
-    """The spec's settings a row's values depend on (the row cache keys on them)."""
-    return {"k": spec.k, "metrics": sorted(spec.metrics), "ragas_metrics": spec.ragas_metrics,
-            "replay": spec.replay, "judge_view": JUDGE_VIEW.model_dump(mode="json")}
+    """The spec's settings a row's values depend on (the row cache keys on them), with the
+    declared metrics computed per row (`Metric.compute`) when there are any."""
+    out = {"k": spec.k, "metrics": sorted(spec.metrics), "ragas_metrics": spec.ragas_metrics,
+           "replay": spec.replay, "judge_view": JUDGE_VIEW.model_dump(mode="json")}
+    own = sorted(m.name for m in METRICS.values() if m.compute is not None)
+    return {**out, "computed_metrics": own} if own else out
 
 
 def failed(row: dict[str, Any]) -> bool:
@@ -87,15 +94,20 @@ def start_row(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
         row.update(per_type_hits(hits, set(qrels), spec.k))
     if "retrieval" in spec.metrics and q.answers:
         row.update(containment_metrics(hits, ctx, q.answers, spec.k))
+    groups = set(spec.metrics)
+    inputs = RowInputs(q.text, hits, ctx.text, qrels, ds.spans.get(q.id, []), q.answers,
+                       spec.k, row)
+    row.update(computed(inputs, groups, llm=False))
     if q.id not in (llm_ids or ()):
         return PendingRow(row)
-    groups = set(spec.metrics)
     if "ragas_nonllm" in groups:
         from agentic_rag.evaluation.ragas_metrics import non_llm_scores
 
         gold_texts = [docs_by_id[d].text for d in qrels if d in docs_by_id]
         row.update(non_llm_scores("", "", [h.chunk.text for h in hits], gold_texts))
-    if not groups & {"agent", "answers", "hallucination", "ragas"}:
+    own_llm = any(m.compute is not None and m.llm and m.group in groups
+                  for m in METRICS.values())
+    if not groups & {"agent", "answers", "hallucination", "ragas"} and not own_llm:
         return PendingRow(row)
 
     def llm() -> None:
@@ -103,6 +115,7 @@ def start_row(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
             row.update(agent_metrics(pipe, q))
         if groups & {"answers", "hallucination", "ragas"}:
             row.update(_answer_metrics(pipe, q, hits, ctx, groups, scorer))
+        row.update(computed(inputs, groups, llm=True))  # reads the row: the answer
 
     return PendingRow(row, llm)
 

@@ -1,9 +1,10 @@
 """Rows → tables: the tidy results frame, the one-row-per-config summary, and its printout.
 
-`summarize` gives each config its means with 95 % bootstrap CIs and, for every metric,
-the paired difference vs the baseline over the same queries (`stats.paired_effect`), plus
-decision distributions (iterations, stop reasons, expansions, filters) so a knob that
-never fires is visible. `print_summary` shows the few columns a person reads first, with
+`summarize` gives each config its means with 95 % bootstrap CIs and the paired difference vs
+the baseline over the same queries (`stats.paired_effect`) of every metric, as its
+declaration says (`evaluation/metrics.py`: mean and CI, paired, or both), plus decision
+distributions (iterations, stop reasons, expansions, filters) so a knob that never fires is
+visible. `print_summary` shows the few columns a person reads first, with
 each config named by its settings (`short_label`); the full table is `summary.csv`.
 """
 
@@ -20,18 +21,12 @@ from typing import Any
 
 import pandas as pd
 
+from agentic_rag.evaluation.metrics import in_groups, names
+from agentic_rag.evaluation.metrics import metric as declaration
 from agentic_rag.experiments.row_cache import RowCache, code_version
 from agentic_rag.experiments.spec import SweepSpec
 from agentic_rag.experiments.stats import bootstrap_ci, paired_effect, pareto_front
 
-QUALITY = ["ndcg@10", "recall@10", "recall@5", "mrr@10", "precision@5"]
-PAIRED = ["span_recall@5", "span_recall@10", "span_iou@10", "exact_match", "token_f1",
-          "hallucinated", "iterations", "context_tokens", "agent_tool_calls",
-          "agent_token_f1", "agent_exact_match", "agent_retrieval_iterations",
-          "answer_in_context", "answer@5", "answer@10"]
-EXTRA = ["span_recall@10", "span_iou@10", "answer_in_context", "answer@5", "answer@10",
-         "exact_match", "token_f1", "hallucinated",
-         "agent_token_f1", "agent_exact_match", "agent_tool_calls", "agent_retrieval_iterations"]
 TOKENS = ["llm_prompt_tokens", "llm_completion_tokens", "judge_prompt_tokens",
           "judge_completion_tokens", "agent_prompt_tokens", "agent_completion_tokens"]
 
@@ -69,10 +64,9 @@ def baseline_id(spec: SweepSpec, configs: list) -> str:
     return "c00"
 
 
-AGENT_METRICS = ["agent_token_f1", "agent_exact_match", "agent_tool_calls",
-                 "agent_retrieval_iterations"]
-ANSWER_METRICS = ["exact_match", "token_f1", "hallucinated", "support"]
-
+# the hallucination detector's score: not summarised (its decision, `hallucinated`, is), but a
+# failed answer's or strategy's value is left out like the metrics'
+SUPPORT = "support"
 
 HALLUCINATION_NOTE = ("no labels for this model/dataset: the rate is the detector's flags, "
                       "its CI covers the sampling of questions, not the detector's error "
@@ -96,10 +90,9 @@ def without_failures(results: pd.DataFrame) -> pd.DataFrame:
     or judge its answer metrics and ragas scores, a failed agent run its agent metrics.
     The failures are counted apart (`failures`)."""
     out = results.copy()
-    ragas = [c for c in out.columns if c.startswith("ragas_")
-             and not c.endswith(("_error", "_seconds"))]
-    groups = (("strategy_error", QUALITY + PAIRED + EXTRA + ANSWER_METRICS + ragas),
-              ("error", ANSWER_METRICS + ragas), ("agent_error", AGENT_METRICS))
+    answer = [*in_groups("answers", "hallucination", "ragas", "ragas_nonllm"), SUPPORT]
+    groups = (("strategy_error", [*names(), SUPPORT]), ("error", answer),
+              ("agent_error", in_groups("agent")))
     for flag, cols in groups:
         if flag in out:
             cols = [c for c in dict.fromkeys(cols) if c in out.columns]
@@ -119,11 +112,8 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
         return pd.DataFrame()
     counted = results
     results = without_failures(results)
-    ragas = sorted(c for c in results.columns if c.startswith("ragas_")
-                   and not c.endswith(("_error", "_seconds")))
-    metric_cols = [c for c in QUALITY + EXTRA + ragas if c in results.columns]
-    paired_cols = [c for c in dict.fromkeys(QUALITY + PAIRED + EXTRA + ragas)
-                   if c in results.columns]
+    metric_cols = [c for c in names(mean=True) if c in results.columns]
+    paired_cols = [c for c in names(paired=True) if c in results.columns]
     base_id = baseline_id(spec, configs)
     base = per_query_means(results[results.config_id == base_id], paired_cols)
     out = []
@@ -147,7 +137,7 @@ def summarize(results: pd.DataFrame, spec: SweepSpec, configs: list) -> pd.DataF
         summary["hallucinated_ci_note"] = HALLUCINATION_NOTE
         if spec.hallucination_labels:  # ... unless labels exist: then PPI (labels.py)
             summary = _with_ppi(summary, results, spec)
-    quality = next((m for m in QUALITY if m in summary.columns), None)
+    quality = next((m for m in names(headline=True) if m in summary.columns), None)
     if quality:
         summary["pareto"] = pareto_front(summary, quality, ["latency_p50_ms", "context_tokens_mean"])
     return summary
@@ -293,9 +283,9 @@ def short_label(config: str | dict[str, Any]) -> str:
 
 
 def main_metric(summary: pd.DataFrame) -> str | None:
-    """The metric a summary is read by: the first retrieval metric, else the first answer
-    or agent metric present."""
-    return next((m for m in QUALITY + EXTRA if m in summary.columns), None)
+    """The metric a summary is read by: the first declared metric with a mean present (the
+    headline retrieval metrics come first, then answer and agent metrics)."""
+    return next((m for m in names(mean=True) if m in summary.columns), None)
 
 
 def _num(v: float, signed: bool = False) -> str:
@@ -317,9 +307,12 @@ def print_summary(summary: pd.DataFrame, log=print, metric: str | None = None,  
     if summary.empty:
         log("no rows to summarize")
         return
+    if metric is not None:
+        declaration(metric)  # an undeclared name is an error, not the main metric in its place
     metric = metric if metric in summary.columns else main_metric(summary)
+    lower = metric is not None and declaration(metric).direction == "lower"
     rows = summary if metric is None else summary.sort_values(
-        [metric, "latency_p50_ms"], ascending=[False, True], kind="stable")
+        [metric, "latency_p50_ms"], ascending=[lower, True], kind="stable")
     labels = [short_label(c) for c in rows["config"]]
     w = min(label_width, max(len(x) for x in labels + ["config"]))
     head = f"{'config':<{w}}      "
