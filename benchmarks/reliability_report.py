@@ -6,7 +6,8 @@
 `record_property` (faults injected, bad inputs tried, rows checked and rows lost after
 kill -9, ...); this script reads them back from the JUnit XML and sums them, and says how
 many tests recorded each one. A figure no test recorded is "not recorded", never a
-default. Exit code: pytest's.
+default. Sections other scripts write into RELIABILITY.md between `<!-- NAME:begin -->` /
+`<!-- NAME:end -->` markers (`serve_load.py`'s) are kept as they are. Exit code: pytest's.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ GROUPS = {"test_reliability_crash": "Crashes (kill -9 while indexing)",
           "test_reliability_llm": "LLM faults (proxy in front of the local server)",
           "test_reliability_input": "Bad input",
           "test_reliability_concurrency": "Concurrency",
-          "test_reliability_security": "Security / privacy"}
+          "test_reliability_security": "Security / privacy",
+          "test_serve_load": "Serve under load (memory guard)"}
 SUMS = {"llm_faults_injected": "LLM faults injected",
         "sweep_llm_failures_recorded": "LLM failures recorded by the faulty sweep",
         "bad_inputs_tried": "bad inputs tried",
@@ -41,7 +43,11 @@ SUMS = {"llm_faults_injected": "LLM faults injected",
         "concurrent_writers_rows_checked": "rows checked after two concurrent writer processes",
         "non_loopback_connections": "non-loopback connection attempts",
         "tampered_weights_refused": "tampered weight files refused",
-        "files_scanned_for_key": "files scanned for the sentinel API key (the test fails on any hit)"}
+        "files_scanned_for_key": "files scanned for the sentinel API key (the test fails on any hit)",
+        "serve_load_calls": "served calls under load (16 HTTP + 2 MCP clients, 15 s)",
+        "serve_load_errors": "errors among them (the test fails on any)",
+        "serve_load_mismatches": "replies ≠ the same call made alone (the test fails on any)",
+        "serve_503_refusals": "searches refused over the memory cap (503 / MCP error result)"}
 TIMINGS = {"parse_50mb_s": "parse a 50 MB Markdown file (s)",
            "chunk_0.5mb_s": "chunk 0.5 MB of Markdown (s)",
            "chunk_2mb_s": "chunk 2 MB of Markdown (s)",
@@ -157,8 +163,12 @@ def main() -> int:
     if not xml.exists():
         print(f"pytest wrote no report (exit {rc})", file=sys.stderr)
         return rc or 1
-    OUT.write_text(render(summarise(xml), rc, wall, (before, load()), commit, started),
-                   encoding="utf-8")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from sections import kept_sections
+
+    kept = kept_sections(OUT)  # e.g. serve_load.py's section, written by its own script
+    text = render(summarise(xml), rc, wall, (before, load()), commit, started)
+    OUT.write_text(text + ("\n" + kept + "\n" if kept else ""), encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)}")
     return rc
 

@@ -51,7 +51,7 @@ def config(tmp_path_factory, banking, minilm) -> Path:
     and its config file, built once."""
     root = tmp_path_factory.mktemp("serve-load")
     wanted = {d for r in read_records(QUESTIONS)[:30] for d in r["doc_ids"]}
-    docs = [d for d in banking if d.id in wanted][:24] + banking[:6]
+    docs = [d for d in banking if d.id in wanted][:16] + banking[:4]
     cfg = RAGConfig(home=str(root / "home"))
     AgenticIndex(cfg, embedder=minilm).add_documents(list({d.id: d for d in docs}.values()))
     path = root / "config.yaml"
