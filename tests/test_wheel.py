@@ -61,6 +61,12 @@ def package_files(pkg: Path) -> set[str]:
             and p.relative_to(pkg).as_posix() not in NOT_SHIPPED}
 
 
+def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{cmd} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     """The wheel built from a copy of this checkout's sources, `<root>/src` (the build writes
@@ -71,9 +77,8 @@ def wheel(tmp_path_factory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(CHECKOUT / name, src / name)
     shutil.copytree(PKG, src / "agentic_rag", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "--no-index", "-q", "-w", str(root / "dist"), "./src"],
-                   cwd=root, check=True, capture_output=True, text=True)
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+          "-q", "-w", str(root / "dist"), "./src"], root)
     (built,) = (root / "dist").glob("agentic_rag-*.whl")
     return built
 
@@ -92,26 +97,19 @@ def test_the_wheel_holds_every_file_of_the_package(wheel):
     assert "agentic-rag = agentic_rag.cli.main:main" in entry_points
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"{cmd} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
-
-
 @pytest.mark.slow
 def test_the_wheel_installed_outside_the_checkout_indexes_and_searches(wheel, tmp_path):
     """`agentic-rag --help`, `agentic-rag index` of three Markdown files and a gated search
     (calibrated confidence: the packaged calibrator file is read) in a fresh venv, with cwd
-    outside the checkout (~30 s on an idle 2-core machine, ~75 s at load 9: two processes
-    load the embedding model)."""
+    outside the checkout (30 s of CPU, 104 s wall at load average 7-16 on 2 cores: two
+    processes load the embedding model)."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path)
     python = venv / "bin" / "python"
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-                    "--no-index", "-q", str(wheel)], check=True, capture_output=True)
-    purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
-    site = Path(subprocess.run([str(python), "-c", purelib], check=True, capture_output=True,
-                               text=True).stdout.strip())
+    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
+          "-q", str(wheel)], tmp_path)
+    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                     tmp_path).strip())
     # the dependencies: this venv's site-packages as a plain path (its own .pth files not run)
     (site / "project-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
 
