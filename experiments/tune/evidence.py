@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.experiments.runner import run_sweep
@@ -173,7 +175,10 @@ def main(set_path: str, label: str, cut: bool = False, corpus: str = "python") -
                                               "human_test_split")}, indent=1))
 
 
+def cli(set_path: str, label: str, corpus: str = "python",
+        cut: Annotated[bool, typer.Option("--same-index")] = False) -> None:
+    main(set_path, label, cut=cut, corpus=corpus)
+
+
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    which = args[args.index("--corpus") + 1] if "--corpus" in args else "python"
-    main(args[0], args[1], cut="--same-index" in args, corpus=which)
+    typer.run(cli)

@@ -11,9 +11,10 @@ halueval: the 2,000-paragraph sample; tau2: τ²-banking's 698 documents)."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+from typing import Annotated
 
+import typer
 from evidence import documents  # this folder's evidence.py: the corpus's documents
 
 from agentic_rag.config import RAGConfig
@@ -55,9 +56,11 @@ def main(corpus: str, n: int, mode: str, max_draws: int | None = None,
     print(f"{meter.calls} new LLM calls, {meter.cached} cached", flush=True)
 
 
+def cli(corpus: str, n: int, mode: str, max_draws: Annotated[int | None, typer.Argument()] = None,
+        knowable: bool = True, name: Annotated[str | None, typer.Option(metavar="STEM")] = None
+        ) -> None:
+    main(corpus, n, mode, max_draws, knowable=knowable, name=name)
+
+
 if __name__ == "__main__":
-    argv = sys.argv[1:]
-    stem = argv.pop(argv.index("--name") + 1) if "--name" in argv else None
-    args = [a for a in argv if not a.startswith("--")]
-    main(args[0], int(args[1]), args[2], int(args[3]) if len(args) > 3 else None,
-         knowable="--no-knowable" not in argv, name=stem)
+    typer.run(cli)

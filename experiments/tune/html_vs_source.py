@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.documents import Document
@@ -182,6 +184,10 @@ def main(corpus: str) -> dict:
     return out
 
 
-if __name__ == "__main__":
-    result = main(sys.argv[1] if len(sys.argv) > 1 else "node")
+def cli(corpus: Annotated[str, typer.Argument(help="node | python | pdf")] = "node") -> None:
+    result = main(corpus)
     print(json.dumps({k: v for k, v in result.items() if k != "differ"}, indent=1))
+
+
+if __name__ == "__main__":
+    typer.run(cli)

@@ -27,10 +27,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from agentic_rag.ingest.readers import read_document
 
@@ -142,20 +144,15 @@ def main(folder: Path, out: Path | None, root: Path | None = None, myst: bool = 
     return result
 
 
-if __name__ == "__main__":
-    args = sys.argv[1:]
-    tree = None
-    myst = "--myst" in args
-    if myst:
-        args.remove("--myst")
-    if "--without-includes" in args:
-        args.remove("--without-includes")
+def cli(folder: Path, out: Annotated[Path | None, typer.Argument()] = None,
+        root: Annotated[Path | None, typer.Option(metavar="TREE")] = None,
+        without_includes: bool = False, myst: bool = False) -> None:
+    if without_includes:  # the reading as before `ingest.includes`, each include dropped
         import agentic_rag.ingest.includes as includes
 
         includes.rst_with_includes = includes.myst_with_includes = lambda text, page, skip=(): text
-    if "--root" in args:
-        k = args.index("--root")
-        tree = Path(args[k + 1])
-        del args[k:k + 2]
-    print(json.dumps(main(Path(args[0]), Path(args[1]) if len(args) > 1 else None, tree, myst),
-                     indent=1))
+    print(json.dumps(main(folder, out, root, myst), indent=1))
+
+
+if __name__ == "__main__":
+    typer.run(cli)

@@ -3,7 +3,7 @@ a .md before 2026-12-05, and from a .mdx renamed .md) and as a reader sees it
 (`ingest.mdx.site_markdown`): what is left of the site builder's syntax outside code blocks,
 titles, and the shipped default pipeline's retrieval on the same questions. No LLM call.
 
-    PYTHONPATH=. python experiments/tune/site_markdown.py DOCS [QUESTIONS|-] [OUT]
+    PYTHONPATH=. python experiments/tune/site_markdown.py compare DOCS [QUESTIONS|-] [OUT]
     PYTHONPATH=. python experiments/tune/site_markdown.py parts DOCS QUESTIONS OUT
     PYTHONPATH=. python experiments/tune/site_markdown.py unchanged DIR...   # the MyST pass
     PYTHONPATH=. python experiments/tune/site_markdown.py names DIR|dataset:NAME ...  # shared names
@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import Annotated
 
+import typer
 from html_vs_source import arm, compare  # this folder's
 
 from agentic_rag.config import RAGConfig
@@ -190,13 +191,31 @@ def names(sources: list[str]) -> dict:
     return out
 
 
-if __name__ == "__main__" and sys.argv[1] == "names":
-    print(json.dumps(names(sys.argv[2:]), indent=1, ensure_ascii=False))
-elif __name__ == "__main__" and sys.argv[1] == "unchanged":
-    print(json.dumps(unchanged([Path(a) for a in sys.argv[2:]]), indent=1))
-elif __name__ == "__main__" and sys.argv[1] == "parts":
-    print(json.dumps(parts(*map(Path, sys.argv[2:5])), indent=1))
-elif __name__ == "__main__":
-    args = [Path(a) for a in sys.argv[1:]]
-    print(json.dumps(main(args[0], args[1] if len(args) > 1 and str(args[1]) != "-" else None,
-                          args[2] if len(args) > 2 else None), indent=1))
+app = typer.Typer()
+
+
+@app.command("compare")
+def _compare(folder: Path, questions: Annotated[str | None, typer.Argument()] = None,
+             out: Annotated[Path | None, typer.Argument()] = None) -> None:
+    """DOCS [QUESTIONS|-] [OUT]: leftovers, and retrieval raw vs site on QUESTIONS."""
+    q = Path(questions) if questions not in (None, "-") else None
+    print(json.dumps(main(folder, q, out), indent=1))
+
+
+@app.command("parts")
+def _parts(folder: Path, questions: Path, out: Path) -> None:
+    print(json.dumps(parts(folder, questions, out), indent=1))
+
+
+@app.command("unchanged")
+def _unchanged(folders: list[Path]) -> None:
+    print(json.dumps(unchanged(folders), indent=1))
+
+
+@app.command("names")
+def _names(sources: list[str]) -> None:
+    print(json.dumps(names(sources), indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    app()

@@ -12,9 +12,10 @@ drew it) and checked against the recorded answer; features: the share of the fol
 chunks whose text holds the span (case-sensitive), and its count in its own passage.
 """
 import json
-import sys
 from collections import Counter
 from pathlib import Path
+
+import typer
 
 from agentic_rag.config import ChunkingConfig
 from agentic_rag.datasets.testset_sampling import chunk_span
@@ -66,7 +67,11 @@ def table(rows: list[dict]) -> dict:
     return res
 
 
-if __name__ == "__main__":
-    args = sys.argv[1:]
+def cli(pairs: list[str]) -> None:
+    """DOCS STEM [DOCS STEM ...]"""
     print(json.dumps({stem: table(draws(Path(docs), stem))
-                      for docs, stem in zip(args[::2], args[1::2])}, indent=1))
+                      for docs, stem in zip(pairs[::2], pairs[1::2])}, indent=1))
+
+
+if __name__ == "__main__":
+    typer.run(cli)
