@@ -345,3 +345,19 @@ def test_turns_over_the_limit_or_empty_are_refused(tool):
         run_turn(Session(), "x" * (MESSAGE_MAX_CHARS + 1), chat, tool)
     with pytest.raises(ValueError, match="empty turn"):
         run_turn(Session(), "   ", chat, tool)
+
+
+def test_conversation_queries_replays_a_transcript_as_a_session_would():
+    from agentic_rag.retrieve.query import conversation_queries
+
+    turns = ["How do I create a virtual environment?", "How do I activate it on Windows?",
+             "And deactivate?"]
+    got = [q.query for q in conversation_queries(turns)]
+    assert got == ["How do I create a virtual environment?",
+                   "create virtual environment: How do I activate it on Windows?",
+                   "create virtual environment activate Windows: And deactivate?"]
+    last = [q.query for q in conversation_queries(turns, config=SessionConfig(
+        query_mode="last_turn"))]
+    assert last == turns
+    titled = conversation_queries(turns[:2], titles=["12. Virtual Environments and Packages"])
+    assert titled[1].carried == ["create", "virtual", "environment", "Packages"]

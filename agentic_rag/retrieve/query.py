@@ -454,3 +454,23 @@ class ConversationQueryBuilder:
                               "question", schema, lambda v: isinstance(v, str) and bool(v.strip()),
                               max_tokens=96)
         return " ".join(q.split())[:self.max_chars]
+
+
+def conversation_queries(messages: Sequence[str], answers: Sequence[str] = (),
+                         config: SessionConfig | None = None, chat_model: ChatModel | None = None,
+                         titles: Sequence[str] = ()) -> list[ConversationQuery]:
+    """The search query of every user turn of a transcript, built in order as a session builds
+    them (each from the turns before it and their queries), without searching or answering:
+    `answers` and `titles` are the earlier turns' answers and the titles of the documents they
+    drew on, where known ("" where not). For replaying human conversations (MTRAG) and for
+    comparing `session.query_mode`s on the same turns."""
+    b = ConversationQueryBuilder(config or SessionConfig(), chat_model)
+    out: list[ConversationQuery] = []
+    for i, message in enumerate(messages):
+        state = ConversationState(
+            messages=list(messages[:i]),
+            answers=[answers[j] if j < len(answers) else "" for j in range(i)],
+            titles=[titles[j] if j < len(titles) else "" for j in range(i)],
+            clarifying=[False] * i)
+        out.append(b.build_query(message, state, [q.query for q in out]))
+    return out
