@@ -17,7 +17,7 @@ the shipped default pipeline's retrieval on the same questions. No LLM call.
 answer@5 = 1 when a question's answer is in one of the top 5 chunks, its heading line included
 (`evaluation.containment.answer_at_k`, SQuAD-normalised; for the HTML arm of python, the answer
 as the page prints it: python-library-qa quotes the .rst, ":exc:`KeyError`" reads "KeyError");
-"loose answer@5" the same with punctuation read as a space (`loose_at_5`), so a signature the
+"loose answer@5" the same with punctuation read as a space (`studies.reading_arms.loose_at_5`), so a signature the
 HTML prints with its module ("os.getenv(key, ...)") holds the answer quoted from the .rst;
 nDCG@10 by document (ir-measures);
 paired bootstrap CIs (HTML − source) over the questions.
@@ -28,19 +28,14 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from agentic_rag.config import RAGConfig
 from agentic_rag.documents import Document
-from agentic_rag.evaluation.containment import answer_at_k, chunk_view
-from agentic_rag.evaluation.retrieval import doc_run, ir_metrics
-from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.ingest.readers import read_document
-from agentic_rag.retrieve.pipeline import Pipeline
+from agentic_rag.studies.reading_arms import arm, compare, loose, set_questions
 
 HERE = Path(__file__).parent
 NODE_API = Path("/usr/share/doc/nodejs/api")
@@ -50,29 +45,12 @@ NODE_PAGES = ["path", "os", "timers", "console", "querystring", "readline", "tty
 def node() -> tuple[dict[str, list[Document]], list[dict]]:
     arms = {fmt: [read_document(NODE_API / f"{p}.{fmt}", f"node-docs/{p}.md") for p in NODE_PAGES]
             for fmt in ("md", "html")}
-    questions = [{"id": q["id"], "text": q["question"], "answers": [q["answer"]],
-                  "qrels": {d: 1 for d in q["doc_ids"]}, "split": q["split"]}
-                 for q in map(json.loads, (HERE / "nodejs/questions.jsonl").read_text().splitlines())]
-    return {"source": arms["md"], "html": arms["html"]}, questions
+    return {"source": arms["md"], "html": arms["html"]}, set_questions(HERE / "nodejs/questions.jsonl")
 
 
 # a reStructuredText role as the HTML page prints it: :exc:`KeyError` → KeyError,
 # :class:`.datetime` → datetime, :func:`~os.path.join` → join, :ref:`text <label>` → text
 _ROLE = re.compile(r":[\w:.+-]+:`(~?)\.?([^`<]*?)\s*(?:<[^>]*>)?`")
-
-
-def loose(s: str) -> str:
-    """Lower case, punctuation read as a space, padded: " os getenv key default none "."""
-    return " " + " ".join(re.sub(r"[^\w]+", " ", s.lower()).split()) + " "
-
-
-def loose_at_5(hits, answers: list[str]) -> float:  # noqa: ANN001
-    """answer@5 with punctuation read as a space: "os.getenv(key, default=None)" holds
-    "getenv(key, default=None)" (the project's SQuAD normalisation deletes punctuation, so
-    there "osgetenvkey" does not hold "getenvkey")."""
-    norm = loose
-    refs = [norm(a) for a in answers if norm(a).strip()]
-    return float(any(r in norm(chunk_view(h)) for h in hits[:5] for r in refs))
 
 
 def rendered(answer: str) -> str:
@@ -96,39 +74,6 @@ def python() -> tuple[dict[str, list[Document]], list[dict]]:
                   "split": split.get(q.id, ""), "html_answers": [rendered(a) for a in q.answers]}
                  for q in ds.queries]
     return {"source": source, "html": html}, questions
-
-
-def arm(docs: list[Document], questions: list[dict], home: Path,
-        answers: str = "answers") -> tuple[dict, list[dict]]:
-    pipe = Pipeline(RAGConfig().with_overrides({"home": str(home)}))
-    pipe.index.add_documents(docs)
-    chunks = pipe.index.store.get(None, limit=1_000_000)
-    stats = {"documents": len(docs), "characters": sum(len(d.text) for d in docs),
-             "chunks": len(chunks),
-             "by_type": dict(sorted(Counter(c.chunk_type for c in chunks).items()))}
-    rows, run = [], {}
-    for q in questions:
-        _, result = pipe.retrieve(q["text"], k=10)
-        run[q["id"]] = doc_run(result.hits[:10])
-        rows.append({"id": q["id"], "split": q["split"],
-                     "answer@5": answer_at_k(result.hits, q.get(answers, q["answers"]), 5),
-                     "loose answer@5": loose_at_5(result.hits, q.get(answers, q["answers"]))})
-    ndcg = ir_metrics({q["id"]: q["qrels"] for q in questions}, run)
-    for r in rows:
-        r["ndcg@10"] = ndcg[r["id"]]["ndcg@10"]
-    return stats, rows
-
-
-def compare(source: list[dict], html: list[dict], names: tuple[str, str] = ("source", "html")
-            ) -> dict:
-    """Each metric's mean per arm and the paired difference (second arm − first) with its
-    bootstrap CI, keyed by the arms' `names`."""
-    out = {"questions": len(source)}
-    for metric in ("answer@5", "loose answer@5", "ndcg@10"):
-        a, b = [r[metric] for r in source], [r[metric] for r in html]
-        out[metric] = {names[0]: sum(a) / len(a), names[1]: sum(b) / len(b),
-                       f"{names[1]}_minus_{names[0]}": paired_bootstrap(b, a)}
-    return out
 
 
 SPEC = Path("/usr/share/doc/shared-mime-info")

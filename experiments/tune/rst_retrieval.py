@@ -9,7 +9,7 @@ The questions were written by an LLM session reading the pages, not by a person
 role (":exc:`KeyError`"). The read arm is scored twice: with the answers as quoted, and with
 the answers read as their page is (`sphinx_rst` on the answer: ":exc:`KeyError`" →
 "``KeyError``"), the fair reading of a quote from the page. Metrics, CIs and the retrieval call
-as `html_vs_source.py` (whose HTML arm is the same pages as Sphinx's HTML builder wrote them).
+as `html_vs_source.py` (`studies.reading_arms`; its HTML arm is the same pages as Sphinx's HTML builder wrote them).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import json
 import tempfile
 from pathlib import Path
 
-from html_vs_source import arm, compare, python  # this folder's
+from html_vs_source import python  # this folder's
 
 from agentic_rag.documents import Document
 from agentic_rag.ingest.readers import first_line
 from agentic_rag.ingest.rst import sphinx_rst
+from agentic_rag.studies.reading_arms import arm, compare
 
 HERE = Path(__file__).parent
 

@@ -18,7 +18,7 @@ Markdown would read it. Leftovers: chunks outside code blocks holding an ESM lin
 JSX comment, a component tag (`<Tabs`, `</TabItem>`; inline code aside), a front matter line
 (`title:`, `sidebar_position:`, a `---` fence opening the page), an admonition fence (`:::`) or
 a Hugo shortcode (`{{<`, `{{%`: a shortcode the page shows, not runs, reads `{{< x >}}` and counts).
-Retrieval: answer@5 and loose answer@5 (`html_vs_source.loose_at_5`), nDCG@10 by document;
+Retrieval: answer@5 and loose answer@5 (`studies.reading_arms.loose_at_5`), nDCG@10 by document;
 paired bootstrap CIs (site − raw) over the questions. `parts`: the same, taking the conversion
 apart: raw → front matter and admonitions only (the MDX part off) → the whole conversion, and
 the whole conversion without the H1 and description it adds from the front matter.
@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from html_vs_source import arm, compare  # this folder's
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.documents import Document, detect_format
 from agentic_rag.ingest.chunking import AgenticChunker
 from agentic_rag.ingest.readers import first_line, iter_document_paths, read_document
+from agentic_rag.studies.reading_arms import arm, compare, set_questions
 
 LEFTOVERS = {
     "esm": re.compile(r"^(?:import|export)[\s{*]", re.M),
@@ -116,9 +116,7 @@ def main(folder: Path, questions: Path | None, out: Path | None) -> dict:
     result: dict = {"folder": str(folder), **{f"{k} leftovers": leftovers(v)
                                                for k, v in arms.items()}}
     if questions is not None:
-        qs = [{"id": q["id"], "text": q["question"], "answers": [q["answer"]],
-               "qrels": {d: 1 for d in q["doc_ids"]}, "split": q["split"]}
-              for q in map(json.loads, questions.read_text().splitlines()) if q.get("answerable", 1)]
+        qs = set_questions(questions)
         with tempfile.TemporaryDirectory() as tmp:
             rows = {k: arm(v, qs, Path(tmp) / k)[1] for k, v in arms.items()}
         result["all"] = compare(rows["raw"], rows["site"], ("raw", "site"))
@@ -135,9 +133,7 @@ def parts(folder: Path, questions: Path, out: Path) -> dict:
     """Each step of the conversion against the one before it (module doc, `parts`)."""
     import agentic_rag.ingest.mdx as mdx
 
-    qs = [{"id": q["id"], "text": q["question"], "answers": [q["answer"]],
-           "qrels": {d: 1 for d in q["doc_ids"]}, "split": q["split"]}
-          for q in map(json.loads, questions.read_text().splitlines()) if q.get("answerable", 1)]
+    qs = set_questions(questions)
     arms = readings(folder)
     whole, headed = mdx._mdx, mdx.headed
     mdx._mdx = lambda seg: seg
