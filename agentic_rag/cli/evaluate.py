@@ -327,9 +327,21 @@ def validate_detectors_cmd(
     answers_only: Annotated[bool, typer.Option(
         "--answers-only", help="with --own-answers: only generate the answers (for labelling)")
     ] = False,
+    mtrag_human: Annotated[int, typer.Option(
+        metavar="N", help="instead: the detectors against people on MTRAG's 477 human-rated "
+        "responses: every no-LLM detector on all, the configured judge on the first N of a "
+        "seeded order stratified by responding model and collection (477 = all; with --no-llm "
+        "none), and the LLM labeller's labels in --out/labels-pass1.jsonl → human.json, "
+        "human.csv (use --out experiments/detectors/mtrag-human)")] = 0,
 ) -> None:
     """Hallucination detectors (graded LLM judge, lexical baseline) on HaluEval right vs
-    hallucinated answers, or on the model's own LLM-labelled answers: AUROC with CIs."""
+    hallucinated answers, or on the model's own LLM-labelled answers, or against people on
+    MTRAG's human-rated responses (--mtrag-human): AUROC with CIs."""
+    if mtrag_human:
+        from agentic_rag.studies.detectors.human import validate_human
+
+        validate_human(mtrag_human, out, home, config, no_llm, max_concurrency, seed)
+        return
     from agentic_rag.config_base import ConfigError
     from agentic_rag.studies.detectors.run import DetectorOptions, validate_detectors
 

@@ -372,6 +372,9 @@ class RatedResponse(BaseModel):
     answerability: str
     collection: str
     ratings: dict[str, dict[str, int]]  # metric → rater id → score (1-4)
+    # MTRAG's own automatic scores of the response: RougeL, Bert-Rec, Bert-KPrec, rb_agg, and
+    # its LLM judges rl_f (RAGAS faithfulness) and rb_llm (RAD-Bench style)
+    system_scores: dict[str, float] = {}
 
     @property
     def question(self) -> str:
@@ -407,10 +410,14 @@ def load_mtrag_ratings(path: str | Path | None = None) -> list[RatedResponse]:
             raise DatasetError(f"{where}: passages {missing[:3]} are not in its documents")
         ratings = {m: {r: int(v["value"]) for r, v in e["annotations"].get(m, {}).items()}
                    for m in RATED}
+        system = {m: float(v["value"]) for m, a in e["annotations"].items() if m not in RATED
+                  for v in a.values() if isinstance(v, dict)
+                  and isinstance(v.get("value"), (int, float)) and len(a) == 1}
         out.append(RatedResponse(
             task_id=e["task_id"], model_id=e["model_id"], response=e["model_response"],
             turns=_turns(t["input"], where),
             passages=[docs[c["document_id"]] for c in t["contexts"]],
             answerability=_one(t.get("Answerability"), where, "Answerability"),
-            collection=_collection_of(str(t.get("Collection", ""))), ratings=ratings))
+            collection=_collection_of(str(t.get("Collection", ""))), ratings=ratings,
+            system_scores=system))
     return out
