@@ -23,6 +23,7 @@ import pandas as pd
 import yaml
 
 from agentic_rag.config import RAGConfig
+from agentic_rag.evaluation.metrics import metric as declaration
 
 _OPS = {"<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
         "<": operator.lt, ">": operator.gt}
@@ -37,7 +38,16 @@ def parse_constraint(text: str) -> tuple[str, str, float]:
 
 
 def choose_config(run_dir: str | Path, metric: str = "ndcg@10",
-                  constraints: list[str] | None = None, maximize: bool = True) -> pd.Series:
+                  constraints: list[str] | None = None, maximize: bool | None = None) -> pd.Series:
+    """The best config of the run by `metric` among those meeting `constraints` (ties: lower
+    median latency). Best is the higher value unless the metric's declaration says lower is
+    better (`evaluation/metrics.py`: `hallucinated`); `maximize` overrides it, and must be given
+    for a summary column that is not a declared metric (an undeclared name is an error)."""
+    if maximize is None:
+        try:
+            maximize = declaration(metric).direction == "higher"
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
     run_dir = Path(run_dir)
     summary_path = run_dir / "summary.csv"
     if not summary_path.exists():
