@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
+
+import typer
 
 import agentic_rag.store.coverage as coverage
 from agentic_rag.config import RAGConfig
@@ -60,10 +61,11 @@ def read(rows: list[dict], home: str, negation_read: bool) -> list[dict]:
 
 real = coverage.unnegated
 
-if __name__ == "__main__":
+
+def main(home: str) -> None:
     rows = questions()
     hit = [r for r in rows if coverage._NEGATED.search(r["question"])]  # noqa: SLF001
-    before, after = read(hit, sys.argv[1], False), read(hit, sys.argv[1], True)
+    before, after = read(hit, home, False), read(hit, home, True)
     changed = [{**r, "negated": coverage._NEGATED.search(r["question"]).group(0),  # noqa: SLF001
                 "before": b, "after": a}
                for r, b, a in zip(hit, before, after) if b != a]
@@ -82,3 +84,7 @@ if __name__ == "__main__":
     for c in changed:
         print(c["set"].split("/")[-1], "|", c["question"], "|", c["negated"], "|",
               c["before"]["named"][:2], "->", c["after"]["named"][:2], "| gold", c["doc_ids"])
+
+
+if __name__ == "__main__":
+    typer.run(main)

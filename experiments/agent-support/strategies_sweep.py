@@ -16,11 +16,12 @@ table is written as `strategies-<dataset>-dev.csv` beside this file.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
+from typing import Annotated
 
 import pandas as pd
+import typer
 
 from agentic_rag.config import RAGConfig
 from agentic_rag.studies.strategies import (
@@ -36,9 +37,11 @@ from agentic_rag.studies.strategies import (
     strategy_table,
 )
 
-if __name__ == "__main__":
-    ds = sys.argv[1]
-    which = sys.argv[2] if len(sys.argv) > 2 else ""
+
+def main(ds: str, which: Annotated[str, typer.Argument(
+        help="named | lexical | question | longest (none: the coverage sweep)")] = "",
+         split: Annotated[str, typer.Argument(help="dev, or test: the tickets not chosen on")] = "dev",
+         ) -> None:
     names = {"named": NAMED_NAMES, "lexical": LEXICAL_NAMES,
              "question": QUESTION_NAMES, "longest": LONGEST_NAMES}.get(which, COVERAGE_NAMES)
     t = time.time()
@@ -46,7 +49,6 @@ if __name__ == "__main__":
     # named list alone (the default then); the fifth on names matched by coverage (then)
     base = RAGConfig().with_overrides(BEFORE_LONGEST if which == "longest" else DENSE_NAMED
                                       if which in ("lexical", "question") else NAMED_BASE)
-    split = sys.argv[3] if len(sys.argv) > 3 else "dev"  # "test": the tickets not chosen on
     res = run_strategies(ds, split, names, base=base, progress=False)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
@@ -55,3 +57,7 @@ if __name__ == "__main__":
     tab.to_csv(Path(__file__).parent / f"strategies{'-' + which if which else ''}-{ds}-{split}.csv",
                index=False)
     print("seconds", round(time.time() - t, 1))
+
+
+if __name__ == "__main__":
+    typer.run(main)

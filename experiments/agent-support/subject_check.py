@@ -17,9 +17,10 @@ Prints every rejection (reason, source, question → answer) and the counts; --q
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
+
+import typer
 
 from agentic_rag.datasets.corpora import banking_documents
 from agentic_rag.datasets.products import product_of
@@ -82,5 +83,9 @@ def main(which: str, quiet: bool, write: bool = False) -> Counter:
     return counts
 
 
+def cli(which: str, quiet: bool = False, write: bool = False) -> None:
+    main(which, quiet, write)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], "--quiet" in sys.argv, "--write" in sys.argv)
+    typer.run(cli)
