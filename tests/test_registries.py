@@ -218,3 +218,18 @@ def test_the_fusion_runs_a_retriever_by_its_registered_name():
     assert fr.run("bm25", "q", None) == []
     with pytest.raises(ValueError, match="unknown retriever 'nope'"):
         fr.run("nope", "q", None)
+
+
+def test_export_chooses_by_the_declared_direction(tmp_path):
+    """`hallucinated` is declared lower-is-better: export picks the lowest rate; ndcg@10 the
+    highest; an undeclared column needs `maximize` said outright."""
+    from agentic_rag.experiments.export import choose_config
+
+    pd.DataFrame({"config_id": ["c00", "c01", "c02"], "config": ["a", "b", "c"],
+                  "hallucinated": [0.30, 0.10, 0.20], "ndcg@10": [0.5, 0.7, 0.9],
+                  "latency_p50_ms": [1.0, 2.0, 3.0]}).to_csv(tmp_path / "summary.csv")
+    assert choose_config(tmp_path, "hallucinated")["config_id"] == "c01"
+    assert choose_config(tmp_path, "ndcg@10")["config_id"] == "c02"
+    with pytest.raises(ValueError, match="not declared"):
+        choose_config(tmp_path, "latency_p50_ms")
+    assert choose_config(tmp_path, "latency_p50_ms", maximize=False)["config_id"] == "c00"
