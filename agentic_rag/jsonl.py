@@ -32,7 +32,18 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 class JsonlError(ValueError):
-    """A JSONL file that does not parse; the message names the file and the line."""
+    """A JSONL file that does not parse; the message names the file and the line
+    (`path:line: reason`), also kept as `path`, `line` (None: the whole file) and `reason`."""
+
+    path: Path | None = None
+    line: int | None = None
+    reason: str = ""
+
+
+def _error(path: Path, line: int | None, reason: str) -> JsonlError:
+    exc = JsonlError(f"{path}:{line}: {reason}" if line is not None else f"{path}: {reason}")
+    exc.path, exc.line, exc.reason = path, line, reason
+    return exc
 
 
 def _is_gz(path: Path) -> bool:
@@ -155,12 +166,11 @@ def _records(path: Path, lines: Iterable[bytes | str]) -> Iterator[tuple[int, di
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise JsonlError(f"{path}: line {n}: not valid JSON ({exc.msg})") from None
+            raise _error(path, n, f"not valid JSON ({exc.msg})") from None
         except UnicodeDecodeError as exc:
-            raise JsonlError(f"{path}: line {n}: not valid UTF-8 (offset {exc.start})") from None
+            raise _error(path, n, f"not valid UTF-8 (offset {exc.start})") from None
         if not isinstance(row, dict):
-            raise JsonlError(f"{path}: line {n}: expected a JSON object, got "
-                             f"{type(row).__name__}")
+            raise _error(path, n, f"expected a JSON object, got {type(row).__name__}")
         yield n, row
 
 
@@ -173,7 +183,7 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise JsonlError(f"{path}: not valid UTF-8 (offset {exc.start})") from None
+        raise _error(path, None, f"not valid UTF-8 (offset {exc.start})") from None
     yield from _records(path, text.split("\n"))  # not splitlines: U+2028 may sit in a string
 
 

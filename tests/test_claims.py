@@ -400,6 +400,23 @@ def test_agent_protocol_pairs_tasks_and_reads_like_a_sweep(tmp_path):
     assert row["verdict"] == "inconclusive" and row["ci_low"] == 0 == row["ci_high"]
 
 
+def test_agent_protocol_reads_past_a_torn_last_line(tmp_path):
+    """`agent-eval` killed with kill -9 mid-append leaves a torn last line in `rows.jsonl` and
+    `judgements.jsonl`: the ledger's run folder reads the complete rows (the same results as
+    without it) and leaves the evaluation's files as they are (its rerun cuts the line)."""
+    claim = next(c for c in CLAIMS if c.id == "a-agent-tool-calls")
+    _agent_rows(tmp_path / "a1", gated=[1, 1, 2, 1], static=[2, 3, 3, 2], correct=[1, 0, 0, 1])
+    whole = protocols.agent_run_folder(tmp_path / "a1", tmp_path / "runs", claim, name="t1")
+    files = {f: tmp_path / "a1" / f for f in ("rows.jsonl", "judgements.jsonl")}
+    for p in files.values():
+        p.write_text(p.read_text() + '{"dataset": "tau2-banking", "split": "te')
+    torn = {f: p.read_bytes() for f, p in files.items()}
+    run = protocols.agent_run_folder(tmp_path / "a1", tmp_path / "runs", claim, name="t2")
+    pd.testing.assert_frame_equal(pd.read_parquet(run / "results.parquet"),
+                                  pd.read_parquet(whole / "results.parquet"))
+    assert {f: p.read_bytes() for f, p in files.items()} == torn
+
+
 def test_agent_protocol_runs_the_agent_evaluation_in_process(tmp_path, monkeypatch):
     """No script of the checkout, no subprocess: `run_agent_claim` calls `agent_eval.run.evaluate`
     (what `agentic-rag agent-eval` runs) with the protocol's options, then reads its rows."""

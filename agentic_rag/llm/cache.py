@@ -132,8 +132,12 @@ class ChatCache:
         with self._pack_lock:
             if self._packed is None:
                 packed = {}
-                # a torn last line (a run killed mid-append) is cut off before we append
-                for n, entry in read_appended(self.pack) if self.pack is not None else []:
+                try:  # a torn last line (a run killed mid-append) is cut off before we append
+                    entries = read_appended(self.pack) if self.pack is not None else []
+                except JsonlError as exc:
+                    raise JsonlError(f"{self.pack}: line {exc.line} is not a reply-pack entry "
+                                     f"({{\"key\", \"reply\"}}): {exc.reason}") from None
+                for n, entry in entries:
                     try:
                         packed[entry["key"]] = json.dumps(entry["reply"])
                     except KeyError as exc:
