@@ -332,13 +332,15 @@ def human_report(out: str | Path = OUT, threshold: float | None = None,
             part["llm_labeller"] = decision_stats(y, ok["llm_label"].to_numpy(int),
                                                   ok["task_id"].to_numpy(), None, seed)
             part["llm_labeller"]["labeller"] = sorted(set(ok["labeller"]))
-            j = "graded_judge_q"
-            both = ok[ok[j].notna()] if j in ok else ok.iloc[:0]
-            if not both.empty:  # the detector on the same subset, for a like-for-like read
+            for j in dict.fromkeys((detector, "lexical", "mtrag_rl_f")):
+                both = ok[ok[j].notna()] if j in ok else ok.iloc[:0]
+                if both.empty:  # the detectors on the labelled subset: like for like
+                    continue
                 y2 = 1 - both[f"faithful_{rule}"].to_numpy(int)
                 s2 = both[j].to_numpy(float)
+                cut = 0.5 if j == "mtrag_rl_f" else threshold
                 part[f"{j}_on_labelled"] = decision_stats(
-                    y2, (s2 < threshold).astype(int), both["task_id"].to_numpy(), 1.0 - s2, seed)
+                    y2, (s2 < cut).astype(int), both["task_id"].to_numpy(), 1.0 - s2, seed)
         part["always_faithful"] = {"n": len(y_all), "accuracy": float(np.mean(y_all == 0)),
                                    "balanced_accuracy": 0.5}
         report["by_binarisation"][rule] = part
