@@ -12,6 +12,7 @@ from agentic_rag.studies.detectors.human import (
     decision_stats,
     faithful,
     human_rows,
+    judge_order,
     krippendorff_alpha,
     order,
 )
@@ -48,3 +49,12 @@ def test_decision_stats() -> None:
     assert st["accuracy"] == st["balanced_accuracy"] == st["kappa"] == st["auroc"] == 1.0
     st = decision_stats(y, np.zeros(6, int), np.arange(6))
     assert st["balanced_accuracy"] == 0.5 and st["kappa"] == 0.0
+
+
+def test_judge_order_whole_tasks() -> None:
+    rows = human_rows()
+    o = judge_order(rows, seed=0)
+    assert sorted(o) == sorted(rows["qid"])
+    first = rows.set_index("qid").loc[o[:24]]  # 8 tasks, all three responses each, 2 per collection
+    assert first.groupby("task_id").size().eq(3).all()
+    assert first.groupby("collection")["task_id"].nunique().eq(2).all()

@@ -11,13 +11,15 @@ faithfulness by, mostly, three people; `datasets.mtrag.load_mtrag_ratings`).
   detector table here.
 - **Detectors** (`evaluation/support.py`): every no-LLM score on all 477 (free), and the
   configured judge (`SupportConfig().detector`, `graded_judge_q`) on the responses scored
-  so far (`scored.jsonl`, resumable; a seeded stratified order, so any prefix is a
-  stratified subset: `order`), decided at the configured threshold (`SupportConfig().threshold`).
+  so far (`scored.jsonl`, resumable; whole tasks in a seeded order stratified by collection, so
+  any prefix is a stratified subset: `judge_order`), decided at the configured threshold
+  (`SupportConfig().threshold`).
   The judge reads the passages the raters saw and the final user turn as the question.
 - **The LLM labeller**: the labels made so far (`experiments/detectors/*/labels-pass*.jsonl`)
   are `llm:claude-helper-session`, an LLM engineering session reading RUBRIC.md; the same
-  labeller's labels of a stratified subset here (`labels-pass1.jsonl`, made without the
-  ratings in view) are compared with the people: accuracy, balanced accuracy, Cohen's κ.
+  labeller's labels of the first 60 responses of `order` (seed 0; stratified by responding
+  model and collection; `labels-pass1.jsonl`, made without the ratings in view) are compared
+  with the people: accuracy, balanced accuracy, Cohen's κ.
 - **The ceiling**: the raters' own agreement: Krippendorff's α on the 1-4 scores (interval)
   and on each binarisation (nominal), and Cohen's κ of each pair of raters on the responses
   both rated.
@@ -110,18 +112,36 @@ def order(rows: pd.DataFrame, seed: int = 0) -> list[str]:
     return out
 
 
+def judge_order(rows: pd.DataFrame, seed: int = 0) -> list[str]:
+    """The judge's order: tasks in a seeded order stratified by collection (round robin over
+    the collections, each shuffled), each task's three responses together, so the first n
+    responses are about n / 3 whole tasks with every responding model equally often, and the
+    judge's calls on one task share its passages as a prompt prefix (the server's prompt cache
+    evaluates them once). The people's labels play no part in it."""
+    rng = np.random.default_rng(seed)
+    tasks = [list(rng.permutation(sorted(g["task_id"].unique())))
+             for _, g in rows.sort_values("task_id").groupby("collection")]
+    by_task = rows.sort_values(["task_id", "model_id"]).groupby("task_id")["qid"].apply(list)
+    out: list[str] = []
+    while any(tasks):
+        for t in tasks:
+            if t:
+                out += by_task[t.pop(0)]
+    return out
+
+
 def score_human(chat: ChatModel | None, out: str | Path = OUT, n: int = 477, seed: int = 0,
                 judges: Sequence[str] = ("graded_judge_q",), max_concurrency: int = 1,
                 log: Callable[..., Any] = print) -> pd.DataFrame:
     """Every no-LLM score on all responses, and `judges` (the configured detector's judge) on
-    the first `n` of `order`, in `out/scored.jsonl` (row by row, fsync'd, resumable; a rerun
+    the first `n` of `judge_order`, in `out/scored.jsonl` (row by row, fsync'd, resumable; a rerun
     asks only what is missing; replies are cached by the chat model)."""
     rows = human_rows()
     by_id = rows.set_index("qid")
     path = Path(out) / "scored.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     done = {r["qid"]: r for r in read_rows(path)} if path.exists() else {}
-    ordered = order(rows, seed)
+    ordered = judge_order(rows, seed)
     first = set(ordered[:n])
     todo = [q for q in ordered
             if q not in done or (chat is not None and q in first
