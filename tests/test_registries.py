@@ -233,3 +233,17 @@ def test_export_chooses_by_the_declared_direction(tmp_path):
     with pytest.raises(ValueError, match="not declared"):
         choose_config(tmp_path, "latency_p50_ms")
     assert choose_config(tmp_path, "latency_p50_ms", maximize=False)["config_id"] == "c00"
+
+
+def test_metric_groups_are_the_sweep_spec_groups():
+    """A declaration's group is a `metrics` entry of a sweep spec (or `row`), and the ragas
+    declarations are the columns the ragas scorer writes."""
+    from typing import get_args
+
+    from agentic_rag.evaluation.ragas_metrics import LLM_METRICS
+    from agentic_rag.experiments.spec import MetricGroup
+
+    assert set(metrics.GROUPS) == {"row", *get_args(MetricGroup)}
+    assert set(metrics.in_groups("ragas")) == {f"ragas_{n}" for n in LLM_METRICS}
+    assert all(metrics.metric(n).llm for n in metrics.in_groups("answers", "hallucination",
+                                                                "agent", "ragas"))
