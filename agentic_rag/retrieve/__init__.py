@@ -3,5 +3,5 @@
 (RRF and score fusion, pure), `evidence`, `calibration` and `gate` (confidence-gated
 iterations), `rerank`, `context` (token-budgeted formatting with document boundaries),
 `tiers` (hot / warm / cold) and `pipeline.Pipeline` (the whole stack from one `RAGConfig`).
-A new retriever goes in `retrievers` (or its own module here), named in the config's
-`retrieval.retrievers`."""
+A new retriever: a `retrievers.Retriever` in its own module here, registered in
+`retrievers.RETRIEVERS` (its name in `config.RETRIEVER_NAMES`) or by `register_retriever`."""
