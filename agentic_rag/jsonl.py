@@ -123,16 +123,16 @@ def read_rows(path: str | Path, *, repair: bool = True) -> list[dict[str, Any]]:
 def append_rows(path: str | Path, rows: Iterable[dict[str, Any]],
                 default: Callable[[Any], Any] | None = None, *,
                 ensure_ascii: bool = True) -> None:
-    """Append whole lines, flushed and fsync'd before returning (a `.gz` path: one gzip
+    """Append whole lines, flushed and fsync'd before returning (to a gzip file: one gzip
     member per call)."""
     text = "".join(json.dumps(r, default=default, ensure_ascii=ensure_ascii) + "\n"
                    for r in rows)
     if not text:
         return
     path = Path(path)
-    gz = _is_gz(path)
+    compress = _is_gz(path)
     with path.open("ab") as f:
-        if gz:
+        if compress:
             with gzip.GzipFile(fileobj=f, mode="ab") as gz:
                 gz.write(text.encode("utf-8"))
         else:
@@ -179,7 +179,10 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     mark is allowed); see the module doc for the errors."""
     path = Path(path)
     raw = path.read_bytes()
-    raw = gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw
+    if raw[:2] == GZIP_MAGIC:
+        raw, whole = _gunzip_prefix(raw)
+        if not whole:
+            raise _error(path, None, "not a whole gzip file (cut short or corrupt)")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

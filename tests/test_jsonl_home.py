@@ -346,6 +346,10 @@ def test_read_records_names_bad_utf8_and_reads_gzip(tmp_path):
     gz = tmp_path / "rows.jsonl.gz"
     gz.write_bytes(gzip.compress(b'{"a": 1}\n{"a": 2}\n', mtime=0))
     assert read_records(gz) == [{"a": 1}, {"a": 2}]
+    gz.write_bytes(gz.read_bytes()[:-6])  # a committed file cut short is an error, not a repair
+    with pytest.raises(JsonlError, match=r"rows\.jsonl\.gz: not a whole gzip file"):
+        read_records(gz)
+    assert len(gz.read_bytes()) > 0
 
 
 # ---- appended files ----------------------------------------------------------------------
