@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agentic_rag.datasets.base import Dataset, DatasetError, DatasetMissing, Query, _bucket
 from agentic_rag.documents import Document
+from agentic_rag.jsonl import JsonlError, iter_records
 
 MTRAG_DIR = Path(__file__).resolve().parents[2] / "datasets" / "mtrag"
 TASKS_FILE = "mtragun-human/generation_tasks/reference.jsonl.gz"
@@ -190,16 +191,14 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) of a JSONL file; a line that is not a JSON object is an error
-    naming the file and the line."""
-    for n, line in _lines(path):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise DatasetError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
-        yield n, row
+    """(line number, object) of a JSONL file, gzipped or not (`jsonl.iter_records`); a line
+    that is not a JSON object is an error naming the file and the line."""
+    if not path.exists():
+        list(_lines(path))  # DatasetMissing, saying where the file is committed
+    try:
+        yield from iter_records(path)
+    except JsonlError as exc:
+        raise DatasetError(str(exc)) from None
 
 
 def _one(value: Any, where: str, field: str) -> str:
