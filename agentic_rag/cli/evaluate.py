@@ -287,14 +287,17 @@ def question_eval_cmd(
     if round_ not in ROUNDS or (base or "today") not in BASES:
         _fail(f"--round {round_!r} / --base {base!r}: use {', '.join(ROUNDS)} / "
               f"{', '.join(BASES)}")
-    if agent:
-        suffix = f"-{tag}" if tag else ""
-        res = agent_eval(questions, home, names or None, n, suffix, out, base_url, typer.echo)
-    else:
-        r_names, r_base, r_tag = ROUNDS[round_]
-        tag = r_tag if tag is None else tag
-        res = retrieval_topk(questions, home, names or r_names, f"-{tag}" if tag else "",
-                             BASES[base or r_base], k, out)
+    try:
+        if agent:
+            suffix = f"-{tag}" if tag else ""
+            res = agent_eval(questions, home, names or None, n, suffix, out, base_url, typer.echo)
+        else:
+            r_names, r_base, r_tag = ROUNDS[round_]
+            tag = r_tag if tag is None else tag
+            res = retrieval_topk(questions, home, names or r_names, f"-{tag}" if tag else "",
+                                 BASES[base or r_base], k, out)
+    except (OSError, ValueError) as exc:  # a missing file, a bad row or config (ConfigError)
+        _fail(str(exc))
     typer.echo(json.dumps(res, indent=1))
 
 
