@@ -29,7 +29,7 @@ def _tags(cell: dict) -> list[str]:
 
 def test_the_numbered_notebooks_exist() -> None:
     names = [p.stem for p in NOTEBOOKS]
-    assert [n[:2] for n in names] == [f"{i:02d}" for i in range(1, 11)], names
+    assert [n[:2] for n in names] == [f"{i:02d}" for i in range(1, 12)], names
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
