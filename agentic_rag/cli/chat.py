@@ -132,9 +132,15 @@ def chat(config: ConfigOpt = None, home: HomeOpt = None,
         if cfg.agent.policy != "closed_book" and pipe.index.count() == 0:
             _fail(f"the index at {cfg.home} is empty: run `agentic-rag index` first")
         tool = AgenticRAGTool(pipe) if cfg.agent.policy != "closed_book" else None
-        for message in turns if turns is not None else _stdin_turns(MESSAGE_MAX_CHARS):
-            turn = run_turn(session, message, pipe.chat_model, tool, cfg.agent)
-            if json_out:
-                typer.echo(json.dumps(turn_record(turn), ensure_ascii=False))
-            else:
-                _echo_turn(turn)
+        if turns is None and sys.stdin.isatty():
+            typer.echo(f"chat over {cfg.home} (query mode {cfg.agent.session.query_mode}): "
+                       f"type a question; {QUIT} or Ctrl-D ends", err=True)
+        try:
+            for message in turns if turns is not None else _stdin_turns(MESSAGE_MAX_CHARS):
+                turn = run_turn(session, message, pipe.chat_model, tool, cfg.agent)
+                if json_out:
+                    typer.echo(json.dumps(turn_record(turn), ensure_ascii=False))
+                else:
+                    _echo_turn(turn)
+        except KeyboardInterrupt:  # Ctrl-C: the turns printed so far stand
+            typer.echo("", err=True)
