@@ -388,8 +388,9 @@ def main() -> int:  # noqa: PLR0915
             for call in calls:
                 tool.reset()
                 stdio_solo_diff += tool.search(*call).model_dump(mode="json") != refs[call]
-        print(f"solo: {len(refs)} replies; stdio ≠ http: {stdio_solo_diff}; server idle "
-              f"{idle}", flush=True)
+        warm = proc_status(server.pid)
+        print(f"solo: {len(refs)} replies; stdio ≠ http: {stdio_solo_diff}; server at start "
+              f"{idle}, after the solo calls {warm}", flush=True)
         load = run_load(url, config, calls, refs, args, server.pid)
         alive = server.poll() is None
     finally:
@@ -428,7 +429,8 @@ def main() -> int:  # noqa: PLR0915
                        "p99_ms": pct(all_ms, 0.99),
                        "per_s": (total_ok + total_mis) / load["wall_s"]},
                "refused_under_load": refused_load, "server_alive_after_load": alive,
-               "rss_mb": {"http_idle": idle.get("VmRSS"), "http_peak": load["rss_peak_mb"]["http"],
+               "rss_mb": {"http_idle": idle.get("VmRSS"), "http_after_solo": warm.get("VmRSS"),
+                          "http_peak": load["rss_peak_mb"]["http"],
                           "http_hwm": load["http_server"].get("VmHWM"),
                           "http_vsz": load["http_server"].get("VmSize"),
                           "stdio_peak": load["rss_peak_mb"]["stdio"]},
@@ -484,7 +486,8 @@ def render(f: dict) -> str:
           f"Solo replies over stdio ≠ over HTTP: {f['stdio_solo_vs_http_solo_diff']}. Refused "
           f"under ordinary load: {f['refused_under_load']}; HTTP server alive after: "
           f"{'yes' if f['server_alive_after_load'] else 'NO'}. Resident size (VmRSS) of the HTTP "
-          f"server: {rss['http_idle']} MiB warm and idle, {rss['http_peak']} MiB at most under load "
+          f"server: {rss['http_idle']} MiB when it starts serving (warmed by one search), "
+          f"{rss['http_after_solo']} MiB after the solo calls, {rss['http_peak']} MiB at most under load "
           f"(high-water mark {rss['http_hwm']} MiB; virtual size {rss['http_vsz']} MiB); a stdio "
           f"server: {rss['stdio_peak']} MiB at most.", "",
           f"**Memory pressure** (cap {p['cap_mb']:.0f} MiB, server in the benchmark's process at "

@@ -28,9 +28,10 @@ own output — the same formatted, cited context an in-process agent reads.
   a handshake-era (2025) client; else none: the call is stateless. The 2026-07-28 protocol
   has no sessions, so a modern HTTP client that wants one passes a handle.
 - Concurrency: calls run in worker threads, but the retrieval itself is serialised by one
-  lock — the pipeline's lazy parts, its candidate memo and the embedding model are not
-  known to be thread-safe, and on a CPU box parallel encoding gains little. Concurrent calls
-  therefore return exactly what the same calls return one after the other.
+  lock and runs on one thread — the pipeline's lazy parts, its candidate memo and the
+  embedding model are not known to be thread-safe, and on a CPU box parallel encoding gains
+  little. Concurrent calls therefore return exactly what the same calls return one after
+  the other.
 - Binding: 127.0.0.1 by default. Any other address needs a bearer token
   (`Authorization: Bearer ...`), checked on every HTTP request. A loopback server also
   refuses requests whose Host header is not a loopback name (DNS rebinding).
@@ -50,6 +51,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -170,13 +172,16 @@ class ServedPipeline:
         self._sessions: OrderedDict[str, AgenticRAGTool] = OrderedDict()
         self._sessions_lock = threading.Lock()
         self._search_lock = threading.Lock()  # retrieval runs one call at a time (module doc)
+        # ... and always on the same thread: memory a thread keeps after running the model
+        # (allocator arenas, per-thread buffers) is then kept once, not once per worker thread
+        self._search_thread = ThreadPoolExecutor(1, thread_name_prefix="agentic-rag-search")
         self._described: tuple[int, dict[str, Any]] | None = None
 
     @classmethod
     def open(cls, config: str | Path, home: str | Path | None = None,
              **kw: Any) -> ServedPipeline:
         """Load the exported config, open its index (refusing a missing or empty one) and
-        warm it: BM25 and the embedding model are loaded before the first call."""
+        warm it (`warm`) before the first call."""
         path = Path(config)
         cfg = RAGConfig.load(path)  # ConfigError names the file, the field and the value
         if home is not None:
@@ -191,9 +196,16 @@ class ServedPipeline:
         return served
 
     def warm(self) -> ServedPipeline:
+        """Load BM25 and the embedding model, and (when retrieving calls no LLM) run one
+        search on the search thread in a throw-away session, so that the parts built on first
+        use exist before the first client: its latency does not pay for them, and the resident
+        size at rest is the working set (what `memory_limit_mb` must leave room for)."""
         if self.pipeline.config.lexical.enabled:
             len(self.pipeline.index.lexical)
-        self.pipeline.index.embed_query("warm up")
+        if self.pipeline.config.retrieval_calls_llm:
+            self.pipeline.index.embed_query("warm up")
+        else:
+            self._search_thread.submit(AgenticRAGTool(self.pipeline).search, "warm up").result()
         return self
 
     # -- sessions --------------------------------------------------------------------
@@ -222,7 +234,8 @@ class ServedPipeline:
         with self._search_lock:
             self.guard.check()  # again: memory may have grown while this call waited
             try:
-                out = tool.search(args.query, args.max_results, args.focus_area)
+                out = self._search_thread.submit(tool.search, args.query, args.max_results,
+                                                 args.focus_area).result()
             except Exception as exc:
                 if is_out_of_memory(exc):
                     raise self.guard.refuse_oom(exc) from exc
