@@ -1,10 +1,11 @@
-"""`serve` under load, bounded for CI (~40 s with the model loaded): 16 `POST /search` clients
-and 2 MCP (streamable HTTP) clients call one served τ²-banking index (real embedding model) for
-15 s, and every reply must equal the same call made alone; then the memory guard: with the
-server's resident memory over its cap every search is refused (HTTP 503 + Retry-After, an MCP
-error result), the server lives, and it serves the same replies again once memory drops. The
-full-size run with figures (32 + 4 clients for 2 minutes, a 1 GiB cap):
-`benchmarks/serve_load.py` → benchmarks/RELIABILITY.md. Nothing here asserts a time."""
+"""`serve` under load, bounded for CI (52 s for the file on 2 shared cores, 28 s of it loading
+the model and indexing): 16 `POST /search` clients and 2 MCP (streamable HTTP) clients call
+one served τ²-banking index (real embedding model) for 15 s, and every reply must equal the
+same call made alone; then the memory guard: with the server's resident memory over its cap
+every search is refused (HTTP 503 + Retry-After, an MCP error result), the server lives, and
+it serves the same replies again once memory drops. The full-size run with figures (32 + 4
+clients for 2 minutes, a 1 GiB cap): `benchmarks/serve_load.py` → benchmarks/RELIABILITY.md.
+Nothing here asserts a time."""
 
 from __future__ import annotations
 
