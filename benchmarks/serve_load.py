@@ -360,7 +360,16 @@ def main() -> int:  # noqa: PLR0915
     ap.add_argument("--pressure-clients", type=int, default=8)
     ap.add_argument("--cache-dir", default=str(ROOT / "experiments" / "cache"))
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--note", default="", help="run conditions to state in the report, e.g. "
+                    "'2 cores shared with other jobs'")
+    ap.add_argument("--render-only", action="store_true",
+                    help="rewrite the section from SERVE_LOAD.json (with --note), measure nothing")
     args = ap.parse_args()
+    if args.render_only:
+        figures = json.loads((HERE / "SERVE_LOAD.json").read_text())
+        figures["note"] = args.note or figures.get("note", "")
+        write(figures)
+        return 0
     cmd = " ".join(["python benchmarks/serve_load.py", *sys.argv[1:]])
     started = datetime.now(UTC)
     commit = git_commit(short=True) + (" + uncommitted changes" if git_dirty() else "")
@@ -436,18 +445,21 @@ def main() -> int:  # noqa: PLR0915
                           "stdio_peak": load["rss_peak_mb"]["stdio"]},
                "load_avg": [round(load["load_start"], 1), round(load["load_end"], 1)],
                "errors_seen": {k: v for k, v in tally.errors.items()},
-               "pressure": press, "pressure_ok": ok_pressure}
-    section = render(figures)
-    print(section)
+               "pressure": press, "pressure_ok": ok_pressure, "note": args.note}
+    print(render(figures))
     if not args.no_write:
-        (HERE / "SERVE_LOAD.json").write_text(json.dumps(figures, indent=1) + "\n")
-        sys.path.insert(0, str(HERE))
-        from sections import write_section
-
-        write_section(HERE / "RELIABILITY.md", section)
-        print("wrote benchmarks/RELIABILITY.md, benchmarks/SERVE_LOAD.json")
+        write(figures)
     bad = total_err or total_mis or refused_load or stdio_solo_diff or not alive or not ok_pressure
     return 1 if bad else 0
+
+
+def write(figures: dict) -> None:
+    (HERE / "SERVE_LOAD.json").write_text(json.dumps(figures, indent=1) + "\n")
+    sys.path.insert(0, str(HERE))
+    from sections import write_section
+
+    write_section(HERE / "RELIABILITY.md", render(figures))
+    print("wrote benchmarks/RELIABILITY.md, benchmarks/SERVE_LOAD.json")
 
 
 def cpu_name() -> str:
@@ -464,7 +476,8 @@ def render(f: dict) -> str:
     rss = f["rss_mb"]
     p = f["pressure"]
     L = [BEGIN, "## Serve under load (`benchmarks/serve_load.py`)", "",
-         f"Measured {f['date']} at commit {f['commit']} by `{f['command']}` on {f['machine']}; "
+         f"Measured {f['date']} at commit {f['commit']} by `{f['command']}` on {f['machine']}"
+         + (f" ({f['note']})" if f.get("note") else "") + "; "
          f"load average {f['load_avg'][0]} at the start of the load window, {f['load_avg'][1]} at "
          "its end. Method in the script's docstring: τ²-banking "
          f"({f['corpus']['documents']} documents, {f['corpus']['chunks']} chunks), default config, "
