@@ -15,6 +15,7 @@ memory" under an address-space rlimit) is refused the same way (`is_out_of_memor
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 _STATM = Path("/proc/self/statm")
@@ -56,18 +57,22 @@ class MemoryGuard:
             raise ValueError(f"memory limit must be positive MiB, got {limit_mb!r}")
         self.limit_mb = limit_mb
         self.refused = 0  # calls refused so far (read by tests and benchmarks)
+        self._count = threading.Lock()
+
+    def _refuse(self, message: str) -> Overloaded:
+        with self._count:
+            self.refused += 1
+        return Overloaded(message)
 
     def check(self) -> None:
         if self.limit_mb is None:
             return
         mb = resident_bytes() / 2**20
         if mb > self.limit_mb:
-            self.refused += 1
-            raise Overloaded(f"server overloaded: resident memory {mb:.0f} MiB is over its "
-                             f"limit of {self.limit_mb:.0f} MiB; retry in {RETRY_AFTER_S} s")
+            raise self._refuse(f"server overloaded: resident memory {mb:.0f} MiB is over its "
+                               f"limit of {self.limit_mb:.0f} MiB; retry in {RETRY_AFTER_S} s")
 
     def refuse_oom(self, exc: BaseException) -> Overloaded:
         """The `Overloaded` that replaces a failed allocation."""
-        self.refused += 1
-        return Overloaded(f"server overloaded: out of memory during the search "
-                          f"({type(exc).__name__}); retry in {RETRY_AFTER_S} s")
+        return self._refuse(f"server overloaded: out of memory during the search "
+                            f"({type(exc).__name__}); retry in {RETRY_AFTER_S} s")
