@@ -361,3 +361,19 @@ def test_conversation_queries_replays_a_transcript_as_a_session_would():
     assert last == turns
     titled = conversation_queries(turns[:2], titles=["12. Virtual Environments and Packages"])
     assert titled[1].carried == ["create", "virtual", "environment", "Packages"]
+
+
+def test_the_gate_reads_the_carried_subject_of_a_follow_up(tool):
+    """"What is its monthly fee?" names nothing; its query carries "Blue Account", so an answer
+    that cites another account's fee fails the gate's wrong-product check and is replaced."""
+    green = next(c.id for c in tool.pipeline.index.lexical.chunks if c.doc_id == "green.md")
+    blue = next(c.id for c in tool.pipeline.index.lexical.chunks if c.doc_id == "blue.md")
+    chat, _ = model([f"The Blue Account's monthly fee is $20 [{citation_id(blue)}].",
+                     f"Its monthly fee is $5 [{citation_id(green)}]."])
+    s = Session()
+    cfg = AgentConfig(max_steps=1)
+    assert not run_turn(s, "What is the Blue Account's monthly fee?", chat, tool, cfg).abstained
+    turn = run_turn(s, "What is its monthly fee?", chat, tool, cfg)
+    assert turn.query.startswith("Blue Account: ") and green in {p.chunk_id for p in turn.passages}
+    assert turn.result.named_documents == ["blue.md"] and turn.result.gate_action == "abstain"
+    assert turn.abstained and "Blue Account" in turn.answer

@@ -152,10 +152,13 @@ class TurnContext:
     """A conversation's turn (module doc): `history`, the earlier turns as chat messages
     (`{"role": "user" | "assistant", "content": ...}`, oldest first); `first_search`, the
     retrieve_first policy's search, made by the caller with the turn's query built from the
-    history. The tool's session is the caller's: `run_agent` does not reset it."""
+    history; `subject`, that query, read by the support gate for the documents the turn names
+    and its search again ("How much is its fee?" names nothing; the query carries "Blue
+    Account"). The tool's session is the caller's: `run_agent` does not reset it."""
 
     history: Sequence[dict[str, str]] = ()
     first_search: ToolOutput | None = None
+    subject: str | None = None
 
 
 def _resolve(config: AgentConfig | None, **overrides: Any) -> AgentConfig:
@@ -191,6 +194,9 @@ class _AgentRun:
         self.question, self.chat, self.tool, self.cfg = question, chat, tool, cfg
         self.history = list(turn.history) if turn is not None else []
         self.first_search = turn.first_search if turn is not None else None
+        # what the gate reads for the documents named and its search again: in a conversation
+        # the turn's query, which carries the subject a follow-up leaves out
+        self.subject = turn.subject if turn is not None and turn.subject else question
         if tool is not None and turn is None:
             tool.reset()  # a session per question: no history penalty from earlier questions
         self.native = cfg.mode == "native"
@@ -247,7 +253,7 @@ class _AgentRun:
                                   need, numbers)
         if not check.figures and check.ok:  # nothing to check: no index lookup
             return res.model_copy(update={"gate_action": "none"})
-        named = gate.named_documents(self.tool, self.question)
+        named = gate.named_documents(self.tool, self.subject)
         check = gate.check_answer(self.question, res.answer, res.cited_chunks, self.searches,
                                   named, need, numbers)
         action = self.cfg.support.on_unsupported
@@ -259,7 +265,7 @@ class _AgentRun:
         notes = [f"figure check failed: {gate.describe(check)}"]
         if action == "flag":
             return res.model_copy(update={**fields, "gate_action": "flag", "gate_notes": notes})
-        query = gate.retry_query(self.question, named)
+        query = gate.retry_query(self.subject, named)
         if action == "retry":
             res, check, more = self._retry(res, check, query, named)
             notes += more

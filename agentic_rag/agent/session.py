@@ -30,10 +30,11 @@ chat, tool, cfg)` runs one turn on `run_agent` and appends it (`cfg.session`, `S
    query's passages); past it, the oldest turns are dropped until the rest fit in half the
    budget, so the prefix changes once per block of turns, not at every turn
    (`history_start`).
-5. **Unanswerable turns**: the single question's paths, unchanged: the model is told to say
-   "I don't know" when no passage is about the question, the support gate replaces an answer
-   whose figures no cited passage states, and a search that served nothing is answered
-   "I don't know" without the model.
+5. **Unanswerable turns**: the single question's paths: the model is told to say "I don't
+   know" when no passage is about the question, the support gate replaces an answer whose
+   figures no cited passage states (reading the turn's query, which carries the subject, for
+   the documents the turn names and its search again), and a search that served nothing is
+   answered "I don't know" without the model.
 """
 
 from __future__ import annotations
@@ -271,7 +272,8 @@ def run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGTo
             if ask is not None:
                 return _append(session, _clarifying(base, ask, [first.query_used], t0))
     res = run_agent(message, chat, tool if cfg.policy != "closed_book" else None, cfg,
-                    turn=TurnContext(history=tuple(history), first_search=first))
+                    turn=TurnContext(history=tuple(history), first_search=first,
+                                     subject=built.query))
     outputs = [s.tool for s in res.steps if s.tool is not None]
     return _append(session, Turn(
         **base, queries=[o.query_used for o in outputs], answer=res.answer,

@@ -304,7 +304,8 @@ _REQUEST_WORDS = frozenset(
     "details please thanks thank okay ok yes no sure about also too again other another one ones "
     "same way get use used using work works need want know find help there here".split())
 _NUMBERING = re.compile(r"^\s*(?:\d+\.)+\d*\s*")  # "12. Virtual Environments": a section number
-_CONTENT = re.compile(r"[A-Za-z0-9][\w.+#/-]*|`[^`]+`")
+_CONTENT = re.compile(r"[A-Za-z0-9][\w.+#/-]*(?:['’]s\b)?|`[^`]+`")
+_POSSESSIVE = re.compile(r"['’]s$")
 
 
 def content_words(text: str) -> list[str]:
@@ -313,8 +314,8 @@ def content_words(text: str) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
     for w in _CONTENT.findall(text):
-        w = w.strip("`.,;:!?")
-        low = w.lower().replace("'s", "")
+        w = _POSSESSIVE.sub("", w.strip("`.,;:!?"))
+        low = w.lower()
         if (w and low not in _QUESTION_WORDS and low not in _REFERENCES
                 and low not in _REQUEST_WORDS and low not in _STOP and word_key(w) not in seen):
             seen.add(word_key(w))
@@ -330,7 +331,7 @@ def word_key(word: str) -> str:
 
 def reference_word(message: str) -> str | None:
     """The first word of `message` that points back ("it", "those", "the other one"), or None."""
-    words = re.findall(r"[a-z']+", message.lower())
+    words = re.findall(r"[a-z]+", message.lower())  # "it's": "it"
     ref = next((w for w in words if w in _REFERENCES), None)
     return ref or (m.group(0).lower() if (m := _ONE.search(message)) else None)
 
