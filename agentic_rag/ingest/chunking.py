@@ -287,9 +287,12 @@ def split_prose(text: str, start: int, end: int, count, max_tokens: int,
         total += atom[2]
     if window:
         spans.append((window[0][0], window[-1][1]))
-    out = []
+    out: list[tuple[int, int]] = []
     for s, e in spans:
         s, e = _trim(text, s, e)
-        if s < e:
-            out.append((s, e))
+        if s >= e or (out and out[-1][0] <= s and e <= out[-1][1]):
+            continue  # its new atoms were blank ("\n \n"): the chunk before's overlap again
+        if out and s <= out[-1][0] and out[-1][1] <= e:
+            out.pop()  # all of the chunk before is this one's overlap (blank atoms before it)
+        out.append((s, e))
     return out

@@ -222,6 +222,8 @@ class _Parser:
                     break
                 j += 1
             last = min(j, n - 1)
+            while j >= n and last > i and lines[last].blank:
+                last -= 1  # unclosed: to its last line of text, not the blank lines after it
             self._emit("code", i, last, language=lang)
             return last
 
