@@ -44,6 +44,7 @@ from agentic_rag.datasets.corpora import (
     cache_dir,
     python_docs,
 )
+from agentic_rag.datasets.mtrag import mtrag_dataset
 from agentic_rag.documents import Document, GoldSpan
 from agentic_rag.ingest.markup import parse_blocks
 from agentic_rag.ingest.readers import iter_document_paths, read_document
@@ -346,7 +347,7 @@ def _spans(value: Any, where: str, docs: dict[str, Document]) -> list[GoldSpan]:
 
 
 DATASETS = {"halueval-qa": halueval_qa, "tau2-banking": banking_tasks, "python-faq": python_faq,
-            "python-library-qa": python_library_qa}
+            "python-library-qa": python_library_qa, "mtrag": mtrag_dataset}
 
 
 def load_dataset(name: str) -> Dataset:
