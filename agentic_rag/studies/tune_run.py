@@ -21,17 +21,22 @@ from agentic_rag.experiments.spec import DatasetSpec
 from agentic_rag.ingest.readers import FORMATS
 from agentic_rag.jsonl import JsonlError, read_records
 from agentic_rag.studies.tune_space import (
+    DEFAULT_RULE,
     DEV_SHARE,
-    RULE,
+    NONINFERIORITY_MARGINS,
     RULE_METRICS,
+    RULE_TEXT,
+    RULES,
     TuneError,
     TuneResult,
     choose_by_rule,
+    explain,
     llm_calls_per_query,
     profile,
     rule_table,
     search_space,
     spec_for,
+    table_from_records,
 )
 
 
@@ -88,12 +93,15 @@ class TuneRun:
     keep: Callable[[dict[str, Any]], bool] | None = None
     meter: Any = None
     notes: dict[str, Any] = field(default_factory=dict)
+    rule: str = DEFAULT_RULE  # the choice rule (`tune_space.RULES`)
 
     def run(self) -> TuneResult:
         from agentic_rag.llm.calls import CallMeter
 
         if self.questions is not None and not self.questions.exists():
             raise TuneError(f"{self.questions}: questions file not found")
+        if self.rule not in RULES:
+            raise TuneError(f"rule {self.rule!r}: use one of {', '.join(RULES)}")
         if self.n < 2:
             raise TuneError(f"n: {self.n} is too few (one dev and one test question at least)")
         docs = self.docs if self.docs is not None else read_folder(self.folder)
@@ -117,14 +125,14 @@ class TuneRun:
             dev, test = self._split_files(qpath)
             names = list(space)
             dev_res = self._sweep("dev", dev, space, names, self.config)
-            table = rule_table(dev_res.summary, names)
-            chosen = choose_by_rule(table)
-            self.log(f"the rule chose {chosen!r} on {int(table['n_queries'].iloc[0])} dev "
-                     "questions")
+            table = rule_table(dev_res.summary, names, self.rule)
+            chosen = choose_by_rule(table, self.rule)
+            self.log(f"the rule ({self.rule}) chose {chosen!r} on "
+                     f"{int(table['n_queries'].iloc[0])} dev questions")
             test_names = ["default"] if chosen == "default" else ["default", chosen]
             test_res = self._sweep("test", test, space, test_names, self.config)
         cfg = self.config.with_overrides(space[chosen])
-        test_table = rule_table(test_res.summary, test_names)
+        test_table = rule_table(test_res.summary, test_names, self.rule)
         return self._write(prof, space, table, test_table, chosen, cfg, dev_res, test_res,
                            qpath)
 
@@ -305,7 +313,9 @@ class TuneRun:
             "questions": str(qpath), "generated": {k: summary.get(k) for k in (
                 "accepted", "drawn", "llm_calls", "by_split", "rejected", "generator", "mode")},
             "profile": prof, "budget": self.budget, "search_space": space,
-            "rule": RULE, "chosen": chosen, "overrides": space[chosen],
+            "rule": RULE_TEXT[self.rule], "rule_name": self.rule,
+            "margins": NONINFERIORITY_MARGINS if self.rule == "noninferiority" else None,
+            "chosen": chosen, "overrides": space[chosen],
             "dev": {"run": str(dev_res.run_dir), "metrics": _metrics(table, chosen)},
             "test": {"run": str(test_res.run_dir), "metrics": _metrics(test_table, chosen)}}
         best = self.out / "best-config.yaml"
@@ -315,7 +325,7 @@ class TuneRun:
         plot = self.out / "tune.png"
         _plot(table, test_table, chosen, plot)
         report = report_markdown(self.folder or self.corpus.name, prof, summary, table,
-                                 test_table, chosen, best, plot)
+                                 test_table, chosen, best, plot, self.rule)
         (self.out / "report.md").write_text(report, encoding="utf-8")
         (self.out / "tune.json").write_text(json.dumps(
             {**provenance, "dev_table": _records(table), "test_table": _records(test_table)},
@@ -355,24 +365,40 @@ def _fmt(row: pd.Series, m: str) -> str:
     return text
 
 
+def acceptance(gen: dict) -> str:
+    """The generated set's acceptance rate, "kept/drawn (share)" ("not recorded" without)."""
+    kept, drawn = gen.get("accepted"), gen.get("drawn")
+    if kept is None or not drawn:
+        return "not recorded"
+    return f"{kept}/{drawn} ({kept / drawn:.2f})"
+
+
 def report_markdown(source: Any, prof: dict, gen: dict, dev: pd.DataFrame, test: pd.DataFrame,
-                    chosen: str, best: Path, plot: Path) -> str:
-    """The printed report: what was generated, the dev table the rule read, the test
+                    chosen: str, best: Path, plot: Path, rule: str = DEFAULT_RULE) -> str:
+    """The printed report: what was generated (with its acceptance rate), the rule with its
+    margins, the dev table the rule read with each candidate's verdict and why, the test
     figures with paired Δ and 95 % CIs vs the default, and the line that serves it."""
+    acc = acceptance(gen)
+    margins = (" δ (the margin a loss's lower bound must stay above): " + ", ".join(
+        f"{m} {d}" for m, d in NONINFERIORITY_MARGINS.items()) + " (experiments/tune/"
+        "RULE-NONINFERIORITY.md)." if rule == "noninferiority" else "")
     lines = [f"# Tuned for {source}", "",
              f"{prof['documents']} documents, {prof['chunks']} chunks. Questions generated "
              f"from them: {gen.get('accepted')} kept of {gen.get('drawn')} draws "
-             f"({gen.get('llm_calls', 'unrecorded')} LLM calls; as made: "
+             f"(acceptance {acc}; {gen.get('llm_calls', 'unrecorded')} LLM calls; as made: "
              f"{json.dumps(gen.get('by_split'))}), "
              f"generator `{str(gen.get('generator', ''))[:40]}`.", "",
-             f"Rule (fixed before any figure): {RULE}.", "",
-             f"## Dev: the rule chose **{chosen}**", "",
+             f"Rule `{rule}` (fixed before any figure): {RULE_TEXT[rule]}.{margins}", "",
+             f"## Dev: the rule chose **{chosen}** (questions' acceptance {acc})", "",
              "| config | nDCG@10 (Δ [95 % CI]) | answer@5 (Δ [95 % CI]) | context tokens | "
-             "eligible |", "|---|---|---|---|---|"]
+             "verdict |", "|---|---|---|---|---|"]
     for _, r in dev.iterrows():
+        v = "baseline" if r["config"] == "default" else (
+            f"{'eligible' if r['eligible'] else 'not eligible'}: {r.get('why', '')}")
         lines.append(f"| {r['config']} | {_fmt(r, 'ndcg@10')} | {_fmt(r, 'answer@5')} | "
-                     f"{r['context_tokens']:.0f} | {'yes' if r['eligible'] else 'no'} |")
-    lines += ["", f"## Test: scored once ({int(test['n_queries'].iloc[0])} questions)", "",
+                     f"{r['context_tokens']:.0f} | {v} |")
+    lines += ["", f"## Test: scored once ({int(test['n_queries'].iloc[0])} questions; "
+              f"acceptance {acc})", "",
               "| config | nDCG@10 (Δ [95 % CI]) | answer@5 (Δ [95 % CI]) | context tokens |",
               "|---|---|---|---|"]
     for _, r in test.iterrows():
@@ -406,3 +432,34 @@ def _plot(dev: pd.DataFrame, test: pd.DataFrame, chosen: str, path: Path) -> Non
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def explain_run(run_dir: str | Path, rule: str = DEFAULT_RULE) -> str:
+    """A finished `tune` run's dev table with each candidate's verdict under `rule`, from its
+    files alone (nothing rerun): `RUN_DIR/tune.json` (a `tune --out` folder: its `dev_table`),
+    or a sweep run folder's `summary.csv` (a dev sweep: its configs in order, the first the
+    default). The run's own choice and the questions' acceptance rate are said beside it."""
+    run_dir = Path(run_dir)
+    if rule not in RULES:
+        raise TuneError(f"rule {rule!r}: use one of {', '.join(RULES)}")
+    head = []
+    if (run_dir / "tune.json").exists():
+        tj = json.loads((run_dir / "tune.json").read_text())
+        if not tj.get("dev_table"):
+            raise TuneError(f"{run_dir}/tune.json: no dev_table in it")
+        table = table_from_records(tj["dev_table"])
+        head.append(f"{run_dir}: tune run on {tj.get('folder')}; questions' acceptance "
+                    f"{acceptance(tj.get('generated') or {})}; it chose {tj.get('chosen')!r} "
+                    f"under its rule ({tj.get('rule_name', 'sign')})")
+    elif (run_dir / "summary.csv").exists():
+        summary = pd.read_csv(run_dir / "summary.csv")
+        for m in RULE_METRICS:  # a sweep summary gives the baseline's own difference as empty
+            summary.loc[summary.index[0], f"{m}_diff_vs_base"] = 0.0
+        names = ["default", *summary["config"].astype(str).iloc[1:]]
+        table = rule_table(summary, names, rule)
+        head.append(f"{run_dir}: sweep summary, {len(names)} configs (the first read as "
+                    "the default)")
+    else:
+        raise TuneError(f"{run_dir}: neither tune.json (a tune --out folder) nor summary.csv "
+                        "(a sweep run folder) in it")
+    return "\n".join([*head, explain(table, rule)])

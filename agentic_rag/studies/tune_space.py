@@ -18,10 +18,28 @@ from agentic_rag.store.coverage import SHARED_NAMES
 BUDGETS = ("quick", "standard", "thorough")
 DEV_SHARE = 0.5  # of the generated questions: half to choose on, half to report on
 RULE_METRICS = ("ndcg@10", "answer@5")
-RULE = ("on the dev questions, a candidate replaces the default only if its mean paired "
+# the choice rules (issue 63): `noninferiority`, the default, written down before any figure in
+# experiments/tune/RULE-NONINFERIORITY.md; `sign`, the rule before it, kept by name so that the
+# comparison of the two on the committed studies is reproducible
+RULES = ("noninferiority", "sign")
+DEFAULT_RULE = "noninferiority"
+# δ per rule metric, in its own units: one question in 50 losing its answer from the top 5
+# (answer@5) or its document from the top 10 (nDCG@10); the argument: RULE-NONINFERIORITY.md
+NONINFERIORITY_MARGINS = {"ndcg@10": 0.02, "answer@5": 0.02}
+RULE_TEXT = {
+    "noninferiority": (
+        "on the dev questions, a candidate is eligible when the lower 95 % CI bound of its "
+        "paired difference vs the default is above -δ on nDCG@10 and on answer@5 (δ = 0.02 "
+        "each: one question in 50) and, on at least one of them, the whole CI lies above 0; "
+        "among eligible ones, the larger lower bound of answer@5's difference wins (ties: the "
+        "larger lower bound of nDCG@10's, then fewer context tokens, then the earlier in the "
+        "search space); else the default is kept"),
+    "sign": (
+        "on the dev questions, a candidate replaces the default only if its mean paired "
         "difference vs the default is >= 0 on nDCG@10 and answer@5 and > 0 on one of them; "
         "among those, the best worst-case difference wins (ties: larger nDCG@10 difference, "
-        "then fewer context tokens); else the default is kept")
+        "then fewer context tokens); else the default is kept")}
+RULE = RULE_TEXT[DEFAULT_RULE]
 TITLE = ("dense", "bm25", "title")
 # the LLM strategies' calls per query (for the estimate): expansion 1, pointwise rerank one
 # per candidate, listwise one
@@ -158,40 +176,138 @@ def llm_calls_per_query(overrides: dict[str, Any]) -> int:
     return calls
 
 
-def rule_table(summary: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+def rule_table(summary: pd.DataFrame, names: list[str], rule: str = DEFAULT_RULE) -> pd.DataFrame:
     """One row per config of a sweep's `summary` (in `names` order, the default first): each
     `RULE_METRICS` mean, its paired difference vs the default and that difference's CI,
-    context tokens, and the rule's verdict (`eligible`, `worst_diff`)."""
+    context tokens, and `rule`'s verdict (`apply_rule`: `eligible`, `why`)."""
     rows = []
     for name, (_, s) in zip(names, summary.iterrows()):
         row: dict[str, Any] = {"config": name, "n_queries": int(s["n_queries"])}
-        diffs = []
         for m in RULE_METRICS:
             if m not in s or pd.isna(s[m]):
                 continue
             row[m] = float(s[m])
             d = f"{m}_diff_vs_base"
-            diff = float(s[d]) if d in s and pd.notna(s[d]) else 0.0
-            row[f"{m} Δ"] = diff
+            row[f"{m} Δ"] = float(s[d]) if d in s and pd.notna(s[d]) else 0.0
             if f"{d}_ci_low" in s and pd.notna(s[f"{d}_ci_low"]):
                 row[f"{m} Δ CI"] = (float(s[f"{d}_ci_low"]), float(s[f"{d}_ci_high"]))
-            diffs.append(diff)
         row["context_tokens"] = float(s.get("context_tokens_mean", float("nan")))
         row["latency_p50_ms"] = float(s.get("latency_p50_ms", float("nan")))
-        row["worst_diff"] = min(diffs) if diffs else 0.0
-        row["eligible"] = (name != "default" and bool(diffs) and min(diffs) >= 0
-                           and max(diffs) > 0)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return apply_rule(pd.DataFrame(rows), rule)
 
 
-def choose_by_rule(table: pd.DataFrame) -> str:
-    """The config `RULE` picks from a `rule_table` (its "default" when none is eligible)."""
-    ok = table[table["eligible"]]
+def table_from_records(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """A `rule_table` as `tune.json` stores it (`dev_table`: CIs as lists) back as a table the
+    rules read; its stored verdict columns are dropped (`apply_rule` gives them again)."""
+    t = pd.DataFrame(records)
+    for m in RULE_METRICS:
+        if f"{m} Δ CI" in t:
+            t[f"{m} Δ CI"] = [tuple(v) if isinstance(v, (list, tuple)) else None
+                              for v in t[f"{m} Δ CI"]]
+    return t.drop(columns=[c for c in ("eligible", "why", "worst_diff") if c in t])
+
+
+def _ci(row: pd.Series, m: str) -> tuple[float, float] | None:
+    ci = row.get(f"{m} Δ CI")
+    return ci if isinstance(ci, tuple) and len(ci) == 2 and not pd.isna(ci[0]) else None
+
+
+def verdict(row: pd.Series, rule: str = DEFAULT_RULE,
+            margins: dict[str, float] | None = None) -> tuple[bool, str]:
+    """`rule`'s verdict on one candidate row of a `rule_table`: (eligible, why), the reason
+    naming the clause that decided and its figures."""
+    if rule not in RULES:
+        raise TuneError(f"rule {rule!r}: use one of {', '.join(RULES)}")
+    if row["config"] == "default":
+        return False, "the baseline"
+    present = [m for m in RULE_METRICS if m in row and pd.notna(row[m])]
+    if not present:
+        return False, "no rule metric measured"
+    if rule == "sign":
+        diffs = {m: float(row.get(f"{m} Δ", 0.0)) for m in present}
+        worst = min(diffs, key=diffs.get)
+        if diffs[worst] < 0:
+            return False, f"{worst} mean Δ {diffs[worst]:+.3f} < 0"
+        if max(diffs.values()) <= 0:
+            return False, "no mean Δ > 0"
+        return True, f"mean Δ >= 0 on every metric, worst {diffs[worst]:+.3f}"
+    margins = margins or NONINFERIORITY_MARGINS
+    fails, gains = [], []
+    for m in RULE_METRICS:
+        ci = _ci(row, m)
+        if ci is None:
+            fails.append(f"{m}: no CI")
+            continue
+        if not ci[0] > -margins[m]:
+            fails.append(f"{m} lower bound {ci[0]:+.3f} <= -δ {-margins[m]:+.3f}")
+        if ci[0] > 0:
+            gains.append(f"{m} CI above 0 (lower {ci[0]:+.3f})")
+    if fails:
+        return False, "; ".join(fails)
+    if not gains:
+        return False, "non-inferior, but no CI lies above 0"
+    return True, "non-inferior on every metric; " + "; ".join(gains)
+
+
+def apply_rule(table: pd.DataFrame, rule: str = DEFAULT_RULE) -> pd.DataFrame:
+    """`table` (a `rule_table` without verdicts) with `rule`'s `eligible` and `why` columns,
+    `worst_diff` (the smaller mean difference, the `sign` rule's order) and the lower CI
+    bounds the `noninferiority` rule orders by (`<metric> Δ low`)."""
+    t = table.copy()
+    out = [verdict(r, rule) for _, r in t.iterrows()]
+    t["eligible"] = [e for e, _ in out]
+    t["why"] = [w for _, w in out]
+    diffs = [c for c in (f"{m} Δ" for m in RULE_METRICS) if c in t]
+    t["worst_diff"] = t[diffs].min(axis=1) if diffs else 0.0
+    for m in RULE_METRICS:
+        t[f"{m} Δ low"] = [ci[0] if (ci := _ci(r, m)) else float("nan") for _, r in t.iterrows()]
+    t.attrs["rule"] = rule
+    return t
+
+
+def choose_by_rule(table: pd.DataFrame, rule: str | None = None) -> str:
+    """The config `rule` picks from a `rule_table` (its "default" when none is eligible);
+    `rule` defaults to the one the table was made with (`apply_rule`)."""
+    rule = rule or table.attrs.get("rule", DEFAULT_RULE)
+    if rule != table.attrs.get("rule"):
+        table = apply_rule(table, rule)
+    ok = table[table["eligible"]].assign(_pos=range(int(table["eligible"].sum())))
     if ok.empty:
         return "default"
-    ok = ok.assign(_nd=ok.get("ndcg@10 Δ", 0.0), _ctx=-ok["context_tokens"].fillna(0))
-    return str(ok.sort_values(["worst_diff", "_nd", "_ctx"], ascending=False).iloc[0]["config"])
+    ok = ok.assign(_ctx=-ok["context_tokens"].fillna(0), _pos=-ok["_pos"])
+    if rule == "sign":
+        keys = ["worst_diff", "ndcg@10 Δ", "_ctx"]
+    else:
+        keys = ["answer@5 Δ low", "ndcg@10 Δ low", "_ctx", "_pos"]
+    keys = [k for k in keys if k in ok]
+    return str(ok.sort_values(keys, ascending=False, kind="stable").iloc[0]["config"])
+
+
+def explain(table: pd.DataFrame, rule: str = DEFAULT_RULE) -> str:
+    """The dev table of a finished run with each candidate's verdict under `rule`: δ, each
+    candidate's differences with their CIs, eligible or not and why, and the choice."""
+    t = apply_rule(table, rule)
+    chosen = choose_by_rule(t, rule)
+    lines = [f"rule: {rule}: {RULE_TEXT[rule]}"]
+    if rule == "noninferiority":
+        lines.append("δ: " + ", ".join(f"{m} {d}" for m, d in NONINFERIORITY_MARGINS.items()))
+    lines.append(f"{int(t['n_queries'].iloc[0])} dev questions")
+    lines.append(f"{'config':28} {'nDCG@10 Δ [95% CI]':26} {'answer@5 Δ [95% CI]':26} verdict")
+    for _, r in t.iterrows():
+        cells = []
+        for m in RULE_METRICS:
+            ci = _ci(r, m)
+            cells.append("–" if r["config"] == "default" or m not in r or pd.isna(r.get(m))
+                         else f"{r[f'{m} Δ']:+.3f} " + (f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+                                                        if ci else "[no CI]"))
+        mark = "CHOSEN " if r["config"] == chosen and chosen != "default" else ""
+        v = "baseline" if r["config"] == "default" else (
+            f"{mark}{'eligible' if r['eligible'] else 'not eligible'}: {r['why']}")
+        lines.append(f"{str(r['config'])[:28]:28} {cells[0]:26} {cells[1]:26} {v}")
+    lines.append(f"chosen: {chosen}" + (" (no candidate eligible: the default is kept)"
+                                         if chosen == "default" else ""))
+    return "\n".join(lines)
 
 
 def spec_for(name: str, dataset: DatasetSpec, base: RAGConfig,
