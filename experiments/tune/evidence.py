@@ -1,7 +1,7 @@
 """Does tuning on generated questions help on human ones? (issue 38, item 2)
 
     PYTHONPATH=. python experiments/tune/evidence.py SET LABEL [--corpus python|python-full|halueval|tau2]
-        [--same-index]
+        [--same-index] [--rule noninferiority|sign]
 
 SET: a set generated from the corpus's documents only, e.g. experiments/tune/python/span.jsonl:
 - python (default): python-library-qa, the 52 pages its 66 human questions are about
@@ -21,7 +21,8 @@ same search space is swept on the human questions, which tuning never saw. Writt
 experiments/tune/<corpus>/LABEL/: the tune outputs, human.json (the tuned config vs the default
 on the human questions, paired Δ with 95 % CIs, and Kendall τ-b between the configs' ranking on
 generated dev and on the human questions). No LLM call: retrieval metrics only (the set is
-generated already)."""
+generated already). `--rule`: tune's choice rule (`tune_space.RULES`; the default
+`noninferiority`, issue 63; `sign`, the rule the studies up to 2026-12-06 ran under)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,15 @@ from agentic_rag.experiments.spec import DatasetSpec
 from agentic_rag.ingest.chunking import AgenticChunker
 from agentic_rag.studies.testset_validation import rank_agreement, source_documents
 from agentic_rag.studies.tune_run import TuneRun
-from agentic_rag.studies.tune_space import DEV_SHARE, profile, rule_table, search_space, spec_for
+from agentic_rag.studies.tune_space import (
+    DEFAULT_RULE,
+    DEV_SHARE,
+    choose_by_rule,
+    profile,
+    rule_table,
+    search_space,
+    spec_for,
+)
 
 # per corpus: the dataset both sweeps index (its questions are the human ones; the tune sweeps
 # replace them with the generated set) and the dataset whose test split is reported on its own.
@@ -121,7 +130,8 @@ def documents(corpus: str) -> list:
     return list(load_dataset(CORPORA[corpus][0].name).corpus)
 
 
-def main(set_path: str, label: str, cut: bool = False, corpus: str = "python") -> None:
+def main(set_path: str, label: str, cut: bool = False, corpus: str = "python",
+         rule: str = DEFAULT_RULE) -> None:
     spec, test_dataset = CORPORA[corpus]
     out = Path("experiments/tune") / corpus / label
     src = Path(set_path)
@@ -134,7 +144,7 @@ def main(set_path: str, label: str, cut: bool = False, corpus: str = "python") -
     run = TuneRun(folder=None, n=len(rows), budget="quick", llm_strategies=False, out=out,
                   max_llm_calls=0, config=cfg, docs=docs, corpus=spec, questions=qpath,
                   runs_dir="experiments/runs", cache_dir="experiments/cache",
-                  keep=same_index if cut else None)
+                  keep=same_index if cut else None, rule=rule)
     res = run.run()
     chunks = [c for d in docs for c in AgenticChunker(cfg.chunking).chunk(d)]
     if corpus in GENERATED_ELSEWHERE and made.get("chunks", len(chunks)) < len(chunks):
@@ -145,7 +155,7 @@ def main(set_path: str, label: str, cut: bool = False, corpus: str = "python") -
     names = list(space)
     human = run_sweep(spec_for(f"tune-{corpus}-human", spec, cfg, space, names),
                       "experiments/runs", "experiments/cache", progress=False)
-    human_table = rule_table(human.summary, names)
+    human_table = rule_table(human.summary, names, rule)
     import pandas as pd
 
     dev_rows = pd.read_parquet(Path(res.paths["dev_run"]) / "results.parquet")
@@ -161,8 +171,7 @@ def main(set_path: str, label: str, cut: bool = False, corpus: str = "python") -
         "human_test": json.loads(human_table.to_json(orient="records")),
         "tuned_on_human": json.loads(h.loc[res.chosen].to_json()),
         "default_on_human": json.loads(h.loc["default"].to_json()),
-        "human_best_by_rule": __import__("agentic_rag.studies.tune_space",
-                                         fromlist=["x"]).choose_by_rule(human_table),
+        "rule": rule, "human_best_by_rule": choose_by_rule(human_table, rule),
         "tau_b": {m: {k: a[k] for k in ("tau_b", "tau_b_ci", "configs", "best_human",
                                           "best_generated", "human_split_half_tau_b")}
                   for m, a in agreement.items()}
@@ -176,8 +185,9 @@ def main(set_path: str, label: str, cut: bool = False, corpus: str = "python") -
 
 
 def cli(set_path: str, label: str, corpus: str = "python",
-        cut: Annotated[bool, typer.Option("--same-index")] = False) -> None:
-    main(set_path, label, cut=cut, corpus=corpus)
+        cut: Annotated[bool, typer.Option("--same-index")] = False,
+        rule: str = DEFAULT_RULE) -> None:
+    main(set_path, label, cut=cut, corpus=corpus, rule=rule)
 
 
 if __name__ == "__main__":

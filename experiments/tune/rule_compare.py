@@ -2,15 +2,19 @@
 table (`tune.json`'s `dev_table`, paired differences with their 95 % CIs) re-read under the old
 rule (`sign`) and the new one (`noninferiority`, RULE-NONINFERIORITY.md), no search rerun; for a
 study whose choice changes, what the new choice does on the held-out questions that are
-committed for every candidate (`human.json`'s `human_test`: the human questions, all of them).
+committed for every candidate (`human.json`'s `human_test`: the human questions, all of them),
+or else on the generated test half (`test_table`: the default and the old choice only). A study
+committed with its `report.md` alone (no `tune.json`: the Node.js pages, Asciidoctor) is read from
+the report's tables, whose figures are rounded to 3 decimals.
 
-    PYTHONPATH=. python experiments/tune/rule_compare.py [--out experiments/tune/rule-compare.json]
+    PYTHONPATH=. python experiments/tune/rule_compare.py    # → rule-compare.json, rule-compare.md
 
 No LLM, no index: reads committed files only."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -46,12 +50,56 @@ def _diff(rec: dict, m: str) -> dict | None:
     return {"diff": round(rec[f"{m} Δ"], 4), "ci95": [round(c, 4) for c in ci] if ci else None}
 
 
+_CELL = re.compile(r"([0-9.]+)(?: \(([+-][0-9.]+) \[([+-][0-9.]+), ([+-][0-9.]+)\]\))?")
+
+
+def _md_table(lines: list[str], start: int) -> list[dict]:
+    """The Markdown table after `lines[start]`, as `rule_table` records."""
+    recs, i = [], start
+    while i < len(lines) and not lines[i].startswith("| config"):
+        i += 1
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rec: dict = {"config": cells[0], "context_tokens": float(cells[3])}
+        for m, cell in zip(RULE_METRICS, cells[1:3]):
+            g = _CELL.fullmatch(cell.replace("−", "-"))
+            rec[m] = float(g[1])
+            rec[f"{m} Δ"] = float(g[2]) if g[2] else 0.0
+            rec[f"{m} Δ CI"] = [float(g[3]), float(g[4])] if g[2] else None
+        recs.append(rec)
+    return recs
+
+
+def from_report(path: Path) -> dict:
+    """A `tune.json`-like record from a committed `report.md` (dev and test tables, the set's
+    kept/drawn counts, the choice)."""
+    lines = path.read_text().splitlines()
+    head = re.search(r"(\d+) kept of (\d+) draws", "\n".join(lines[:4]))
+    dev = next(i for i, x in enumerate(lines) if x.startswith("## Dev"))
+    test = next(i for i, x in enumerate(lines) if x.startswith("## Test"))
+    recs = _md_table(lines, dev)
+    n = re.search(r"\((\d+) questions", lines[test])
+    chosen = re.search(r"\*\*(.+?)\*\*", lines[dev])[1]
+    test_recs = _md_table(lines, test)
+    for r in test_recs:
+        r["n_queries"] = int(n[1])
+    dev_n = re.search(r'"dev": (\d+)', "\n".join(lines[:4]))
+    for r in recs:
+        r["n_queries"] = int(dev_n[1]) if dev_n else 0
+    return {"generated": {"accepted": int(head[1]), "drawn": int(head[2])} if head else {},
+            "dev_table": recs, "test_table": test_recs, "chosen": chosen,
+            "from": "report.md (3 decimals)"}
+
+
 def study(path: Path) -> dict:
-    tune = json.loads(path.read_text())
+    tune = json.loads(path.read_text()) if path.suffix == ".json" else from_report(path)
     table = table_from_records(tune["dev_table"])
     old, new = choose_by_rule(table, "sign"), choose_by_rule(table, "noninferiority")
     rel = path.parent.relative_to(ROOT)
-    out = {"study": str(rel), "dev_questions": int(table["n_queries"].iloc[0]),
+    out = {"study": str(rel) + ("" if path.suffix == ".json" else " (report.md)"),
+           "dev_questions": int(table["n_queries"].iloc[0]),
            "acceptance": acceptance(tune), "committed_choice": tune["chosen"],
            "old": old, "new": new, "changed": old != new}
     human = path.parent / "human.json"
@@ -69,12 +117,15 @@ def study(path: Path) -> dict:
         test = {r["config"]: r for r in tune.get("test_table", [])}
         out["held_out"] = {"questions": int(next(iter(test.values()))["n_queries"]) if test
                            else 0, "written_by": "the generated test half (LLM-written)"}
-        if new in test and new != "default":
-            out["held_out"]["new_vs_default"] = {m: _diff(test[new], m) for m in RULE_METRICS
-                                                 if _diff(test[new], m) is not None}
-        elif new != "default":
-            out["held_out"]["new_vs_default"] = "not committed (the test sweep scored the old "
-            "choice only)"
+        for name, key in ((new, "new_vs_default"), (old, "old_vs_default")):
+            if name == "default":
+                continue
+            if name in test:
+                out["held_out"][key] = {m: _diff(test[name], m) for m in RULE_METRICS
+                                        if _diff(test[name], m) is not None}
+            else:
+                out["held_out"][key] = ("not committed (the test sweep scored the committed "
+                                        "choice only)")
     return out
 
 
@@ -86,8 +137,41 @@ def beyond_margin(held: dict | str | None) -> bool | None:
     return any(v["diff"] < -NONINFERIORITY_MARGINS[m] for m, v in held.items())
 
 
+def _fmt(held: dict | str | None, m: str) -> str:
+    if not isinstance(held, dict):
+        return "–"
+    v = held.get(m)
+    if not v:
+        return "–"
+    ci = f" [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]" if v["ci95"] else ""
+    return f"{v['diff']:+.3f}{ci}"
+
+
+def markdown(rows: list[dict]) -> str:
+    """The change table: study, dev questions and acceptance, old and new choice, and on the
+    held-out questions the new choice's and the old choice's Δ vs the default (nDCG@10,
+    answer@5; a choice equal to the default: Δ 0 by construction, "="). """
+    lines = ["| study | dev q | acceptance | old choice (`sign`) | new choice (`noninferiority`) | "
+             "held-out questions | new vs default: nDCG@10 | answer@5 | old vs default: nDCG@10 "
+             "| answer@5 |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        h = r.get("held_out") or {}
+        new = (["=", "="] if r["new"] == "default" else
+               [_fmt(h.get("new_vs_default"), m) for m in RULE_METRICS])
+        old = (["=", "="] if r["old"] == "default" else
+               [_fmt(h.get("old_vs_default"), m) for m in RULE_METRICS])
+        name = f"**{r['study']}**" if r["changed"] else r["study"]
+        lines.append(f"| {name} | {r['dev_questions']} | {r['acceptance']} | {r['old']} | "
+                     f"{r['new']} | {h.get('questions', 0)}: {h.get('written_by', '–')} | "
+                     f"{' | '.join(new)} | {' | '.join(old)} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(out: Annotated[Path, typer.Option()] = ROOT / "rule-compare.json") -> None:
-    rows = [study(p) for p in sorted(ROOT.glob("**/tune.json"))]
+    paths = sorted(ROOT.glob("**/tune.json"))
+    done = {p.parent for p in paths}
+    paths += sorted(p for p in ROOT.glob("*/report.md") if p.parent not in done)
+    rows = [study(p) for p in paths]
     for r in rows:
         r["new_worse_beyond_margin"] = beyond_margin(
             (r.get("held_out") or {}).get("new_vs_default")) if r["new"] != "default" else False
@@ -95,6 +179,7 @@ def main(out: Annotated[Path, typer.Option()] = ROOT / "rule-compare.json") -> N
               f"old {r['old']:26} new {r['new']:26} {'CHANGED' if r['changed'] else ''}")
     out.write_text(json.dumps({"margins": NONINFERIORITY_MARGINS, "studies": rows}, indent=2,
                               ensure_ascii=False) + "\n")
+    out.with_suffix(".md").write_text(markdown(rows))
 
 
 if __name__ == "__main__":
