@@ -163,3 +163,15 @@ def test_the_report_prints_delta_each_verdict_and_the_acceptance_rate(tmp_path):
     assert "eligible: non-inferior on every metric; answer@5 CI above 0 (lower +0.037) |" in md
     assert "not eligible: ndcg@10 lower bound -0.108 <= -δ -0.020 |" in md
     assert "the rule chose **small-to-big 128→256**" in md
+
+
+def test_explain_names_a_committed_dev_sweep_by_its_tune_run():
+    # banking-40-llm's dev sweep (12 questions): its configs named from the run's search space;
+    # every gain's CI touches 0 there, so the new rule keeps the default (the old chose
+    # small-to-big + pointwise 10)
+    run = ROOT / "experiments/tune/banking-40-llm/runs/20261204-112533-tune-banking-40-s0-dev"
+    lines = explain_run(run).splitlines()
+    row = next(x for x in lines if x.startswith("small-to-big + pointwise 10"))
+    assert "+0.062 [+0.000, +0.154]" in row and "non-inferior, but no CI lies above 0" in row
+    assert lines[-1].startswith("chosen: default")
+    assert explain_run(run, "sign").splitlines()[-1] == "chosen: small-to-big + pointwise 10"

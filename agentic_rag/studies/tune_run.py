@@ -456,6 +456,10 @@ def explain_run(run_dir: str | Path, rule: str = DEFAULT_RULE) -> str:
         for m in RULE_METRICS:  # a sweep summary gives the baseline's own difference as empty
             summary.loc[summary.index[0], f"{m}_diff_vs_base"] = 0.0
         names = ["default", *summary["config"].astype(str).iloc[1:]]
+        owner = run_dir.parent.parent / "tune.json"  # a dev sweep inside a tune --out folder
+        if owner.exists() and "-dev" in run_dir.name:
+            space = list(json.loads(owner.read_text()).get("search_space") or [])
+            names = space if len(space) == len(names) else names
         table = rule_table(summary, names, rule)
         head.append(f"{run_dir}: sweep summary, {len(names)} configs (the first read as "
                     "the default)")
