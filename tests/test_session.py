@@ -8,10 +8,12 @@ import json
 import pytest
 
 from agentic_rag.agent.loop import SYSTEM_NATIVE, run_agent
+from agentic_rag.agent.result import strip_citations
 from agentic_rag.agent.session import (
     ASK_WHAT,
     MESSAGE_MAX_CHARS,
     Session,
+    Turn,
     history_start,
     run_turn,
 )
@@ -377,3 +379,41 @@ def test_the_gate_reads_the_carried_subject_of_a_follow_up(tool):
     assert turn.query.startswith("Blue Account: ") and green in {p.chunk_id for p in turn.passages}
     assert turn.result.named_documents == ["blue.md"] and turn.result.gate_action == "abstain"
     assert turn.abstained and "Blue Account" in turn.answer
+
+
+# ---- the prompt cache: a stable prefix across turns (issue 61, item 6) --------------------
+def test_each_turn_prompt_starts_with_the_last_one_until_the_budget_drops_a_block(tool):
+    """Under the default session settings, turn n+1's first call re-sends turn n's prompt as
+    it was up to its last message (the system prompt, the tools, the earlier turns), then turn
+    n's message and answer: llama-server's prompt cache reuses all of it. Only when the budget
+    drops a block of old turns does the prefix change, once, and then it is stable again."""
+    def prefix_kept(before: dict, after: dict, turn: Turn) -> bool:
+        a, b = before["messages"], after["messages"]
+        return (b[:len(a) - 1] == a[:-1] and b[len(a) - 1:len(a) + 1] ==
+                [{"role": "user", "content": turn.message},
+                 {"role": "assistant", "content": strip_citations(turn.answer)}]
+                and after.get("tools") == before.get("tools"))
+
+    chat, calls = model(answers(4))
+    s, messages = Session(), ["How do I create a virtual environment?",
+                              "How do I activate it on Windows?", "And on Linux?",
+                              "What is the Blue Account's monthly fee?"]
+    for m in messages:
+        run_turn(s, m, chat, tool)  # AgentConfig(): the default session settings
+    req = calls.requests
+    assert len(req) == 4 and s.history_from == 0  # one call a turn; nothing dropped
+    assert all(prefix_kept(req[i], req[i + 1], s.turns[i]) for i in range(3))
+    # a small budget: the turns are ~40 tokens; at the fourth turn the oldest two go
+    long = "word " * 30
+    chat, calls = model(answers(6, long))
+    s, cfg = Session(), session_cfg(history_tokens=100)
+    messages = ["What is the Blue Account's monthly fee?", "What is the Green Account's fee?",
+                "What is the Gold Account's monthly fee?", "How do I create a virtual environment?",
+                "How do I activate it on Windows?"]
+    for m in messages:
+        run_turn(s, m, chat, tool, cfg)
+    req = calls.requests
+    assert len(req) == 5
+    kept = [prefix_kept(req[i], req[i + 1], s.turns[i]) for i in range(4)]
+    assert [t.history_turns for t in s.turns] == [0, 1, 2, 1, 2]
+    assert kept == [True, True, False, True]  # the block dropped at turn 4, once

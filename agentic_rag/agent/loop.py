@@ -134,7 +134,8 @@ _TOOL_CALL_TEXT = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 
 def _usage(reply: ChatReply) -> dict[str, Any]:
     return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-            "latency_s": reply.latency_s, "cached": reply.cached}
+            "latency_s": reply.latency_s, "cached": reply.cached,
+            "prompt_evaluated": reply.prompt_evaluated, "prompt_reused": reply.prompt_reused}
 
 
 def _run_tool(tool: AgenticRAGTool, args: Any) -> tuple[ToolOutput | None, dict | None, str | None]:

@@ -27,6 +27,10 @@ class AgentStep(BaseModel):
     completion_tokens: int = 0
     latency_s: float = 0.0
     cached: bool = False  # the reply came from the LLM cache (its latency is not the model's)
+    # of prompt_tokens, evaluated by the server / reused from its prompt cache (ChatReply's);
+    # None when the server did not say or the reply came from the cache
+    prompt_evaluated: int | None = None
+    prompt_reused: int | None = None
 
 
 class AgentResult(BaseModel):
@@ -106,8 +110,23 @@ class AgentResult(BaseModel):
         return sum(s.completion_tokens for s in self.steps)
 
     @property
+    def prompt_evaluated(self) -> int | None:
+        """Prompt tokens the server evaluated over the run's calls; None when no call said."""
+        return _known_sum([s.prompt_evaluated for s in self.steps])
+
+    @property
+    def prompt_reused(self) -> int | None:
+        """Prompt tokens reused from the server's prompt cache; None when no call said."""
+        return _known_sum([s.prompt_reused for s in self.steps])
+
+    @property
     def context_tokens(self) -> int:
         return sum(s.tool.context_tokens for s in self.steps if s.tool)
+
+
+def _known_sum(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 _BRACKETS = re.compile(r"\[([^\[\]\n]{1,80})\]")

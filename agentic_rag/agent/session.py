@@ -101,6 +101,10 @@ class Turn(BaseModel):
     history_turns: int = 0  # earlier turns in the prompt
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # of prompt_tokens, those llama-server evaluated / reused from its prompt cache, summed over
+    # the turn's calls; None when the server did not say or every reply came from the cache
+    prompt_evaluated: int | None = None
+    prompt_reused: int | None = None
     latency_s: float = 0.0
     result: AgentResult | None = Field(None, exclude=True)
 
@@ -282,6 +286,7 @@ def run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGTo
         citations=res.citations, invalid_citations=res.invalid_citations,
         history_turns=sum(1 for m in history if m["role"] == "user"),
         prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens,
+        prompt_evaluated=res.prompt_evaluated, prompt_reused=res.prompt_reused,
         latency_s=time.perf_counter() - t0, result=res))
 
 

@@ -16,6 +16,10 @@ from agentic_rag.jsonl import JsonlError, append_rows, read_appended
 from agentic_rag.llm.types import ChatReply
 from agentic_rag.store.sqlite_kv import SQLiteFile
 
+# a call's own figures, not the reply's: neither stored nor replayed (a cached reply
+# evaluated nothing), so the stored rows and reply packs are what they were before them
+PER_CALL = frozenset({"prompt_evaluated", "prompt_reused"})
+
 
 def model_identity(config: LLMConfig, base_url: str | None = None,
                    digest: Callable[[Path], str] | None = None,
@@ -150,14 +154,14 @@ class ChatCache:
         with self._file.connect() as db:
             row = db.execute("SELECT reply FROM chat WHERE key=?", (key,)).fetchone()
         text = row[0] if row else (self._pack().get(key) if self.pack is not None else None)
-        return ChatReply.model_validate_json(text).model_copy(update={"cached": True}) \
-            if text else None
+        return ChatReply.model_validate_json(text).model_copy(
+            update={"cached": True, **dict.fromkeys(PER_CALL)}) if text else None
 
     def put(self, key: str, reply: ChatReply, model: str | None = None) -> None:
         """Store `reply` under `key`; with `model` (the identity that computed it), also its
         speed (`recent`)."""
         with self._file.connect() as db, db:
-            db.execute("INSERT OR REPLACE INTO chat VALUES (?, ?)", (key, reply.model_dump_json()))
+            db.execute("INSERT OR REPLACE INTO chat VALUES (?, ?)", (key, reply.model_dump_json(exclude=PER_CALL)))
             if model is not None and reply.latency_s > 0:
                 db.execute("INSERT INTO speed VALUES (?, ?, ?, ?)", (
                     model, reply.prompt_tokens, reply.completion_tokens, reply.latency_s))
@@ -167,8 +171,8 @@ class ChatCache:
                 if key not in packed:
                     self.pack.parent.mkdir(parents=True, exist_ok=True)
                     append_rows(self.pack, [{"key": key, "reply": reply.model_dump(
-                        mode="json", exclude={"cached"})}], ensure_ascii=False)
-                    packed[key] = reply.model_dump_json()
+                        mode="json", exclude={"cached", *PER_CALL})}], ensure_ascii=False)
+                    packed[key] = reply.model_dump_json(exclude=PER_CALL)
 
     def recent(self, n: int, model: str | None = None) -> list[ChatReply]:
         """The `n` replies stored last (newest first), as the model returned them: their

@@ -212,12 +212,27 @@ def _to_reply(resp: Any, latency: float, attempts: int) -> ChatReply:
                       arguments=c.function.arguments or "{}")
              for i, c in enumerate(getattr(msg, "tool_calls", None) or [])]
     usage = getattr(resp, "usage", None)
+    evaluated, reused = _prompt_timings(resp)
     lp = getattr(getattr(choice, "logprobs", None), "content", None) or []
     top = [{t.token: float(t.logprob) for t in (getattr(pos, "top_logprobs", None) or [])}
            or {pos.token: float(pos.logprob)} for pos in lp]
     return ChatReply(content=msg.content or "", tool_calls=calls, top_logprobs=top,
                      prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                     latency_s=latency, attempts=attempts, finish_reason=choice.finish_reason)
+                     latency_s=latency, attempts=attempts, finish_reason=choice.finish_reason,
+                     prompt_evaluated=evaluated, prompt_reused=reused)
+
+
+def _prompt_timings(resp: Any) -> tuple[int | None, int | None]:
+    """(evaluated, reused) prompt tokens from llama-server's `timings` (`prompt_n`, `cache_n`),
+    an extra field of its OpenAI-compatible reply; (None, None) when the server sends none."""
+    timings = getattr(resp, "timings", None)
+    if timings is None:
+        timings = (getattr(resp, "model_extra", None) or {}).get("timings")
+    if not isinstance(timings, dict):
+        return None, None
+    n, cached = timings.get("prompt_n"), timings.get("cache_n")
+    return (int(n) if isinstance(n, (int, float)) else None,
+            int(cached) if isinstance(cached, (int, float)) else None)
 
 

@@ -54,6 +54,11 @@ class ChatReply(BaseModel):
     # per generated token, its most likely alternatives {token: log-probability}; filled
     # only when the call asked for `top_logprobs`
     top_logprobs: list[dict[str, float]] = Field(default_factory=list)
+    # of `prompt_tokens`, those the server evaluated and those it reused from its prompt cache,
+    # when it says (llama-server's `timings`: `prompt_n`, `cache_n`); None when it does not, and
+    # for a reply from the reply cache (nothing was evaluated). Not stored in the reply cache.
+    prompt_evaluated: int | None = None
+    prompt_reused: int | None = None
 
     def json(self) -> Any:  # type: ignore[override]
         return json.loads(self.content)
