@@ -150,6 +150,7 @@ bench: install portable datasets
 	$(BIN)/python benchmarks/llm_throughput.py
 	$(BIN)/python benchmarks/ray_overhead.py
 	$(BIN)/python benchmarks/serve_load.py
+	$(BIN)/python benchmarks/session_prompt_cache.py
 	$(BIN)/python benchmarks/reliability_report.py
 
 bench-ann: install datasets
