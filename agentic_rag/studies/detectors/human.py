@@ -339,6 +339,15 @@ def human_report(out: str | Path = OUT, threshold: float | None = None,
             part[det] = decision_stats(y, (s < threshold).astype(int), ok["task_id"].to_numpy(),
                                        1.0 - s, seed)
             part[det]["threshold"] = threshold
+        judged = base[base[detector].notna()] if detector in base else base.iloc[:0]
+        if 0 < len(judged) < len(base):  # the free baselines on the judge's subset: like for like
+            for col in ("lexical", "mtrag_rl_f"):
+                ok = judged[judged[col].notna()]
+                y = 1 - ok[f"faithful_{rule}"].to_numpy(int)
+                s = ok[col].to_numpy(float)
+                cut = 0.5 if col == "mtrag_rl_f" else threshold
+                part[f"{col}_on_judged"] = decision_stats(
+                    y, (s < cut).astype(int), ok["task_id"].to_numpy(), 1.0 - s, seed)
         for col, name in (("mtrag_rl_f", "mtrag_ragas_faithfulness"), ("mtrag_rb_llm", "mtrag_rb_llm")):
             ok = base[base[col].notna()]
             y = 1 - ok[f"faithful_{rule}"].to_numpy(int)
