@@ -103,3 +103,18 @@ def test_carry_finds_the_gold_that_last_turn_misses(slice_, pipes, tmp_path):  #
 def test_bad_input_is_an_error(slice_, pipes, tmp_path, kw, match):  # noqa: ANN001
     with pytest.raises(ConversationEvalError, match=match):
         run_conversation_eval(mtrag=slice_, pipes=pipes, run_dir=tmp_path / "r", log=str, **kw)
+
+
+def test_a_failed_row_is_retried_on_rerun_and_replaced(slice_, pipes, tmp_path):  # noqa: ANN001
+    from agentic_rag.jsonl import append_rows, read_rows
+
+    rows_path = tmp_path / "run" / "rows.jsonl"
+    rows_path.parent.mkdir()
+    append_rows(rows_path, [{"task": "c1<::>3", "mode": "carry", "gate": "", "failed": True,
+                             "error": "LLMError: connection", "query": None}])
+    out = run_conversation_eval(("last_turn", "carry"), mtrag=slice_, pipes=pipes,
+                                run_dir=tmp_path / "run", log=str)
+    assert len(read_rows(rows_path)) == 5  # the failure kept in the file, then 4 scored rows
+    s = pd.read_csv(out / "summary.csv").set_index(["group", "mode"])
+    assert s.loc[("all", "carry"), "failures"] == 0
+    assert s.loc[("all", "carry"), "ndcg@10"] == 1.0

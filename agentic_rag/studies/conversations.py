@@ -137,11 +137,12 @@ def retrieval_rows(m: Mtrag, tasks: Sequence[MtragTask], modes: Sequence[str],
                    gates: Sequence[str] = ("",), retries: int = 2,
                    log: Callable[[str], Any] = print) -> list[dict[str, Any]]:
     """Rows (task × mode × gate arm) appended to `rows_path` as they finish; a rerun skips the
-    rows already there (resumable). `gates` "": the pipelines' own gate; else `gate.mode`."""
+    rows already there and retries the failed ones (resumable; `latest`). `gates` "": the
+    pipelines' own gate; else `gate.mode`."""
     for mode in modes:
         if mode not in MODES:
             raise ConversationEvalError(f"query mode {mode!r}: choose from {MODES}")
-    done = {_key(r) for r in read_rows(rows_path)}
+    done = {_key(r) for r in latest(read_rows(rows_path)) if not r.get("failed")}
     gated = {g: {c: (p if not g else Pipeline(p.config.with_overrides({"gate.mode": g}),
                                               index=p.index)) for c, p in pipes.items()}
              for g in gates}
@@ -177,7 +178,14 @@ def retrieval_rows(m: Mtrag, tasks: Sequence[MtragTask], modes: Sequence[str],
             n_new += len(out)
         if (i + 1) % 50 == 0:
             log(f"{i + 1}/{len(tasks)} tasks ({n_new} new rows)")
-    return read_rows(rows_path)
+    return latest(read_rows(rows_path))
+
+
+def latest(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last row of each (task, mode, gate) key: a failed row a rerun retried is replaced
+    by the retry's (a failure is retried on every rerun, and counted only if it fails again)."""
+    out = {_key(r): r for r in rows}
+    return list(out.values())
 
 
 def _group_masks(df: pd.DataFrame) -> dict[str, pd.Series]:
