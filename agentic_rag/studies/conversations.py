@@ -257,7 +257,9 @@ def ceiling(rows: Sequence[dict[str, Any]], mode: str, metric: str = "ndcg@10"
             "rewrite_mean": float(b.mean()),
             "ratio": float(a.mean() / b.mean()) if b.mean() else float("nan"),
             "diff": pb["diff"], "diff_ci_low": pb["ci_low"], "diff_ci_high": pb["ci_high"],
-            "splits": dict(df[df["mode"] == "rewrite"]["split"].value_counts())}
+            "splits": {str(k): int(v) for k, v in
+                       df[df["mode"] == "rewrite"].set_index("task").loc[common, "split"]
+                       .value_counts().items()}}
 
 
 def gating_summary(rows: Sequence[dict[str, Any]], mode: str = "carry") -> pd.DataFrame:
