@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentic_rag.studies.tune_run import explain_run, report_markdown
+from agentic_rag.studies.tune_run import explain_run, from_report, report_markdown
 from agentic_rag.studies.tune_space import (
     NONINFERIORITY_MARGINS,
     RULE,
@@ -175,3 +175,43 @@ def test_explain_names_a_committed_dev_sweep_by_its_tune_run():
     assert "+0.062 [+0.000, +0.154]" in row and "non-inferior, but no CI lies above 0" in row
     assert lines[-1].startswith("chosen: default")
     assert explain_run(run, "sign").splitlines()[-1] == "chosen: small-to-big + pointwise 10"
+
+
+def test_a_report_reads_back_into_the_tables_it_was_written_from(tmp_path):
+    # `from_report` is `report_markdown`'s inverse (to the report's 3 decimals): the tables
+    # read back write the same report again, and give the same choice
+    dev, test = _table(ISSUE), _table(ISSUE[:2])
+    gen = {"accepted": 60, "drawn": 199, "by_split": {"dev": 27, "test": 33}}
+    args = ("docs", {"documents": 3, "chunks": 30}, gen)
+    paths = (tmp_path / "best-config.yaml", tmp_path / "tune.png")
+    md = report_markdown(*args, dev, test, choose_by_rule(dev), *paths)
+    (tmp_path / "report.md").write_text(md)
+    back = from_report(tmp_path / "report.md")
+    assert back["generated"] == {"accepted": 60, "drawn": 199}
+    assert back["chosen"] == "small-to-big 128→256" and back["from"] == "report.md (3 decimals)"
+    assert back["dev_table"][1] == {
+        "config": "small-to-big 128→256", "context_tokens": 740.0, "n_queries": 27,
+        "ndcg@10": 0.794, "ndcg@10 Δ": -0.006, "ndcg@10 Δ CI": [-0.019, 0.0],
+        "answer@5": 0.648, "answer@5 Δ": 0.148, "answer@5 Δ CI": [0.037, 0.296]}
+    assert back["dev_table"][0]["ndcg@10 Δ CI"] is None and back["dev_table"][0]["ndcg@10 Δ"] == 0
+    assert [r["config"] for r in back["test_table"]] == ["default", "small-to-big 128→256"]
+    assert {r["n_queries"] for r in back["test_table"]} == {27}
+    dev2, test2 = apply_rule(table_from_records(back["dev_table"])), table_from_records(
+        back["test_table"])
+    assert report_markdown(*args, dev2, test2, choose_by_rule(dev2), *paths) == md
+    # and `--explain` reads a folder that holds the report alone
+    text = explain_run(tmp_path)
+    assert text.splitlines()[0] == (f"{tmp_path}: report.md only (figures to 3 decimals); "
+                                    "questions' acceptance 60/199 (0.30); it chose "
+                                    "'small-to-big 128→256'")
+    assert text.splitlines()[-1] == "chosen: small-to-big 128→256"
+
+
+def test_explain_reads_a_committed_study_that_has_only_its_report():
+    # Node.js (34 of 210 draws, 14 dev questions): the old rule chose bm25 0.6, whose answer@5
+    # CI touches 0; under today's rule the default is kept
+    text = explain_run(ROOT / "experiments/tune/nodejs")
+    assert "acceptance 34/210 (0.16); it chose 'bm25 0.6'" in text.splitlines()[0]
+    assert "14 dev questions" in text
+    assert text.splitlines()[-1].startswith("chosen: default")
+    assert explain_run(ROOT / "experiments/tune/nodejs", "sign").splitlines()[-1] == "chosen: bm25 0.6"

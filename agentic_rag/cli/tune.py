@@ -46,7 +46,8 @@ def tune(
     explain: Annotated[Path | None, typer.Option(
         "--explain", metavar="RUN_DIR",
         help="print a finished run's dev table with each candidate's verdict under --rule "
-             "(RUN_DIR: a tune --out folder, or a sweep run folder with summary.csv); "
+             "(RUN_DIR: a tune --out folder, a sweep run folder with summary.csv, or a "
+             "folder holding only a tune report.md); "
              "nothing is rerun")] = None,
     config: ConfigOpt = None, home: HomeOpt = None,
     max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,

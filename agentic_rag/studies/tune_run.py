@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -411,6 +412,49 @@ def report_markdown(source: Any, prof: dict, gen: dict, dev: pd.DataFrame, test:
     return "\n".join(lines)
 
 
+
+_CELL = re.compile(r"([0-9.]+)(?: \(([+-][0-9.]+) \[([+-][0-9.]+), ([+-][0-9.]+)\]\))?")
+
+
+def _md_table(lines: list[str], start: int) -> list[dict]:
+    """The Markdown table after `lines[start]`, as `table_from_records` records."""
+    recs, i = [], start
+    while i < len(lines) and not lines[i].startswith("| config"):
+        i += 1
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rec: dict = {"config": cells[0], "context_tokens": float(cells[3])}
+        for m, cell in zip(RULE_METRICS, cells[1:3]):
+            g = _CELL.fullmatch(cell.replace("−", "-"))
+            rec[m] = float(g[1])
+            rec[f"{m} Δ"] = float(g[2]) if g[2] else 0.0
+            rec[f"{m} Δ CI"] = [float(g[3]), float(g[4])] if g[2] else None
+        recs.append(rec)
+    return recs
+
+
+def from_report(path: Path) -> dict:
+    """`report_markdown`'s inverse: a `tune.json`-like record (dev and test tables, the set's
+    kept/drawn counts, the choice) from a committed `report.md`, its figures to 3 decimals."""
+    lines = path.read_text().splitlines()
+    head = re.search(r"(\d+) kept of (\d+) draws", "\n".join(lines[:4]))
+    dev = next(i for i, x in enumerate(lines) if x.startswith("## Dev"))
+    test = next(i for i, x in enumerate(lines) if x.startswith("## Test"))
+    recs = _md_table(lines, dev)
+    n = re.search(r"\((\d+) questions", lines[test])
+    chosen = re.search(r"\*\*(.+?)\*\*", lines[dev])[1]
+    test_recs = _md_table(lines, test)
+    for r in test_recs:
+        r["n_queries"] = int(n[1])
+    dev_n = re.search(r'"dev": (\d+)', "\n".join(lines[:4]))
+    for r in recs:
+        r["n_queries"] = int(dev_n[1]) if dev_n else 0
+    return {"generated": {"accepted": int(head[1]), "drawn": int(head[2])} if head else {},
+            "dev_table": recs, "test_table": test_recs, "chosen": chosen,
+            "from": "report.md (3 decimals)"}
+
 def _plot(dev: pd.DataFrame, test: pd.DataFrame, chosen: str, path: Path) -> None:
     import matplotlib
 
@@ -463,7 +507,12 @@ def explain_run(run_dir: str | Path, rule: str = DEFAULT_RULE) -> str:
         table = rule_table(summary, names, rule)
         head.append(f"{run_dir}: sweep summary, {len(names)} configs (the first read as "
                     "the default)")
+    elif (run_dir / "report.md").exists():  # a study committed with its report alone
+        rep = from_report(run_dir / "report.md")
+        table = table_from_records(rep["dev_table"])
+        head.append(f"{run_dir}: report.md only (figures to 3 decimals); questions' acceptance "
+                    f"{acceptance(rep['generated'])}; it chose {rep['chosen']!r}")
     else:
-        raise TuneError(f"{run_dir}: neither tune.json (a tune --out folder) nor summary.csv "
-                        "(a sweep run folder) in it")
+        raise TuneError(f"{run_dir}: neither tune.json (a tune --out folder), summary.csv "
+                        "(a sweep run folder) nor report.md in it")
     return "\n".join([*head, explain(table, rule)])

@@ -5,7 +5,7 @@ study whose choice changes, what the new choice does on the held-out questions t
 committed for every candidate (`human.json`'s `human_test`: the human questions, all of them),
 or else on the generated test half (`test_table`: the default and the old choice only). A study
 committed with its `report.md` alone (no `tune.json`: the Node.js pages, Asciidoctor) is read from
-the report's tables, whose figures are rounded to 3 decimals.
+the report's tables (`tune_run.from_report`), whose figures are rounded to 3 decimals.
 
     PYTHONPATH=. python experiments/tune/rule_compare.py    # → rule-compare.json, rule-compare.md
 
@@ -14,12 +14,12 @@ No LLM, no index: reads committed files only."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from agentic_rag.studies.tune_run import acceptance, from_report
 from agentic_rag.studies.tune_space import (
     NONINFERIORITY_MARGINS,
     RULE_METRICS,
@@ -36,61 +36,11 @@ HELD_OUT = {"python": "python-library-qa's 66, written by an LLM engineering ses
             "tau2": "τ²-banking's 97 tasks (customer tickets by τ²-bench's authors; nDCG only)"}
 
 
-def acceptance(tune: dict) -> str:
-    g = tune.get("generated") or {}
-    if g.get("accepted") is None or not g.get("drawn"):
-        return "not recorded"
-    return f"{g['accepted']}/{g['drawn']} ({g['accepted'] / g['drawn']:.2f})"
-
-
 def _diff(rec: dict, m: str) -> dict | None:
     if m not in rec or rec[m] is None:
         return None
     ci = rec.get(f"{m} Δ CI")
     return {"diff": round(rec[f"{m} Δ"], 4), "ci95": [round(c, 4) for c in ci] if ci else None}
-
-
-_CELL = re.compile(r"([0-9.]+)(?: \(([+-][0-9.]+) \[([+-][0-9.]+), ([+-][0-9.]+)\]\))?")
-
-
-def _md_table(lines: list[str], start: int) -> list[dict]:
-    """The Markdown table after `lines[start]`, as `rule_table` records."""
-    recs, i = [], start
-    while i < len(lines) and not lines[i].startswith("| config"):
-        i += 1
-    for line in lines[i + 2:]:
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        rec: dict = {"config": cells[0], "context_tokens": float(cells[3])}
-        for m, cell in zip(RULE_METRICS, cells[1:3]):
-            g = _CELL.fullmatch(cell.replace("−", "-"))
-            rec[m] = float(g[1])
-            rec[f"{m} Δ"] = float(g[2]) if g[2] else 0.0
-            rec[f"{m} Δ CI"] = [float(g[3]), float(g[4])] if g[2] else None
-        recs.append(rec)
-    return recs
-
-
-def from_report(path: Path) -> dict:
-    """A `tune.json`-like record from a committed `report.md` (dev and test tables, the set's
-    kept/drawn counts, the choice)."""
-    lines = path.read_text().splitlines()
-    head = re.search(r"(\d+) kept of (\d+) draws", "\n".join(lines[:4]))
-    dev = next(i for i, x in enumerate(lines) if x.startswith("## Dev"))
-    test = next(i for i, x in enumerate(lines) if x.startswith("## Test"))
-    recs = _md_table(lines, dev)
-    n = re.search(r"\((\d+) questions", lines[test])
-    chosen = re.search(r"\*\*(.+?)\*\*", lines[dev])[1]
-    test_recs = _md_table(lines, test)
-    for r in test_recs:
-        r["n_queries"] = int(n[1])
-    dev_n = re.search(r'"dev": (\d+)', "\n".join(lines[:4]))
-    for r in recs:
-        r["n_queries"] = int(dev_n[1]) if dev_n else 0
-    return {"generated": {"accepted": int(head[1]), "drawn": int(head[2])} if head else {},
-            "dev_table": recs, "test_table": test_recs, "chosen": chosen,
-            "from": "report.md (3 decimals)"}
 
 
 def study(path: Path) -> dict:
@@ -100,32 +50,22 @@ def study(path: Path) -> dict:
     rel = path.parent.relative_to(ROOT)
     out = {"study": str(rel) + ("" if path.suffix == ".json" else " (report.md)"),
            "dev_questions": int(table["n_queries"].iloc[0]),
-           "acceptance": acceptance(tune), "committed_choice": tune["chosen"],
+           "acceptance": acceptance(tune.get("generated") or {}), "committed_choice": tune["chosen"],
            "old": old, "new": new, "changed": old != new}
     human = path.parent / "human.json"
-    if human.exists():
-        h = json.loads(human.read_text())
-        recs = {r["config"]: r for r in h["human_test"]}
-        corpus = rel.parts[0]
+    if human.exists():  # every candidate on all the held-out questions
+        recs = {r["config"]: r for r in json.loads(human.read_text())["human_test"]}
         out["held_out"] = {"questions": int(recs["default"]["n_queries"]),
-                           "written_by": HELD_OUT.get(corpus, "?")}
-        for name, key in ((new, "new_vs_default"), (old, "old_vs_default")):
-            if name != "default":
-                out["held_out"][key] = {m: _diff(recs[name], m) for m in RULE_METRICS
-                                        if _diff(recs[name], m) is not None}
-    else:
-        test = {r["config"]: r for r in tune.get("test_table", [])}
-        out["held_out"] = {"questions": int(next(iter(test.values()))["n_queries"]) if test
+                           "written_by": HELD_OUT.get(rel.parts[0], "?")}
+    else:  # the generated test half: the default and the committed choice only
+        recs = {r["config"]: r for r in tune.get("test_table", [])}
+        out["held_out"] = {"questions": int(next(iter(recs.values()))["n_queries"]) if recs
                            else 0, "written_by": "the generated test half (LLM-written)"}
-        for name, key in ((new, "new_vs_default"), (old, "old_vs_default")):
-            if name == "default":
-                continue
-            if name in test:
-                out["held_out"][key] = {m: _diff(test[name], m) for m in RULE_METRICS
-                                        if _diff(test[name], m) is not None}
-            else:
-                out["held_out"][key] = ("not committed (the test sweep scored the committed "
-                                        "choice only)")
+    for name, key in ((new, "new_vs_default"), (old, "old_vs_default")):
+        if name != "default":
+            out["held_out"][key] = ({m: _diff(recs[name], m) for m in RULE_METRICS
+                                     if _diff(recs[name], m) is not None} if name in recs else
+                                    "not committed (the test sweep scored the committed choice only)")
     return out
 
 
