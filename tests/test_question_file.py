@@ -77,3 +77,25 @@ def test_reading_arms(tmp_path) -> None:  # noqa: ANN001
         "answerable": False}) + "\n")
     assert set_questions(path) == [{"id": "x", "text": "q?", "answers": ["a"],
                                     "qrels": {"d": 1}, "split": "dev"}]
+
+
+def test_turn_verdict_and_rule_round(tmp_path, capsys) -> None:  # noqa: ANN001
+    per = {"s1": {"a": {"correct diff": {"ci_high": 0.0}}, "b": {"correct diff": {"ci_high": -0.01}}},
+           "s2": {"a": {"correct diff": {"ci_high": 0.2}}}}
+    # lost <= saved, saved − lost >= min_net, no CI below 0; extra counts sit after `net`
+    assert qf.turn_verdict(per, "a", 1, 3, rows=9) == {
+        "lost": 1, "saved": 3, "net": 2, "rows": 9, "correct CI below 0 on": [],
+        "admissible": True}
+    assert qf.turn_verdict(per, "a", 2, 2, min_net=1)["admissible"] is False
+    assert qf.turn_verdict(per, "a", 2, 2)["admissible"] is True
+    b = qf.turn_verdict(per, "b", 0, 5)
+    assert b["correct CI below 0 on"] == ["s1"] and b["admissible"] is False
+    verdict = {"a": qf.turn_verdict(per, "a", 1, 3), "c": qf.turn_verdict(per, "c", 0, 2), "b": b}
+    out = tmp_path / "rule.json"
+    res = qf.rule_round(out, per, verdict, lambda k, v: (v["net"], k == "c"), "off", extra=1)
+    assert res["choice"] == "c" and list(res) == ["sets", "verdict", "choice", "extra"]
+    assert json.loads(out.read_text()) == res and out.read_text().endswith("}\n")
+    assert json.loads(capsys.readouterr().out) == {"verdict": verdict, "choice": "c"}
+    none = {"b": b}
+    assert qf.rule_round(out, per, none, lambda k, v: (v["net"],), "off", show=())["choice"] == "off"
+    assert capsys.readouterr().out == ""

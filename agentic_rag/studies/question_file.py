@@ -279,6 +279,32 @@ def compare_rows(path: Path, off: str, candidates: Sequence[str]) -> dict:
     return res
 
 
+
+def turn_verdict(per: dict, name: str, lost: int, saved: int, min_net: int = 0,
+                 **counts: int) -> dict:
+    """One candidate under the abstain rounds' rule (experiments/agent-support/CHOICE-RULE-*.md):
+    `lost` / `saved` answers turned into "I don't know" (were correct / were wrong), `counts`
+    said beside them; admissible when saved − lost >= `min_net`, lost <= saved and no set's
+    paired Δ correct (`per`: `compare_rows` by set) has its 95 % CI below 0."""
+    below = [t for t, p in per.items() if name in p and p[name]["correct diff"]["ci_high"] < 0]
+    return {"lost": lost, "saved": saved, "net": saved - lost, **counts,
+            "correct CI below 0 on": below,
+            "admissible": saved - lost >= min_net and lost <= saved and not below}
+
+
+def rule_round(out: Path, per: dict, verdict: dict, key: Callable[[str, dict], tuple], off: str,
+               show: Sequence[str] = ("verdict", "choice"), **extra: object) -> dict:
+    """A round's result: the admissible candidate of `verdict` with the largest `key(name,
+    verdict)` (else `off`), written to `out` as `{"sets": per, "verdict", "choice", **extra}`;
+    its `show` keys printed."""
+    ok = {k: v for k, v in verdict.items() if v["admissible"]}
+    choice = max(ok, key=lambda k: key(k, ok[k])) if ok else off
+    res = {"sets": per, "verdict": verdict, "choice": choice, **extra}
+    out.write_text(json.dumps(res, indent=1) + "\n")
+    if show:
+        print(json.dumps({k: res[k] for k in show}, indent=1))
+    return res
+
 def original_id(doc_id: str) -> str:
     """`bank-products/doc_x_001.md` → `doc_x_001` (the index's id)."""
     return doc_id.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".md")

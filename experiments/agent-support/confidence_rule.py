@@ -25,6 +25,7 @@ import typer
 
 from agentic_rag.experiments.stats import paired_bootstrap
 from agentic_rag.jsonl import read_records
+from agentic_rag.studies.question_file import rule_round, turn_verdict
 
 HERE = Path(__file__).parent
 RECORDED = "confidence+abstain"
@@ -76,7 +77,7 @@ def per_set(tag: str, committed: str) -> dict:
     return out
 
 
-def rule(sets: dict[str, str]) -> dict:
+def rule(part: str, sets: dict[str, str]) -> None:
     per = {t: per_set(t, COMMITTED[t]) for t in sets}
     distinct: dict[str, dict] = {}  # question text → its row, each text once
     for t, qset in sets.items():
@@ -87,12 +88,7 @@ def rule(sets: dict[str, str]) -> dict:
     for t in THRESHOLDS:
         lost = sum(turned(r, t) and r["correct"] == 1 for r in distinct.values())
         saved = sum(turned(r, t) and r["wrong"] == 1 for r in distinct.values())
-        below = [s for s, p in per.items() if p[str(t)]["correct diff"]["ci_high"] < 0]
-        verdict[str(t)] = {"lost": lost, "saved": saved, "net": saved - lost,
-                           "correct CI below 0 on": below,
-                           "admissible": saved - lost >= 1 and lost <= saved and not below}
-    ok = {k: v for k, v in verdict.items() if v["admissible"]}
-    choice = max(ok, key=lambda k: (ok[k]["net"], -float(k))) if ok else "off"
+        verdict[str(t)] = turn_verdict(per, str(t), lost, saved, min_net=1)
     answered = [r for r in distinct.values() if not r["abstained"]
                 and r.get("figure_confidence") is not None and r["gate_action"] == "none"]
     signal = {"answers with a figure confidence (distinct)": len(answered),
@@ -100,15 +96,15 @@ def rule(sets: dict[str, str]) -> dict:
               "AUROC (wrong below correct)": auroc(
                   [r["figure_confidence"] for r in answered if r["wrong"] == 1],
                   [r["figure_confidence"] for r in answered if r["correct"] == 1])}
-    return {"sets": per, "verdict": verdict, "choice": choice, "signal": signal}
-
-
-def main(part: str, sets: list[str]) -> None:
-    res = rule(dict(a.split("=", 1) for a in sets))
-    (HERE / f"confidence-rule-{part}.json").write_text(json.dumps(res, indent=1) + "\n")
+    res = rule_round(HERE / f"confidence-rule-{part}.json", per, verdict,
+                     lambda k, v: (v["net"], -float(k)), "off", show=(), signal=signal)
     print(json.dumps({"verdict": res["verdict"], "choice": res["choice"], "signal": res["signal"],
                       "identity": {s: p["answers equal to the committed rows"]
                                    for s, p in res["sets"].items()}}, indent=1))
+
+
+def main(part: str, sets: list[str]) -> None:
+    rule(part, dict(a.split("=", 1) for a in sets))
 
 
 if __name__ == "__main__":

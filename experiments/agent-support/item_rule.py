@@ -9,12 +9,11 @@ correct with the check off, `saved`: wrong) and paired Δ correct / Δ wrong. No
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
-from agentic_rag.studies.question_file import compare_rows
+from agentic_rag.studies.question_file import compare_rows, rule_round, turn_verdict
 
 HERE = Path(__file__).parent
 OFF = "amount+abstain"
@@ -26,18 +25,11 @@ def main(tags: list[str]) -> None:
     verdict = {}
     for name in CANDIDATES:
         sets = [p[name] for p in per.values() if name in p]
-        lost, saved = sum(s["lost"] for s in sets), sum(s["saved"] for s in sets)
-        below = [t for t, p in per.items() if name in p and p[name]["correct diff"]["ci_high"] < 0]
-        verdict[name] = {"lost": lost, "saved": saved, "net": saved - lost,
-                         "correct CI below 0 on": below,
-                         "admissible": lost <= saved and not below}
-    ok = {k: v for k, v in verdict.items() if v["admissible"]}
+        verdict[name] = turn_verdict(per, name, sum(s["lost"] for s in sets),
+                                     sum(s["saved"] for s in sets))
     # the largest saved − lost; a tie goes to lexical (listed first)
-    choice = max(ok, key=lambda k: (ok[k]["net"], k == CANDIDATES[0])) if ok else "off"
-    res = {"sets": per, "verdict": verdict, "choice": choice}
-    out = HERE / ("item-rule-" + ("dev" if "dev-item" in tags else "test") + ".json")
-    out.write_text(json.dumps(res, indent=1) + "\n")
-    print(json.dumps({"verdict": res["verdict"], "choice": res["choice"]}, indent=1))
+    rule_round(HERE / ("item-rule-" + ("dev" if "dev-item" in tags else "test") + ".json"), per,
+               verdict, lambda k, v: (v["net"], k == CANDIDATES[0]), "off")
 
 
 if __name__ == "__main__":

@@ -9,12 +9,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
-from agentic_rag.studies.question_file import compare_rows
+from agentic_rag.studies.question_file import compare_rows, rule_round
 
 HERE = Path(__file__).parent
 OFF = "amount+abstain"
@@ -32,13 +31,9 @@ def main(tags: list[str]) -> None:
         gain = sum(round((p[name]["correct"] - p[OFF]["correct"]) * n[t]) for t, p in per.items())
         verdict[name] = {"correct gained (pooled)": gain, "wrong rises on": more_wrong,
                          "admissible": not more_wrong and gain > 0}
-    ok = {k: v for k, v in verdict.items() if v["admissible"]}
     # the most correct answers pooled; a tie goes to `pointer` (listed first)
-    choice = max(ok, key=lambda k: (ok[k]["correct gained (pooled)"], k == CANDIDATES[0])) \
-        if ok else "figure"
-    res = {"sets": per, "verdict": verdict, "choice": choice}
-    (HERE / f"ordinal-rule-{part}.json").write_text(json.dumps(res, indent=1) + "\n")
-    print(json.dumps({"verdict": res["verdict"], "choice": res["choice"]}, indent=1))
+    rule_round(HERE / f"ordinal-rule-{part}.json", per, verdict,
+               lambda k, v: (v["correct gained (pooled)"], k == CANDIDATES[0]), "figure")
 
 
 if __name__ == "__main__":

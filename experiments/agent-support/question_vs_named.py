@@ -23,6 +23,11 @@ HERE = Path(__file__).parent
 KEYS = ("correct", "wrong", "abstained", "wrong_figure")
 
 
+def rates(a: list, b: list) -> dict:
+    return {"named+abstain": sum(b) / len(b), "question+abstain": sum(a) / len(a),
+            "diff": paired_bootstrap(a, b)}
+
+
 def compare() -> dict:
     old = setting_rows(HERE / "agent-test-named-answers.jsonl", "named+abstain")
     new = setting_rows(HERE / "agent-test-question-answers.jsonl", "question+abstain")
@@ -30,18 +35,14 @@ def compare() -> dict:
     out = {"n": len(ids), "failed": sum("error" in new[i] for i in new),
            "identical_answers": sum(old[i]["answer"] == new[i]["answer"] for i in ids)}
     for k in KEYS:
-        a, b = [new[i][k] for i in ids], [old[i][k] for i in ids]
-        out[k] = {"named+abstain": sum(b) / len(b), "question+abstain": sum(a) / len(a),
-                  "diff": paired_bootstrap(a, b)}
+        out[k] = rates([new[i][k] for i in ids], [old[i][k] for i in ids])
     # wrong_figure as `score` gives it since passage pointers are stripped ("Document 3",
     # "[1]"); the committed rows' own wrong_figure was computed before that
     docs = {d.id: d for d in banking_documents()}
     qs = {q["id"]: q for q in load_questions("test")[0]}
     a, b = ([score(qs[i], x[i]["answer"], bool(x[i]["abstained"]), gold_numbers(qs[i], docs))
              ["wrong_figure"] for i in ids] for x in (new, old))
-    out["wrong_figure, document references removed"] = {
-        "named+abstain": sum(b) / len(b), "question+abstain": sum(a) / len(a),
-        "diff": paired_bootstrap(a, b)}
+    out["wrong_figure, document references removed"] = rates(a, b)
     (HERE / "agent-test-question-vs-named.json").write_text(json.dumps(out, indent=1) + "\n")
     return out
 

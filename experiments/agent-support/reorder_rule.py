@@ -13,13 +13,12 @@ for word). No LLM: it reads `agent-*-answers.jsonl` and each set's questions.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
 from agentic_rag.jsonl import read_records
-from agentic_rag.studies.question_file import compare_rows
+from agentic_rag.studies.question_file import compare_rows, rule_round, turn_verdict
 
 HERE = Path(__file__).parent
 OFF = "amount+abstain"
@@ -40,18 +39,13 @@ def main(sets: list[str]) -> None:
                 turned.setdefault(text[t][x["id"]], x["was"])
         lost = sum(v == "correct" for v in turned.values())
         saved = sum(v == "wrong" for v in turned.values())
-        below = [t for t, p in per.items() if p[name]["correct diff"]["ci_high"] < 0]
-        verdict[name] = {"lost": lost, "saved": saved, "net": saved - lost,
-                         "lost (rows, not deduplicated)": sum(p[name]["lost"] for p in per.values()),
-                         "saved (rows, not deduplicated)": sum(p[name]["saved"] for p in per.values()),
-                         "correct CI below 0 on": below,
-                         "admissible": saved - lost >= 1 and lost <= saved and not below}
-    ok = {k: v for k, v in verdict.items() if v["admissible"]}
+        verdict[name] = turn_verdict(
+            per, name, lost, saved, min_net=1, **{
+                "lost (rows, not deduplicated)": sum(p[name]["lost"] for p in per.values()),
+                "saved (rows, not deduplicated)": sum(p[name]["saved"] for p in per.values())})
     # the largest saved − lost; a tie goes to `any` (it keeps more answers)
-    choice = max(ok, key=lambda k: (ok[k]["net"], k.startswith("reorder-any"))) if ok else "off"
-    res = {"sets": per, "verdict": verdict, "choice": choice}
-    (HERE / f"reorder-rule-{part}.json").write_text(json.dumps(res, indent=1) + "\n")
-    print(json.dumps({"verdict": res["verdict"], "choice": res["choice"]}, indent=1))
+    rule_round(HERE / f"reorder-rule-{part}.json", per, verdict,
+               lambda k, v: (v["net"], k.startswith("reorder-any")), "off")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from agentic_rag.datasets.products import product_of
 from agentic_rag.datasets.testset_filters import SubjectCheck
 from agentic_rag.documents import Document
 from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.jsonl import read_records
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -50,20 +51,20 @@ def check(docs: list[Document], rows: list[dict], label: dict[str, str], quiet: 
     return counts
 
 
-def main(which: str, quiet: bool, write: bool = False) -> Counter:
+def main(which: str, quiet: bool = False, write: bool = False) -> Counter:
     if which == "products":  # as the testset read them: generated_products.folder's files
         docs = [Document(id=f"bank-products/{d.id}.md", text=f"# {d.title}\n\n{d.text}",
                          title=d.title)
                 for d in banking_documents() if product_of(d.id)]
-        rows = [json.loads(x) for x in (HERE / "generated" / "figures.jsonl").open()]
+        rows = read_records(HERE / "generated" / "figures.jsonl")
         for r in rows:
             r["doc_ids"] = [f"bank-products/{d}.md" for d in r["doc_ids"]]
         label = {r["id"]: "names its product" if r["names_product"] else "does not"
                  for r in rows}
     elif which == "tau2":
         docs = banking_documents()
-        rows = [r for x in (ROOT / "experiments/tune/tau2/span.jsonl").open()
-                if (r := json.loads(x)).get("answerable", True)]
+        rows = [r for r in read_records(ROOT / "experiments/tune/tau2/span.jsonl")
+                if r.get("answerable", True)]
         label = {}
     else:
         raise SystemExit(f"{which!r}: products or tau2")
@@ -72,7 +73,7 @@ def main(which: str, quiet: bool, write: bool = False) -> Counter:
     if write and which == "tau2":
         src = ROOT / "experiments/tune/tau2/span.jsonl"
         dst = src.with_name("span-subject.jsonl")
-        unanswerable = [r for x in src.open() if not (r := json.loads(x)).get("answerable", True)]
+        unanswerable = [r for r in read_records(src) if not r.get("answerable", True)]
         dst.write_text("".join(json.dumps(r) + "\n" for r in kept + unanswerable))
         summary = json.loads(src.with_name("span.summary.json").read_text())
         summary["subject_check_post_hoc"] = {"kept": len(kept), "of": len(rows)}
@@ -83,9 +84,5 @@ def main(which: str, quiet: bool, write: bool = False) -> Counter:
     return counts
 
 
-def cli(which: str, quiet: bool = False, write: bool = False) -> None:
-    main(which, quiet, write)
-
-
 if __name__ == "__main__":
-    typer.run(cli)
+    typer.run(main)
