@@ -26,7 +26,6 @@ paired bootstrap CIs (HTML − source) over the questions.
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -35,7 +34,7 @@ import typer
 
 from agentic_rag.documents import Document
 from agentic_rag.ingest.readers import read_document
-from agentic_rag.studies.reading_arms import arm, compare, loose, set_questions
+from agentic_rag.studies.reading_arms import arm, compare_splits, recovered, rendered, set_questions
 
 HERE = Path(__file__).parent
 NODE_API = Path("/usr/share/doc/nodejs/api")
@@ -46,17 +45,6 @@ def node() -> tuple[dict[str, list[Document]], list[dict]]:
     arms = {fmt: [read_document(NODE_API / f"{p}.{fmt}", f"node-docs/{p}.md") for p in NODE_PAGES]
             for fmt in ("md", "html")}
     return {"source": arms["md"], "html": arms["html"]}, set_questions(HERE / "nodejs/questions.jsonl")
-
-
-# a reStructuredText role as the HTML page prints it: :exc:`KeyError` → KeyError,
-# :class:`.datetime` → datetime, :func:`~os.path.join` → join, :ref:`text <label>` → text
-_ROLE = re.compile(r":[\w:.+-]+:`(~?)\.?([^`<]*?)\s*(?:<[^>]*>)?`")
-
-
-def rendered(answer: str) -> str:
-    """A python-library-qa answer (quoted from the .rst source) as its HTML page reads."""
-    out = _ROLE.sub(lambda m: m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2), answer)
-    return out.replace("``", "")
 
 
 def python() -> tuple[dict[str, list[Document]], list[dict]]:
@@ -80,30 +68,11 @@ SPEC = Path("/usr/share/doc/shared-mime-info")
 
 
 def pdf_recovery() -> dict:
-    """The Shared MIME-info specification as PDF and as HTML (Debian's shared-mime-info): the
-    PDF's headings that are HTML sections, the HTML's prose sentences (6 words or more, outside
-    code blocks, lists and tables) and the lines of its code blocks found in the PDF's text
-    (`loose`)."""
-    norm = loose
-    pdf = read_document(SPEC / "shared-mime-info-spec.pdf").text
+    """The Shared MIME-info specification as PDF and as HTML (Debian's shared-mime-info):
+    `reading_arms.recovered`."""
     html = "\n".join(read_document(f).text for f in sorted((SPEC / "shared-mime-info-spec.html")
                                                               .glob("*.html")))
-    code = [ln for block in re.findall(r"^```[^\n]*\n(.*?)^```$", html, flags=re.M | re.S)
-            for ln in block.splitlines() if loose(ln).strip()]
-    html = re.sub(r"^```.*?^```$", "", html, flags=re.M | re.S)
-    heads = [norm(h.lstrip("#")) for h in re.findall(r"^#+ .*$", pdf, re.M)]
-    html_heads = {norm(h.lstrip("#")) for h in re.findall(r"^#+ .*$", html, re.M)}
-    prose = [ln for ln in html.split("\n\n") if not ln.lstrip().startswith(("#", "|", "-"))]
-    sentences = [x for para in prose for x in re.split(r"(?<=[.!?])\s+", " ".join(para.split()))
-                 if len(x.split()) >= 6]
-    hay = norm(pdf)
-    found = [x for x in sentences if norm(x) in hay]
-    return {"pdf_headings": len(heads), "pdf_headings_in_html": sum(h in html_heads for h in heads),
-            "html_sentences": len(sentences), "found_in_pdf": len(found),
-            "share": len(found) / len(sentences),
-            "not_found_examples": [x for x in sentences if norm(x) not in hay][:8],
-            "html_code_lines": len(code), "code_lines_in_pdf": sum(norm(x) in hay for x in code),
-            "code_not_found": [x for x in code if norm(x) not in hay][:12]}
+    return recovered(read_document(SPEC / "shared-mime-info-spec.pdf").text, html)
 
 
 def main(corpus: str) -> dict:
@@ -118,10 +87,7 @@ def main(corpus: str) -> dict:
                    for name, docs in arms.items()}
     src, html = results["source"][1], results["html"][1]
     out = {"corpus": corpus, "source": results["source"][0], "html": results["html"][0],
-           "all": compare(src, html)}
-    test = [i for i, r in enumerate(src) if r["split"] == "test"]
-    if test and len(test) < len(src):
-        out["test"] = compare([src[i] for i in test], [html[i] for i in test])
+           **compare_splits(src, html)}
     out["differ"] = [{"id": x["id"], "source": x["loose answer@5"], "html": y["loose answer@5"]}
                      for x, y in zip(src, html) if x["loose answer@5"] != y["loose answer@5"]]
     folder = HERE / {"node": "nodejs", "python": "python"}[corpus]

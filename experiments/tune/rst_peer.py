@@ -6,7 +6,7 @@ each page as written, as `ingest.rst` reads it, and as `sphinx-build -b text` re
 `--without-includes`: the reading as before `ingest.includes` (2026-12-06), each include
 dropped, for the before/after of `rst-includes.json`.
 `--myst`: MyST Markdown pages (.md) too, built with MyST-Parser (a dev dependency) and its
-optional syntax `MYST` on, read by `ingest.myst`.
+optional syntax `reading_arms.MYST` on, read by `ingest.myst`.
 `--root TREE`: the project's tree FOLDER is in (a repository holding docs/), copied for
 Sphinx whole, so that an `.. include:: ../CHANGES.rst` resolves for Sphinx as it does for
 the reader; without it only FOLDER is copied (an include outside it shows nothing in Sphinx).
@@ -26,93 +26,17 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from agentic_rag.ingest.readers import read_document
-
-_WORD = re.compile(r"[a-z0-9_]+")
-
-
-def words(text: str) -> Counter:
-    return Counter(_WORD.findall(text.lower()))
-
-
-MYST = ["colon_fence", "deflist", "dollarmath", "fieldlist", "substitution", "tasklist",
-        "attrs_inline", "attrs_block", "html_admonition"]  # MyST-Parser's optional syntax
-
-
-def sphinx_text(folder: Path, pages: list[Path], root: Path | None = None,
-                myst: bool = False) -> dict[Path, str]:
-    """Each page's text as Sphinx's text builder writes it (no extension, no warnings);
-    `root`: the tree copied around FOLDER (its files as they are, FOLDER's pages below);
-    `myst`: .md pages too, with MyST-Parser (`pip install myst-parser`) and `MYST` on."""
-    from sphinx.application import Sphinx
-
-    with tempfile.TemporaryDirectory() as tmp:
-        tree, out = Path(tmp) / "tree", Path(tmp) / "out"
-        src = tree / folder.resolve().relative_to(root.resolve()) if root else tree
-        if root is not None:
-            shutil.copytree(root, tree, ignore=shutil.ignore_patterns(".git"), symlinks=True)
-            for stale in (p for p in src.rglob("*") if p.name.endswith(_suffixes(myst))):
-                stale.unlink()  # FOLDER's pages are written below, as without a root
-        for p in pages:
-            dest = src / p.relative_to(folder)
-            if p.name.endswith(".rst.txt"):
-                dest = dest.with_name(p.name.removesuffix(".rst.txt") + ".rst")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            text = p.read_text(encoding="utf-8-sig")
-            dest.write_text(text if p.suffix == ".md" else _without_index(text), encoding="utf-8")
-        conf = "extensions = []\nroot_doc = '__root__'\n"
-        if myst:
-            conf = (f"extensions = ['myst_parser']\nroot_doc = '__root__'\nmyst_enable_extensions = "
-                    f"{MYST!r}\nsource_suffix = {{'.rst': 'restructuredtext', '.md': 'markdown'}}\n")
-        (src / "conf.py").write_text(conf)
-        (src / "__root__.rst").write_text("Root\n====\n")
-        (src / "docutils.conf").write_text("[general]\nreport_level: 5\nhalt_level: 5\n")
-        app = Sphinx(str(src), str(src), str(out), str(Path(tmp) / "doctrees"), "text",
-                     status=None, warning=None, freshenv=True, verbosity=0)
-        app.build(force_all=True)
-        texts = {}
-        for p in pages:
-            rel = p.relative_to(folder).as_posix().removesuffix(".txt").removesuffix(".rst")
-            rel = rel.removesuffix(".md")
-            built = out / f"{rel}.txt"
-            if built.is_file():
-                texts[p] = built.read_text(encoding="utf-8")
-        return texts
-
-
-def _suffixes(myst: bool) -> tuple[str, ...]:
-    return (".rst", ".rst.txt", ".md") if myst else (".rst", ".rst.txt")
-
-
-def _without_index(text: str) -> str:
-    """`.. index::` blocks out: they show nothing, and CPython 3.11's older entry forms
-    ("module: signal") stop Sphinx 9's build."""
-    out, skip_deeper = [], None
-    for line in text.split("\n"):
-        indent = len(line) - len(line.lstrip())
-        if skip_deeper is not None and (not line.strip() or indent > skip_deeper):
-            continue
-        skip_deeper = indent if line.strip().startswith(".. index::") else None
-        if skip_deeper is None:
-            out.append(line)
-    return "\n".join(out)
-
-
-def overlap(ours: Counter, theirs: Counter) -> tuple[float, float]:
-    common = sum((ours & theirs).values())
-    return common / max(1, sum(ours.values())), common / max(1, sum(theirs.values()))
+from agentic_rag.studies.reading_arms import overlap, peer_suffixes, sphinx_text, words
 
 
 def main(folder: Path, out: Path | None, root: Path | None = None, myst: bool = False) -> dict:
-    pages = sorted(p for p in folder.rglob("*") if p.name.endswith(_suffixes(myst)))
+    pages = sorted(p for p in folder.rglob("*") if p.name.endswith(peer_suffixes(myst)))
     built = sphinx_text(folder, pages, root, myst)
     rows = []
     for p, text in built.items():

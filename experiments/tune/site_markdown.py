@@ -1,7 +1,8 @@
 """A documentation site's Markdown/MDX read as written (the text as it is: what `index` read from
 a .md before 2026-12-05, and from a .mdx renamed .md) and as a reader sees it
-(`ingest.mdx.site_markdown`): what is left of the site builder's syntax outside code blocks,
-titles, and the shipped default pipeline's retrieval on the same questions. No LLM call.
+(`ingest.mdx.site_markdown`; both: `studies.reading_arms.readings`): what is left of the site
+builder's syntax outside code blocks (`reading_arms.leftovers`), titles, and the shipped default
+pipeline's retrieval on the same questions. No LLM call.
 
     PYTHONPATH=. python experiments/tune/site_markdown.py compare DOCS [QUESTIONS|-] [OUT]
     PYTHONPATH=. python experiments/tune/site_markdown.py parts DOCS QUESTIONS OUT
@@ -27,88 +28,14 @@ the whole conversion without the H1 and description it adds from the front matte
 from __future__ import annotations
 
 import json
-import re
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from agentic_rag.config import RAGConfig
-from agentic_rag.documents import Document, detect_format
-from agentic_rag.ingest.chunking import AgenticChunker
-from agentic_rag.ingest.readers import first_line, iter_document_paths, read_document
-from agentic_rag.studies.reading_arms import arm, compare, set_questions
-
-LEFTOVERS = {
-    "esm": re.compile(r"^(?:import|export)[\s{*]", re.M),
-    "jsx comment": re.compile(r"\{/\*"),
-    "component tag": re.compile(r"</?[A-Z][\w.]*[\s/>]"),
-    "front matter": re.compile(r"\A---\s*$|^(?:title|description|sidebar(?:_\w+)?|slug|"
-                               r"template|hero|tags|last_?[uU]pdate):", re.M),
-    "admonition fence": re.compile(r"^[ \t]*:::", re.M),
-    "hugo shortcode": re.compile(r"\{\{[<%]"),
-    # MyST (Sphinx, Jupyter Book; 2026-12-05): a role, a target line
-    "myst role": re.compile(r"\{[A-Za-z][\w:.+-]*\}\x00"),
-    "myst target": re.compile(r"^\([\w.:/+-]+\)=[ \t]*$", re.M),
-    # AsciiDoc (2026-12-05): macros, cross references, block lines, section titles, labels
-    "asciidoc macro": re.compile(r"\b(?:xref|link|image|include|kbd|btn|menu|footnote|pass)"
-                                 r":[^\s\[]*\["),
-    "asciidoc cross reference": re.compile(r"<<[^<>\n]+>>"),
-    "asciidoc block line": re.compile(r"^(?:\[[^\]\n]*\]|-{4,}|\.{4,}|={4,}|\*{4,}|_{4,}|\|===|"
-                                      r":[\w-]+:(?:\s.*)?|(?:ifn?def|endif)::.*|//.*)[ \t]*$", re.M),
-    "asciidoc section title": re.compile(r"^=+ \S", re.M),
-    "asciidoc admonition label": re.compile(r"^(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION): ", re.M),
-    # reStructuredText (Sphinx; 2026-12-06): a role, an explicit markup line (a directive, a
-    # target, a comment), a hyperlink reference
-    "rst role": re.compile(r"(?<![\w`]):(?:[A-Za-z][\w.+-]*:)+\x00"),
-    "rst explicit markup": re.compile(r"^[ \t]*\.\.(?:[ \t]+\S.*)?$", re.M),
-    "rst hyperlink reference": re.compile(r"\x00__?(?!\w)"),
-}
-# a code chunk that is a MyST directive block (```{note}: read as code before 2026-12-05)
-_DIRECTIVE_CODE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})\{[A-Za-z]")
-_INLINE_CODE = re.compile(r"(`+).+?\1")
-_KEY_TITLE = re.compile(r"^(?:---|[\w-]+:(?:\s|$))")  # "title: Tabs", "sidebar_position: 4"
-
-
-def readings(folder: Path) -> dict[str, list[Document]]:
-    raw, site = [], []
-    for path, doc_id in iter_document_paths([folder]):
-        text = path.read_text(encoding="utf-8-sig")
-        raw.append(Document(id=doc_id, text=text, title=first_line(text), source=str(path),
-                            format=detect_format(path.name)))
-        site.append(read_document(path, doc_id))
-    return {"raw": raw, "site": site}
-
-
-def _markup(doc_id: str) -> str:
-    lower = doc_id.lower()
-    return "asciidoc" if lower.endswith((".adoc", ".asciidoc")) else \
-        "rst" if detect_format(lower) == "rst" else "markdown"
-
-
-def leftovers(docs: list[Document]) -> dict:
-    chunker = AgenticChunker(RAGConfig().chunking)
-    chunks = [c for d in docs for c in chunker.chunk(d)]
-    # inline code out (a mark left where it was: a role is its name before one); the AsciiDoc
-    # and RST patterns only for their own pages (an RST field list reads like an attribute
-    # entry; an RST literal is two marks)
-    prose = [(_INLINE_CODE.sub("\x00", c.text), _markup(c.doc_id))
-             for c in chunks if c.chunk_type != "code"]
-
-    def hit(k: str, t: str, markup: str) -> bool:
-        own = k.split()[0] if k.split()[0] in ("asciidoc", "rst") else markup
-        return own == markup and bool(LEFTOVERS[k].search(t))
-
-    return {"documents": len(docs), "chunks": len(chunks),
-            "non-code chunks": len(prose),
-            "with leftovers": {k: sum(hit(k, t, a) for t, a in prose) for k in LEFTOVERS},
-            "any leftover": sum(any(hit(k, t, a) for k in LEFTOVERS) for t, a in prose),
-            "titles that are front matter": sum(bool(_KEY_TITLE.match(d.title)) for d in docs),
-            "code chunks that are a MyST directive": sum(
-                bool(_DIRECTIVE_CODE.match(c.text)) for c in chunks if c.chunk_type == "code"),
-            "by_type": dict(sorted(Counter(c.chunk_type for c in chunks).items()))}
+from agentic_rag.ingest.readers import iter_document_paths
+from agentic_rag.studies.reading_arms import arm, compare, compare_splits, leftovers, readings, set_questions
 
 
 def main(folder: Path, questions: Path | None, out: Path | None) -> dict:
@@ -119,11 +46,7 @@ def main(folder: Path, questions: Path | None, out: Path | None) -> dict:
         qs = set_questions(questions)
         with tempfile.TemporaryDirectory() as tmp:
             rows = {k: arm(v, qs, Path(tmp) / k)[1] for k, v in arms.items()}
-        result["all"] = compare(rows["raw"], rows["site"], ("raw", "site"))
-        test = [i for i, r in enumerate(rows["raw"]) if r["split"] == "test"]
-        if test and len(test) < len(qs):
-            result["test"] = compare([rows["raw"][i] for i in test],
-                                     [rows["site"][i] for i in test], ("raw", "site"))
+        result.update(compare_splits(rows["raw"], rows["site"], ("raw", "site")))
     if out is not None:
         out.write_text(json.dumps(result, indent=1) + "\n")
     return result
@@ -152,19 +75,13 @@ def parts(folder: Path, questions: Path, out: Path) -> dict:
 
 def unchanged(folders: list[Path]) -> dict:
     """Markdown files (.md, .markdown) the MyST pass leaves byte for byte as they are, and the
-    ones it changes (with the first changed line): on folders that are not MyST, a change is
-    a false reading."""
+    ones it changes (`reading_arms.unchanged`): on folders that are not MyST, a change is a
+    false reading."""
     from agentic_rag.ingest.myst import myst_markdown
+    from agentic_rag.studies.reading_arms import unchanged_by
 
     files = [p for f in folders for p in sorted(f.rglob("*")) if p.suffix in (".md", ".markdown")]
-    changed = {}
-    for p in files:
-        text = p.read_text(encoding="utf-8-sig", errors="replace")
-        out = myst_markdown(text)
-        if out != text:
-            line = next(a for a, b in zip(text.splitlines() + [""], out.splitlines() + [""]) if a != b)
-            changed[str(p)] = line[:120]
-    return {"files": len(files), "changed": len(changed), "changes": changed}
+    return unchanged_by(myst_markdown, files)
 
 
 def names(sources: list[str]) -> dict:
