@@ -27,16 +27,17 @@ generated already). `--rule`: tune's choice rule (`tune_space.RULES`; the defaul
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from agentic_rag.config import RAGConfig
+from agentic_rag.datasets.testset_sampling import split_of
 from agentic_rag.experiments.runner import run_sweep
 from agentic_rag.experiments.spec import DatasetSpec
 from agentic_rag.ingest.chunking import AgenticChunker
+from agentic_rag.jsonl import read_records
 from agentic_rag.studies.testset_validation import rank_agreement, source_documents
 from agentic_rag.studies.tune_run import TuneRun
 from agentic_rag.studies.tune_space import (
@@ -79,9 +80,9 @@ def note_source(report: Path, source: str) -> None:
 
 def resplit(src: Path, dst: Path) -> Path:
     """`src` with each question's split redrawn at `DEV_SHARE` (seed 0, by id), summary copied."""
-    rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    rows = read_records(src)
     for r in rows:
-        r["split"] = "dev" if random.Random(f"0:{r['id']}").random() < DEV_SHARE else "test"
+        r["split"] = split_of(r["id"], 0, DEV_SHARE)
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text("".join(json.dumps(r) + "\n" for r in rows))
     summary = json.loads(src.with_name(f"{src.stem}.summary.json").read_text())
@@ -130,12 +131,13 @@ def documents(corpus: str) -> list:
     return list(load_dataset(CORPORA[corpus][0].name).corpus)
 
 
-def main(set_path: str, label: str, cut: bool = False, corpus: str = "python",
+def main(set_path: str, label: str, corpus: str = "python",
+         cut: Annotated[bool, typer.Option("--same-index")] = False,
          rule: str = DEFAULT_RULE) -> None:
     spec, test_dataset = CORPORA[corpus]
     out = Path("experiments/tune") / corpus / label
     src = Path(set_path)
-    rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    rows = read_records(src)
     made = json.loads(src.with_name(f"{src.stem}.summary.json").read_text())
     qpath = src if made.get("settings", {}).get("dev_share") == DEV_SHARE \
         else resplit(src, out / "questions.jsonl")
@@ -184,11 +186,5 @@ def main(set_path: str, label: str, cut: bool = False, corpus: str = "python",
                                               "human_test_split")}, indent=1))
 
 
-def cli(set_path: str, label: str, corpus: str = "python",
-        cut: Annotated[bool, typer.Option("--same-index")] = False,
-        rule: str = DEFAULT_RULE) -> None:
-    main(set_path, label, cut=cut, corpus=corpus, rule=rule)
-
-
 if __name__ == "__main__":
-    typer.run(cli)
+    typer.run(main)

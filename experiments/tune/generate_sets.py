@@ -32,8 +32,9 @@ from agentic_rag.llm.server import serve_local
 PACK_VARIANT = PACK_SERVER
 
 
-def main(corpus: str, n: int, mode: str, max_draws: int | None = None,
-         knowable: bool = True, name: str | None = None) -> None:
+def main(corpus: str, n: int, mode: str, max_draws: Annotated[int | None, typer.Argument()] = None,
+         knowable: bool = True, name: Annotated[str | None, typer.Option(metavar="STEM")] = None
+         ) -> None:
     cfg = RAGConfig().with_overrides(PACK_VARIANT)
     out = Path("experiments/tune") / corpus
     out.mkdir(parents=True, exist_ok=True)
@@ -56,11 +57,5 @@ def main(corpus: str, n: int, mode: str, max_draws: int | None = None,
     print(f"{meter.calls} new LLM calls, {meter.cached} cached", flush=True)
 
 
-def cli(corpus: str, n: int, mode: str, max_draws: Annotated[int | None, typer.Argument()] = None,
-        knowable: bool = True, name: Annotated[str | None, typer.Option(metavar="STEM")] = None
-        ) -> None:
-    main(corpus, n, mode, max_draws, knowable=knowable, name=name)
-
-
 if __name__ == "__main__":
-    typer.run(cli)
+    typer.run(main)

@@ -14,7 +14,6 @@ old start stands today), the question's words break near-ties. (After a review's
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from agentic_rag.datasets.reanchor import reanchor
 from agentic_rag.documents import Document
 from agentic_rag.ingest.chunking import AgenticChunker
 from agentic_rag.ingest.rst import sphinx_rst
+from agentic_rag.jsonl import read_records
 
 HERE = Path(__file__).parent
 
@@ -56,8 +56,7 @@ def main() -> dict:
     library = pydocs_root() / "library"
     rows = {}
     for f in sorted(HERE.glob("python/**/questions*.jsonl")):
-        for line in f.read_text().splitlines():
-            r = json.loads(line)
+        for r in read_records(f):
             if r.get("spans") and r.get("answer") and r.get("generator"):
                 rows[r["id"] + r["question"]] = r
     pages: dict = {}
@@ -89,20 +88,13 @@ def main() -> dict:
                     "answers repeated in their page": sum(
                         len(re.findall(re.escape(r["answer"]), pages[r["spans"][0]["doc_id"]][0].text,
                                        re.I)) > 1 for r in usable)}
-    for mode in ("nearest, one row at a time", "anchored, question words break ties"):
-        alone = mode.startswith("nearest")
-        wrong = 0
-        for r, truth in zip(usable, truths):
-            if alone:
-                out, _ = reanchor([{**r, "question": ""}], docs, chunks)
-            else:
-                out = [None]
-            if alone:
-                wrong += out[0]["spans"][0]["start"] != truth
-        if not alone:
-            out, _ = reanchor(usable, docs, chunks)
-            placed = {o["id"]: o["spans"][0]["start"] for o in out}
-            wrong = sum(placed.get(r["id"]) != t for r, t in zip(usable, truths))
+    nearest = [reanchor([{**r, "question": ""}], docs, chunks)[0][0]["spans"][0]["start"]
+               for r in usable]
+    placed = {o["id"]: o["spans"][0]["start"] for o in reanchor(usable, docs, chunks)[0]}
+    anchored = [placed.get(r["id"]) for r in usable]
+    for mode, got in (("nearest, one row at a time", nearest),
+                      ("anchored, question words break ties", anchored)):
+        wrong = sum(g != t for g, t in zip(got, truths))
         result[mode] = f"{wrong}/{len(usable)} on another occurrence"
     return result
 

@@ -21,6 +21,7 @@ from agentic_rag.config import ChunkingConfig
 from agentic_rag.datasets.testset_sampling import chunk_span
 from agentic_rag.ingest.chunking import AgenticChunker
 from agentic_rag.ingest.readers import iter_document_paths, read_document
+from agentic_rag.jsonl import read_records
 
 BUCKETS = ((0.0, 0.002), (0.002, 0.005), (0.005, 0.01), (0.01, 0.02), (0.02, 1.01))
 
@@ -31,8 +32,8 @@ def draws(docs: Path, stem: str) -> list[dict]:
     chunks = [c for d in documents for c in AgenticChunker(ChunkingConfig()).chunk(d)]
     texts = [by_id[c.doc_id].text[c.start_char:c.end_char] for c in chunks]
     chunk_of = {c.id: c for c in chunks}
-    rows = [dict(json.loads(x), kept=True) for x in open(f"{stem}.jsonl")]
-    rows += [dict(json.loads(x), kept=False) for x in open(f"{stem}.rejected.jsonl")]
+    rows = [dict(r, kept=True) for r in read_records(f"{stem}.jsonl")]
+    rows += [dict(r, kept=False) for r in read_records(f"{stem}.rejected.jsonl")]
     out = []
     for r in rows:
         if r.get("reason") == "no answer span" or not r.get("answerable", True):
