@@ -20,6 +20,7 @@ import typer
 
 import agentic_rag.store.coverage as coverage
 from agentic_rag.config import RAGConfig
+from agentic_rag.jsonl import read_records
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
 
@@ -32,8 +33,7 @@ def questions() -> list[dict]:
     """Every row with a question and gold documents, its set named; each text once."""
     out, seen = [], set()
     for path in SETS:
-        for line in path.open():
-            r = json.loads(line)
+        for r in read_records(path):
             q = r.get("question")
             if not isinstance(q, str) or not r.get("doc_ids") or q in seen:
                 continue
