@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentic_rag.studies.tune_run import explain_run, from_report, report_markdown
+from agentic_rag.studies.tune_report import explain_run, from_report, report_markdown
 from agentic_rag.studies.tune_space import (
     NONINFERIORITY_MARGINS,
     RULE,

@@ -64,7 +64,7 @@ def tune(
     from agentic_rag.studies.tune_space import TuneError
 
     if explain is not None:
-        from agentic_rag.studies.tune_run import explain_run
+        from agentic_rag.studies.tune_report import explain_run
 
         if folder is not None:
             _fail("--explain RUN_DIR reads a finished run: give no FOLDER with it")

@@ -5,7 +5,7 @@ study whose choice changes, what the new choice does on the held-out questions t
 committed for every candidate (`human.json`'s `human_test`: the human questions, all of them),
 or else on the generated test half (`test_table`: the default and the old choice only). A study
 committed with its `report.md` alone (no `tune.json`: the Node.js pages, Asciidoctor) is read from
-the report's tables (`tune_run.from_report`), whose figures are rounded to 3 decimals.
+the report's tables (`tune_report.from_report`), whose figures are rounded to 3 decimals.
 
     PYTHONPATH=. python experiments/tune/rule_compare.py    # → rule-compare.json, rule-compare.md
 
@@ -19,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from agentic_rag.studies.tune_run import acceptance, from_report
+from agentic_rag.studies.tune_report import acceptance, from_report
 from agentic_rag.studies.tune_space import (
     NONINFERIORITY_MARGINS,
     RULE_METRICS,
