@@ -93,6 +93,9 @@ class LLMConfig(_Section):
                                  "(1 for a single-slot local server; the server's slots; "
                                  "8-16 for hosted APIs)")
     temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int | None = Field(None, description="the sampling seed sent with every call (None: "
+                             "none sent); part of the reply cache's key, so each seed's "
+                             "replies are cached apart (agent-eval --repeats)")
     max_tokens: int = Field(512, ge=1, le=32768)
     cache: bool = Field(True, description="cache replies on disk keyed by model, messages, params")
     server: ServerConfig = ServerConfig()

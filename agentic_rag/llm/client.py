@@ -66,6 +66,8 @@ class OpenAIChatModel:
 
         params: dict[str, Any] = {"temperature": self.config.temperature,
                                   "max_tokens": max_tokens or self.config.max_tokens}
+        if self.config.seed is not None:  # in the cache key: a seed's replies are its own
+            params["seed"] = self.config.seed
         want_json = json_mode or json_schema is not None
         if want_json:
             # llama.cpp's extension constrains output to the schema; OpenAI ignores "schema"
