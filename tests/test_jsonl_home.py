@@ -154,6 +154,41 @@ def test_no_jsonl_line_loop_outside_its_home():
     assert jsonl_loops(HOME.read_text(encoding="utf-8")), "the home holds the loop"
 
 
+def _calls_json_dumps(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == "dumps" and isinstance(n.func.value, ast.Name)
+               and n.func.value.id in JSON_MODULES for n in ast.walk(node))
+
+
+def jsonl_writes(source: str) -> list[int]:
+    """Lines where a file gets one JSON document followed by a newline written by hand
+    (`f.write(json.dumps(row) + "\\n")`): the appended line `append_rows` writes, flushed and
+    fsync'd, whole or not at all."""
+    return [n.lineno for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "write" and n.args and _calls_json_dumps(n.args[0])
+            and any(isinstance(c, ast.Constant) and c.value in ("\n", b"\n")
+                    for c in ast.walk(n.args[0]))]
+
+
+def test_no_jsonl_line_written_by_hand_outside_its_home():
+    found = {name: lines for name, src in _modules() if name != "agentic_rag/jsonl.py"
+             for lines in [jsonl_writes(src)] if lines}
+    assert found == {}, f"append JSONL rows with agentic_rag.jsonl.append_rows: {found}"
+
+
+def test_the_write_checker_finds_the_appenders_it_replaced():
+    old = '''
+def record(path, row):
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\\n")
+        f.flush()
+        os.fsync(f.fileno())
+'''
+    assert jsonl_writes(old) == [4]
+    assert jsonl_writes("path.write_text(json.dumps(report, indent=1) + '\\n')") == []
+
+
 def test_the_corpus_fingerprint_is_computed_in_one_place():
     found = {name: fns for name, src in _modules() for fns in [corpus_fingerprints(src)] if fns}
     assert found == {"agentic_rag/datasets/base.py": ["documents_fingerprint"]}

@@ -33,6 +33,7 @@ from typing import Any
 from agentic_rag.config import RAGConfig
 from agentic_rag.datasets.base import Query
 from agentic_rag.experiments.stats import wilson_interval
+from agentic_rag.jsonl import append_rows
 from agentic_rag.llm.calls import CallMeter
 
 FAILED = ("llm_error", "invalid_action")
@@ -180,13 +181,13 @@ def run_abstention(cfg: RAGConfig, docs: str | Path, questions: str | Path,
                       serves_in_parallel(cfg.llm)))
     out = Path(out) if out else questions.with_name(f"{questions.stem}.abstention.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
-    with serve_local(cfg.llm, cfg.home), out.open("w", encoding="utf-8") as f:
+    out.write_text("", encoding="utf-8")
+    with serve_local(cfg.llm, cfg.home):
         chat = MeteredChatModel(make_chat_model(cfg.llm, cfg.home), meter or CallMeter())
         pipe = Pipeline(cfg, index=pipe.index, chat_model=chat)
 
         def write(row: dict) -> None:  # each row as it is made: a cut run keeps them
-            f.write(json.dumps(row) + "\n")
-            f.flush()
+            append_rows(out, [row])
 
         rows = ask_questions(queries, chat, AgenticRAGTool(pipe), cfg.agent, on_row=write)
     report = abstention_report(rows)

@@ -34,7 +34,6 @@ CIs: 2,000 bootstrap draws of whole tasks (a task's three responses together).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,7 +44,7 @@ import pandas as pd
 
 from agentic_rag.datasets.mtrag import RatedResponse, load_mtrag_ratings
 from agentic_rag.evaluation.detection import auroc
-from agentic_rag.jsonl import read_rows
+from agentic_rag.jsonl import append_rows, read_rows
 from agentic_rag.llm.calls import map_calls
 from agentic_rag.llm.types import ChatModel
 from agentic_rag.studies.detectors.scoring import score_answer, with_combined
@@ -154,14 +153,11 @@ def score_human(chat: ChatModel | None, out: str | Path = OUT, n: int = 477, see
         return {"qid": q, **score_answer(ask, r["context"], r["answer"], r["question"], judges)}
 
     t0 = time.perf_counter()
-    with path.open("a", encoding="utf-8") as f:
-        for i, (_, row) in enumerate(map_calls(score, todo, max_concurrency), 1):
-            done[row["qid"]] = {**done.get(row["qid"], {}), **row}
-            f.write(json.dumps(done[row["qid"]]) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-            if i % 10 == 0:
-                log(f"  {i}/{len(todo)} in {time.perf_counter() - t0:.0f} s")
+    for i, (_, row) in enumerate(map_calls(score, todo, max_concurrency), 1):
+        done[row["qid"]] = {**done.get(row["qid"], {}), **row}
+        append_rows(path, [done[row["qid"]]])
+        if i % 10 == 0:
+            log(f"  {i}/{len(todo)} in {time.perf_counter() - t0:.0f} s")
     return scored(out)
 
 

@@ -18,15 +18,13 @@ they use the labels as soon as they exist.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from agentic_rag.jsonl import read_rows
+from agentic_rag.jsonl import append_rows, read_rows
 
 VERDICTS = {"supported": 1, "unsupported": 0, "unsure": None}
 
@@ -79,10 +77,7 @@ def add_label(path: Path, qid: str, verdict: str, labeller: str, note: str = "",
     if adjudicated:
         row["adjudicated"] = True
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(row) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    append_rows(path, [row])
     return row
 
 

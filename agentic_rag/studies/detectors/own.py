@@ -9,15 +9,13 @@ row by row and resumable as set (i)'s (`detectors`).
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from agentic_rag.jsonl import read_rows
+from agentic_rag.jsonl import append_rows, read_rows
 from agentic_rag.llm.calls import map_calls
 from agentic_rag.llm.types import ChatModel, LLMError
 from agentic_rag.studies.detectors.scoring import (
@@ -57,24 +55,21 @@ def own_answers(chat: ChatModel, out: str | Path, n: int = 150, seed: int = 0,
     if todo:
         first, index = open_index(cfg, ds, cache_dir, log=log)
         pipe = Pipeline(first, index=index)
-        with path.open("a", encoding="utf-8") as f:
-            for q in todo:
-                intent, result = pipe.retrieve(q.text, k=10)
-                hits = result.hits[:10]
-                ctx = pipe.format(hits, intent)
-                row = {"qid": q.id, "question": q.text, "reference": q.answers[0],
-                       "context": judge_view(hits, ctx.included), "served_tokens": ctx.tokens,
-                       "answer_prompt": ANSWER_PROMPT}
-                try:
-                    reply = generate_answer(chat, q.text, ctx.text,  # the labelled layout
-                                            layout="instructions-first")
-                    row.update(answer=reply.content.strip(), cached=reply.cached)
-                except LLMError as exc:
-                    row.update(answer=None, error=f"{exc.kind}: {exc}")
-                f.write(json.dumps(row) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-                done[q.id] = row
+        for q in todo:
+            intent, result = pipe.retrieve(q.text, k=10)
+            hits = result.hits[:10]
+            ctx = pipe.format(hits, intent)
+            row = {"qid": q.id, "question": q.text, "reference": q.answers[0],
+                   "context": judge_view(hits, ctx.included), "served_tokens": ctx.tokens,
+                   "answer_prompt": ANSWER_PROMPT}
+            try:
+                reply = generate_answer(chat, q.text, ctx.text,  # the labelled layout
+                                        layout="instructions-first")
+                row.update(answer=reply.content.strip(), cached=reply.cached)
+            except LLMError as exc:
+                row.update(answer=None, error=f"{exc.kind}: {exc}")
+            append_rows(path, [row])
+            done[q.id] = row
     return pd.DataFrame([done[q.id] for q in ds.queries[:n] if q.id in done])
 
 
@@ -101,12 +96,9 @@ def score_own(chat: ChatModel | None, out: str | Path, log: Callable[..., Any] =
         return {**old, "qid": r["qid"], **score_answer(chat, r["context"], r["answer"], q,
                                                         missing_judges(old or None, q))}
 
-    with path.open("a", encoding="utf-8") as f:
-        for _, row in map_calls(score, todo, max_concurrency):
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-            done[row["qid"]] = row
+    for _, row in map_calls(score, todo, max_concurrency):
+        append_rows(path, [row])
+        done[row["qid"]] = row
     if todo and len(read_rows(path)) > len(done):  # replaced rows: one row per answer again
         _rewrite(path, [done[r["qid"]] for r in answers if r["qid"] in done])
     return pd.DataFrame([done[r["qid"]] for r in answers if r["qid"] in done])
@@ -220,35 +212,31 @@ def arm_answers(run_dir: str | Path, config_id: str, out: str | Path,
     if todo:
         first, index = open_index(cfg, ds, cache_dir, log=log)
         pipe = Pipeline(first, index=index)
-        with path.open("a", encoding="utf-8") as f:
-            for q in todo:
-                row = rows[q.id]
-                intent, result = pipe.retrieve(q.text, k=spec.k)
-                hits = result.hits[:spec.k]
-                ctx = pipe.format(hits, intent)
-                if ctx.tokens != row.get("context_tokens"):
-                    raise ValueError(
-                        f"{run_dir.name} {config_id} {q.id}: the rebuilt context has "
-                        f"{ctx.tokens} tokens, the run served {row.get('context_tokens')}: "
-                        "not the context the model read (index or config changed?)")
-                view = judge_view(hits, ctx.included)
-                context, label, source = known.get((q.id, normalised(row["answer"])),
-                                                   (None, None, None))
-                carried = context == view and label is not None
-                if carried and not carry:
-                    continue  # labelled already: same answer, same served chunks
-                rec = {"qid": q.id, "question": q.text, "reference": q.answers[0],
-                       "context": view, "served_tokens": ctx.tokens,
-                       "answer": row["answer"].strip(), "arm": config_id, "run": run_dir.name,
-                       "config": row.get("config")}
-                if carried:
-                    rec["label_from"] = source
-                    with (out / "labels-pass1.jsonl").open("a", encoding="utf-8") as lf:
-                        lf.write(json.dumps({**label, "carried_from": source}) + "\n")
-                f.write(json.dumps(rec) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-                done[q.id] = rec
+        for q in todo:
+            row = rows[q.id]
+            intent, result = pipe.retrieve(q.text, k=spec.k)
+            hits = result.hits[:spec.k]
+            ctx = pipe.format(hits, intent)
+            if ctx.tokens != row.get("context_tokens"):
+                raise ValueError(
+                    f"{run_dir.name} {config_id} {q.id}: the rebuilt context has "
+                    f"{ctx.tokens} tokens, the run served {row.get('context_tokens')}: "
+                    "not the context the model read (index or config changed?)")
+            view = judge_view(hits, ctx.included)
+            context, label, source = known.get((q.id, normalised(row["answer"])),
+                                               (None, None, None))
+            carried = context == view and label is not None
+            if carried and not carry:
+                continue  # labelled already: same answer, same served chunks
+            rec = {"qid": q.id, "question": q.text, "reference": q.answers[0],
+                   "context": view, "served_tokens": ctx.tokens,
+                   "answer": row["answer"].strip(), "arm": config_id, "run": run_dir.name,
+                   "config": row.get("config")}
+            if carried:
+                rec["label_from"] = source
+                append_rows(out / "labels-pass1.jsonl", [{**label, "carried_from": source}])
+            append_rows(path, [rec])
+            done[q.id] = rec
     return pd.DataFrame([done[q.id] for q in queries if q.id in done])
 
 

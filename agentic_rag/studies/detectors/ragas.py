@@ -14,8 +14,6 @@ same answers (`scored.jsonl`), since a subsample's AUROC is only comparable on i
 
 from __future__ import annotations
 
-import json
-import os
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from agentic_rag.config_llm import LLMConfig
-from agentic_rag.jsonl import read_rows
+from agentic_rag.jsonl import append_rows, read_rows
 from agentic_rag.studies.detectors.own import read_labels
 from agentic_rag.studies.detectors.scoring import with_combined
 from agentic_rag.studies.detectors.stats import DETECTORS, auroc_ci
@@ -55,17 +53,14 @@ def score_ragas(llm: LLMConfig, out: str | Path, n: int, seed: int = 0,
     todo = [q for q in ragas_sample(out, n, seed) if q not in done]
     log(f"ragas faithfulness: {len(done)} scored, {len(todo)} to score → {path}")
     scorer = scorer or RagasScorer(llm, ("faithfulness",))
-    with path.open("a", encoding="utf-8") as f:
-        for qid in todo:
-            a = answers[qid]
-            res = scorer.score(a["question"], a["answer"], [a["context"]])
-            row = {"qid": qid, **res}
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-            done[qid] = row
-            log(f"  {qid}: {res.get('ragas_faithfulness', res.get('ragas_faithfulness_error'))} "
-                f"({res['ragas_faithfulness_seconds']:.0f} s)")
+    for qid in todo:
+        a = answers[qid]
+        res = scorer.score(a["question"], a["answer"], [a["context"]])
+        row = {"qid": qid, **res}
+        append_rows(path, [row])
+        done[qid] = row
+        log(f"  {qid}: {res.get('ragas_faithfulness', res.get('ragas_faithfulness_error'))} "
+            f"({res['ragas_faithfulness_seconds']:.0f} s)")
     return pd.DataFrame(list(done.values()))
 
 

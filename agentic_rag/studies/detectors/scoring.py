@@ -24,7 +24,7 @@ from agentic_rag.evaluation.support import (
     detector_inputs,
     graded_support,
 )
-from agentic_rag.jsonl import read_rows
+from agentic_rag.jsonl import append_rows, read_rows
 from agentic_rag.llm.calls import map_calls
 from agentic_rag.llm.types import ChatModel, LLMError
 
@@ -158,17 +158,14 @@ def run_validation(chat: ChatModel | None, items: Sequence[dict[str, str]], out:
                 **score_answer(chat, it["context"], answer, it.get("question"),
                                missing_judges(old or None, it.get("question")))}
 
-    with path.open("a", encoding="utf-8") as f:
-        for i, row in ((n + 1, r) for n, r in map_calls(score, todo, max_concurrency)):
-            it, label = todo[i - 1]
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-            done[(it["qid"], label)] = row
-            if i % 20 == 0 or i == len(todo):
-                rate = i / (time.perf_counter() - t0)
-                log(f"  {i}/{len(todo)} answers, {rate * 3600:.0f}/h, ETA "
-                    f"{(len(todo) - i) / rate / 60:.1f} min")
+    for i, row in ((n + 1, r) for n, r in map_calls(score, todo, max_concurrency)):
+        it, label = todo[i - 1]
+        append_rows(path, [row])
+        done[(it["qid"], label)] = row
+        if i % 20 == 0 or i == len(todo):
+            rate = i / (time.perf_counter() - t0)
+            log(f"  {i}/{len(todo)} answers, {rate * 3600:.0f}/h, ETA "
+                f"{(len(todo) - i) / rate / 60:.1f} min")
     if todo and len(read_rows(path)) > len(done):  # replaced rows: one row per answer again
         _rewrite(path, list(done.values()))
     wanted = {(it["qid"], label) for it in items for label in (0, 1)}
