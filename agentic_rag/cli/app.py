@@ -55,7 +55,29 @@ def _stopped_at_cap(stop: Exception, what: str) -> None:
     raise typer.Exit(0)
 
 
-class ManyValues(TyperCommand):
+MlflowOpt = Annotated[str | None, typer.Option(
+    metavar="[URI]", help="also log the finished run to MLflow (docs/experiments.md#mlflow): "
+    "--mlflow alone is the SQLite store experiments/mlflow.db (`make mlflow` shows it), or a "
+    "tracking URI (http://HOST:PORT, sqlite:///FILE.db); an unreachable one fails nothing")]
+
+
+class OptionalURI(TyperCommand):
+    """A command whose `--mlflow` takes an optional URI: `--mlflow` alone (at the end, before
+    another option, or before a word with no `://`, such as a spec path) means the default
+    store; `--mlflow http://host:5000` names one."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, bare_mlflow(args))
+
+
+def bare_mlflow(args: list[str]) -> list[str]:
+    """A bare `--mlflow` (no URI after it) -> `--mlflow=default`."""
+    return ["--mlflow=default" if a == "--mlflow" and (i + 1 == len(args) or "://" not in
+                                                        args[i + 1]) else a
+            for i, a in enumerate(args)]
+
+
+class ManyValues(OptionalURI):
     """A command whose list options take one or more values after a single flag, as
     argparse's `nargs="+"` does (`--cells a b c`, what the committed agent-eval commands
     say), besides click's repeated flag (`--cells a --cells b`). The words after such a flag,

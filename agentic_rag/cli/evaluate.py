@@ -19,6 +19,8 @@ from agentic_rag.cli.app import (
     ManyValues,
     MaxConcurrencyOpt,
     MaxLLMCallsOpt,
+    MlflowOpt,
+    OptionalURI,
     _config,
     _fail,
     _stopped_at_cap,
@@ -29,7 +31,7 @@ from agentic_rag.studies.agent_eval.options import BANKING_QUESTIONS, SPLITS
 from agentic_rag.studies.agent_eval.options import DEFAULTS as AGENT_EVAL_DEFAULTS
 
 
-@app.command()
+@app.command(cls=OptionalURI)
 def sweep(spec: Path,
           runs_dir: Annotated[Path, typer.Option(help="where run folders go")] = Path("experiments/runs"),
           cache_dir: Annotated[Path, typer.Option(help="shared indexes and embeddings")] = Path(
@@ -51,6 +53,7 @@ def sweep(spec: Path,
           ray_address: Annotated[str | None, typer.Option(
               help="with ray: a running cluster (host:port, ray://host:port, auto); default "
                    "RAY_ADDRESS, else a cluster on this machine, else a local one")] = None,
+          mlflow: MlflowOpt = None,
           ) -> None:
     """Run a sweep spec (YAML); rerunning the same spec resumes an unfinished run, and rows
     finished by any earlier run are read from the row cache, not recomputed. `--executor ray`
@@ -91,6 +94,10 @@ def sweep(spec: Path,
         typer.echo("")
         print_chosen(out, typer.echo)
     typer.echo(f"\nfiles in {res.run_dir}/:\n  " + ", ".join(files))
+    if mlflow:
+        from agentic_rag.experiments.mlflow_log import log_folders
+
+        log_folders([res.run_dir], mlflow, typer.echo)
 
 
 @app.command()
@@ -115,7 +122,7 @@ def calibrate(
     typer.echo(f"set gate.calibration: {out} and gate.calibration_sha256 to use it")
 
 
-@app.command()
+@app.command(cls=OptionalURI)
 def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks the machinery, "
                                               "not the claims")] = False,
            out: Annotated[Path, typer.Option(help="report folder")] = Path("experiments/claims"),
@@ -131,6 +138,7 @@ def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks t
            rebuild: Annotated[bool, typer.Option(
                help="run nothing: re-apply the verdict rule and the stated figures to the "
                     "existing claims.json rows and rewrite REPORT.md + claims.json")] = False,
+           mlflow: MlflowOpt = None,
            ) -> None:
     """Run one protocol per design claim on the three deployments; write REPORT.md + claims.json."""
     from agentic_rag.llm.calls import CallMeter, LLMCallCap
@@ -151,6 +159,12 @@ def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks t
     typer.echo(ledger[["claim", "dataset", "n_queries", "relative_effect", "ci_low", "ci_high",
                        "verdict"]].to_string(index=False))
     typer.echo(f"report: {out / 'REPORT.md'}")
+    if mlflow:  # each claim's run folder (under experiments/runs), one experiment per spec
+        from agentic_rag.experiments.mlflow_log import log_folders
+
+        runs = [Path("experiments/runs") / r for r in dict.fromkeys(ledger.get("run", []))
+                if isinstance(r, str) and (Path("experiments/runs") / r / "summary.csv").exists()]
+        log_folders(runs, mlflow, typer.echo)
 
 
 AE = AGENT_EVAL_DEFAULTS
@@ -205,6 +219,7 @@ def agent_eval_cmd(
     compare: Annotated[str | None, typer.Option(
         metavar="BEFORE_RUN", help="after summarizing, pair this run's rows with BEFORE_RUN's "
         "(same dataset × cell × question) into compare-<BEFORE_RUN>.csv")] = None,
+    mlflow: MlflowOpt = None,
 ) -> None:
     """Agent retrieval policies × tool modes vs closed-book on τ²-banking and the Python FAQ:
     one row per (dataset, split, cell, question) in <runs-dir>/<run>/rows.jsonl, judged into
@@ -229,6 +244,10 @@ def agent_eval_cmd(
             max_concurrency=max_concurrency, max_llm_calls=max_llm_calls, no_judge=no_judge,
             judge_only=judge_only, summarize_only=summarize_only, compare=compare)
         evaluate(opts, out=typer.echo)
+        if mlflow and (Path(runs_dir) / run / "summary.csv").exists():
+            from agentic_rag.experiments.mlflow_log import log_folders
+
+            log_folders([Path(runs_dir) / run], mlflow, typer.echo)
     except LLMCallCap as stop:
         rows = len(read_rows(Path(runs_dir) / run / "rows.jsonl"))
         typer.echo(cap_message(stop, f"{rows} rows in {Path(runs_dir) / run}",
@@ -395,6 +414,28 @@ def export(run_dir: Path,
         _fail(str(exc))
     typer.echo(f"{row['config_id']} ({row['config']}): {metric}={row[metric]:.4f}, "
                f"latency_p50_ms={row['latency_p50_ms']:.1f} -> {path}")
+
+
+@app.command("mlflow-log", cls=OptionalURI)
+def mlflow_log_cmd(
+    run_dirs: Annotated[list[Path], typer.Argument(
+        help="finished run folders (summary.csv; a sweep's spec.yaml gives each config's "
+             "overrides as params)")],
+    mlflow: MlflowOpt = "default",
+    experiment: Annotated[str | None, typer.Option(
+        help="the MLflow experiment (default: the spec's name, else the folder's)")] = None,
+) -> None:
+    """Log finished run folders to MLflow, old or new (what `sweep --mlflow` does after a
+    run): a run per summary row, its overrides as params, every figure and CI bound as a
+    metric; a folder already logged there is not logged twice."""
+    from agentic_rag.experiments.mlflow_log import DEFAULT_URI, MlflowUnavailable, log_run_folder
+
+    uri = DEFAULT_URI if mlflow in (None, "default") else mlflow
+    for run_dir in run_dirs:
+        try:
+            log_run_folder(run_dir, uri, experiment, log=typer.echo)
+        except (FileNotFoundError, ValueError, MlflowUnavailable) as exc:
+            _fail(str(exc))
 
 
 @app.command("validate-judge")

@@ -14,6 +14,8 @@ from agentic_rag.cli.app import (
     HomeOpt,
     MaxConcurrencyOpt,
     MaxLLMCallsOpt,
+    MlflowOpt,
+    OptionalURI,
     _config,
     _fail,
     _stopped_at_cap,
@@ -22,7 +24,7 @@ from agentic_rag.cli.app import (
 from agentic_rag.ingest.readers import FORMATS
 
 
-@app.command()
+@app.command(cls=OptionalURI)
 def tune(
     folder: Annotated[Path | None, typer.Argument(
         help=f"a folder of {FORMATS} documents (not with --explain)")] = None,
@@ -51,6 +53,7 @@ def tune(
              "nothing is rerun")] = None,
     config: ConfigOpt = None, home: HomeOpt = None,
     max_concurrency: MaxConcurrencyOpt = None, max_llm_calls: MaxLLMCallsOpt = None,
+    mlflow: MlflowOpt = None,
 ) -> None:
     """Generate questions from FOLDER, sweep settings chosen for its documents, choose on
     the dev questions by a fixed rule, score once on the test questions, and write
@@ -91,3 +94,8 @@ def tune(
                f"{res.paths['config']}")
     typer.secho(f"serve it: agentic-rag serve --config {res.paths['config']}",
                 fg=typer.colors.GREEN)
+    if mlflow:  # the dev and test sweeps, each with the tuned config, report and plot
+        from agentic_rag.experiments.mlflow_log import log_folders
+
+        log_folders([res.paths["dev_run"], res.paths["test_run"]], mlflow, typer.echo,
+                    extra=[res.paths[k] for k in ("config", "report", "plot")])
