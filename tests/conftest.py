@@ -55,12 +55,17 @@ def pydocs() -> list[Document]:
 
 
 # ---- shared by the reliability suite (tests/test_reliability_*.py) ---------------------
-def free_port() -> int:
-    import socket
+from .fakes import free_port  # noqa: E402, F401  (the fixtures below use it)
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+
+@pytest.fixture()
+def stub_llm():
+    """tests/faultproxy.py's canned OpenAI-compatible HTTP server, started and stopped."""
+    from .faultproxy import StubChatServer
+
+    stub = StubChatServer().start()
+    yield stub
+    stub.stop()
 
 
 # ---- a test that loads the real embedding model carries the `slow` marker -----------------

@@ -89,3 +89,31 @@ def local_corpus(root: Path, docs: dict[str, str], questions) -> tuple[Path, Pat
     qs.write_text("".join(json.dumps({"id": i, "question": t, "doc_ids": [f"docs/{d}"],
                                       "answer": a}) + "\n" for i, t, d, a in questions))
     return folder, qs
+
+
+# ---- a six-document toy bank and its questions (id, question, gold file, answer) -----------
+BANK_DOCS = {
+    "fees.md": "# Fees\n\nThe monthly maintenance fee is $20. A wire transfer costs $45.",
+    "cards.md": "# Cards\n\nA lost debit card is replaced within five business days.",
+    "loans.md": "# Loans\n\nPersonal loans run from 12 to 60 months at a fixed rate.",
+    "savings.md": "# Savings\n\nThe savings account pays 2 % interest, compounded monthly.",
+    "hours.md": "# Hours\n\nBranches open at 9 am and close at 5 pm on weekdays.",
+    "fraud.md": "# Fraud\n\nReport fraud at once; the card is frozen within minutes.",
+}
+BANK_QUESTIONS = [
+    ("q1", "How much is the monthly maintenance fee?", "fees.md", "$20"),
+    ("q2", "How long does a lost card replacement take?", "cards.md", "five business days"),
+    ("q3", "What terms do personal loans have?", "loans.md", "12 to 60 months"),
+    ("q4", "What interest does savings pay?", "savings.md", "2 %"),
+    ("q5", "When do branches open?", "hours.md", "9 am"),
+    ("q6", "How fast is a card frozen after fraud?", "fraud.md", "within minutes"),
+]
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

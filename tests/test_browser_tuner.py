@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import free_port
+from .fakes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "08-tune-and-export.ipynb"

@@ -7,23 +7,13 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from typer.testing import CliRunner
 
 from agentic_rag.agent.session import MESSAGE_MAX_CHARS
 from agentic_rag.cli.main import app
 from agentic_rag.config import RAGConfig
 
-from .faultproxy import StubChatServer
-
 runner = CliRunner()
-
-
-@pytest.fixture()
-def stub_llm():
-    stub = StubChatServer().start()
-    yield stub
-    stub.stop()
 
 
 def _config(tmp_path, base_url: str, policy: str = "closed_book"):  # noqa: ANN202

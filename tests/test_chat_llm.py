@@ -7,7 +7,6 @@ a question, then a follow-up that only makes sense with it."""
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 from typer.testing import CliRunner
@@ -20,13 +19,9 @@ from agentic_rag.datasets.corpora import banking_documents, python_docs
 from agentic_rag.experiments.plan import open_index
 from agentic_rag.llm.server import LlamaServer
 
+from .fakes import free_port
+
 pytestmark = [pytest.mark.slow, pytest.mark.llm]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -12,16 +12,7 @@ from typer.testing import CliRunner
 from agentic_rag.cli.main import app
 from agentic_rag.config import RAGConfig
 
-from .faultproxy import StubChatServer
-
 runner = CliRunner()
-
-
-@pytest.fixture()
-def stub_llm():
-    stub = StubChatServer().start()
-    yield stub
-    stub.stop()
 
 
 def _config(tmp_path, base_url: str):  # noqa: ANN202

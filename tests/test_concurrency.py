@@ -485,7 +485,7 @@ def smol_one_thread(tmp_path_factory):
     from agentic_rag.config_llm import ServerConfig
     from agentic_rag.llm.server import LlamaServer
 
-    from .conftest import free_port
+    from .fakes import free_port
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("N_UBATCH", "1")  # as conftest.smol_server: this build's batched decoding

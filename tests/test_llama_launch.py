@@ -17,7 +17,7 @@ from agentic_rag.llm.client import OpenAIChatModel  # noqa: E402
 from agentic_rag.llm.launch import VARIANT_ENV, _ggml, load_backends, registered_backends, variant_files
 from agentic_rag.llm.server import LAUNCHER, LlamaServer, llama_build_info  # noqa: E402
 
-from .conftest import free_port  # noqa: E402
+from .fakes import free_port  # noqa: E402
 
 
 def test_load_backends_registers_the_cpu_backend_once():

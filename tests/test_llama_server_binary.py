@@ -22,7 +22,7 @@ from agentic_rag.llm.binary import (
 from agentic_rag.llm.cache import model_identity
 from agentic_rag.llm.server import LlamaServer, server_settings
 
-from .conftest import free_port
+from .fakes import free_port
 
 REAL = LLAMA_SERVER_BUILD
 

@@ -4,7 +4,6 @@ judgement (intent, agent answers) with the default Qwen2.5-Coder-1.5B."""
 from __future__ import annotations
 
 import re
-import socket
 
 import pytest
 
@@ -21,13 +20,9 @@ from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.retrieve.query import AgentQueryBuilder
 from agentic_rag.store.index import AgenticIndex
 
+from .fakes import free_port
+
 pytestmark = [pytest.mark.slow, pytest.mark.llm]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

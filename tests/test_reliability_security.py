@@ -198,7 +198,7 @@ def test_tampered_single_file_model_never_reaches_the_server(tmp_path, monkeypat
         raise AssertionError("the server was started with unchecked weights")
 
     monkeypatch.setattr("agentic_rag.llm.server.subprocess.Popen", no_popen)
-    from .conftest import free_port
+    from .fakes import free_port
 
     srv = LlamaServer(ServerConfig(model="smollm2-135m", port=free_port()), home=tmp_path)
     with pytest.raises(ModelMissing, match="does not match"):

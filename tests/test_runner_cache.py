@@ -23,23 +23,10 @@ from agentic_rag.experiments.spec import SweepSpec
 from agentic_rag.experiments.stats import bootstrap_ci
 from agentic_rag.llm.types import ChatReply, LLMError
 
-from .fakes import HashingEmbedder, local_corpus
+from .fakes import BANK_DOCS, BANK_QUESTIONS, HashingEmbedder, local_corpus
 
-DOCS = {
-    "fees.md": "# Fees\n\nThe monthly maintenance fee is $20. A wire transfer costs $45.",
-    "cards.md": "# Cards\n\nA lost debit card is replaced within five business days.",
-    "loans.md": "# Loans\n\nPersonal loans run from 12 to 60 months at a fixed rate.",
-    "savings.md": "# Savings\n\nThe savings account pays 2 % interest, compounded monthly.",
-    "hours.md": "# Hours\n\nBranches open at 9 am and close at 5 pm on weekdays.",
-    "fraud.md": "# Fraud\n\nReport fraud at once; the card is frozen within minutes.",
-}
-QUESTIONS = [
-    ("q1", "How much is the monthly maintenance fee?", "fees.md", "$20"),
-    ("q2", "How long does a lost card replacement take?", "cards.md", "five business days"),
-    ("q3", "What terms do personal loans have?", "loans.md", "12 to 60 months"),
-    ("q4", "What interest does savings pay?", "savings.md", "2 %"),
-    ("q5", "When do branches open?", "hours.md", "9 am"),
-]
+DOCS = BANK_DOCS
+QUESTIONS = BANK_QUESTIONS[:5]
 GRID = {"chunking.max_tokens": [64, 128], "fusion.retrievers": [["dense"], ["dense", "bm25"]]}
 
 
