@@ -177,7 +177,9 @@ AE_CORPUS_SIZE = [f"{k}={v}" for k, v in AE.corpus_size.items()]
 def agent_eval_cmd(
     run: Annotated[str, typer.Option(help="the run folder's name (under --runs-dir)")],
     runs_dir: Annotated[str, typer.Option(help="where the run folders are")] = AE.runs_dir,
-    datasets: Annotated[list[str], typer.Option(help="one or more datasets")] = AE_DATASETS,
+    datasets: Annotated[list[str], typer.Option(
+        help="one or more of python-faq, tau2-banking, banking-products (the product "
+             "questions of datasets/banking-products over the τ²-banking documents)")] = AE_DATASETS,
     split: Annotated[str, typer.Option(help=" | ".join(SPLITS))] = AE.split,
     n: Annotated[int, typer.Option(help="questions per dataset")] = AE.n,
     seed: Annotated[int, typer.Option(help="which questions are drawn")] = AE.seed,
@@ -220,6 +222,15 @@ def agent_eval_cmd(
         metavar="BEFORE_RUN", help="after summarizing, pair this run's rows with BEFORE_RUN's "
         "(same dataset × cell × question) into compare-<BEFORE_RUN>.csv")] = None,
     mlflow: MlflowOpt = None,
+    repeats: Annotated[int, typer.Option(
+        min=1, help="K > 1: the agent K times per question, sampling (--temperature), repeat "
+        "r with the seed 1 + r, each repeat's replies cached apart; the summary adds pass@k, "
+        "pass^k, the spread across repeats and the questions that flip (passk.csv, "
+        "repeats.csv). The judges stay greedy. A greedy run into the same --run (without "
+        "--repeats) is compared with the repeats")] = AE.repeats,
+    temperature: Annotated[float | None, typer.Option(
+        help="--repeats: the sampling temperature (default: a --config's llm.temperature "
+             "when > 0, else 0.7)")] = None,
 ) -> None:
     """Agent retrieval policies × tool modes vs closed-book on τ²-banking and the Python FAQ:
     one row per (dataset, split, cell, question) in <runs-dir>/<run>/rows.jsonl, judged into
@@ -242,7 +253,8 @@ def agent_eval_cmd(
             corpus_size=parse_corpus_size([v for v in corpus_size if v]),
             budget_min=budget_min, banking_question=banking_question,
             max_concurrency=max_concurrency, max_llm_calls=max_llm_calls, no_judge=no_judge,
-            judge_only=judge_only, summarize_only=summarize_only, compare=compare)
+            judge_only=judge_only, summarize_only=summarize_only, compare=compare,
+            repeats=repeats, temperature=temperature)
         evaluate(opts, out=typer.echo)
         if mlflow and (Path(runs_dir) / run / "summary.csv").exists():
             from agentic_rag.experiments.mlflow_log import log_folders

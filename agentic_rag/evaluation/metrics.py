@@ -97,6 +97,14 @@ METRICS: dict[str, Metric] = _declare(
     Metric("agent_exact_match", "agent", llm=True),
     Metric("agent_tool_calls", "agent", direction="lower", llm=True),
     Metric("agent_retrieval_iterations", "agent", direction="lower", llm=True),
+    # an agent's trajectory (evaluation/trajectory.py; no LLM judge, measured on the agent's
+    # run): searches repeating a query, the first search serving a gold document, the LLM
+    # turns to the answer, the served documents' precision / recall against the gold ones
+    Metric("repeated_queries", "agent", direction="lower", llm=True),
+    Metric("first_search_gold", "agent", llm=True),
+    Metric("llm_turns", "agent", direction="lower", llm=True),
+    Metric("served_doc_precision", "agent", llm=True),
+    Metric("served_doc_recall", "agent", llm=True),
     *(Metric(n, "ragas", llm=True) if n in _RAGAS_LLM else Metric(n, "ragas_nonllm")
       for n in _RAGAS),
     Metric("span_recall@5", "retrieval", mean=False),

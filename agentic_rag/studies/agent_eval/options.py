@@ -16,12 +16,19 @@ PROG = "agentic-rag agent-eval"
 RUNS_DIR = "experiments/agent-runs"  # relative to the working directory (the repository root)
 HOME = "experiments/cache/agent-eval"
 DATASETS = ("python-faq", "tau2-banking")
+# what `--datasets` takes: the defaults, and the banking product questions
+# (datasets/banking-products/{dev,test}.jsonl over the τ²-banking documents, `tasks.load`)
+KNOWN_DATASETS = (*DATASETS, "banking-products")
 POLICIES = ("retrieve_first", "tool_required", "free", "closed_book")
 GATES = ("gated", "static", "always_expand")
 SPLITS = ("dev", "test", "all")
 BANKING_QUESTIONS = ("scenario", "opening")
 BASELINE = "closed_book:native"
 CORPUS_SIZE = {"python-faq": 80, "tau2-banking": 250}
+# `--repeats K` samples at this temperature unless `--temperature` or a --config's
+# `llm.temperature` (> 0) says otherwise; repeat r sends the seed `REPEAT_SEED + r`
+REPEAT_TEMPERATURE = 0.7
+REPEAT_SEED = 1
 
 
 @dataclass(frozen=True)
@@ -54,12 +61,25 @@ class AgentEvalOptions:
     judge_only: bool = False
     summarize_only: bool = False
     compare: str | None = None
+    repeats: int = 1
+    temperature: float | None = None
 
     def __post_init__(self) -> None:
         for name, allowed in (("split", SPLITS), ("banking_question", BANKING_QUESTIONS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"--{name.replace('_', '-')} {getattr(self, name)!r}: use one "
                                  f"of {', '.join(allowed)}")
+        unknown = [d for d in self.datasets if d not in KNOWN_DATASETS]
+        if unknown:
+            raise ValueError(f"--datasets {' '.join(unknown)}: use one or more of "
+                             f"{', '.join(KNOWN_DATASETS)}")
+        if self.repeats < 1:
+            raise ValueError(f"--repeats {self.repeats}: use 1 (one greedy run) or more")
+        if self.temperature is not None and not 0 < self.temperature <= 2:
+            raise ValueError(f"--temperature {self.temperature}: repeats sample, use a "
+                             "temperature in (0, 2]")
+        if self.temperature is not None and self.repeats == 1:
+            raise ValueError("--temperature is for --repeats K (K > 1): a single run is greedy")
         # lists from a caller become tuples: the options compare and print the same either way
         object.__setattr__(self, "datasets", tuple(self.datasets))
         object.__setattr__(self, "cells", tuple(self.cells))

@@ -76,9 +76,17 @@ from agentic_rag.llm.server import serve_local
 from agentic_rag.llm.types import ChatModel, LLMError
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
-from agentic_rag.studies.agent_eval.options import PROG, AgentEvalOptions, command_line, parse_cell
+from agentic_rag.studies.agent_eval.options import (
+    PROG,
+    REPEAT_SEED,
+    REPEAT_TEMPERATURE,
+    AgentEvalOptions,
+    command_line,
+    parse_cell,
+)
 from agentic_rag.studies.agent_eval.summary import compare, markdown, summarize
 from agentic_rag.studies.agent_eval.tasks import customer_openings, load
+from agentic_rag.studies.question_file import score as figure_score
 
 GATE_DEFAULT = RAGConfig().gate.mode
 # `hallucinated`: the default support detector at its threshold (what `ask` and sweeps use)
@@ -115,9 +123,23 @@ def agent_row(res: AgentResult, item: dict) -> dict:
             "action_failures": res.action_failures,
             "queries": [s.arguments.get("query") for s in res.steps
                         if s.kind == "tool_call" and s.arguments],
+            # the trajectory (`evaluation.trajectory`): what each search served, in order, and
+            # the LLM calls the agent made (the policy's own pre-search is not one)
+            "served_by_search": [list(s.tool.chunk_ids) for s in res.steps
+                                 if s.kind == "tool_call" and s.tool],
+            "llm_turns": sum(1 for s in res.steps if s.via != "policy"),
+            **(_figure(res, item, failed) if "gold_numbers" in item else {}),
             "token_f1": token_f1(res.answer, item["answers"]) if item["answers"] else np.nan,
             "evidence": "\n\n".join(s.tool.content for s in res.steps
                                      if s.tool and s.tool.chunk_ids)}
+
+
+def _figure(res: AgentResult, item: dict, failed: bool) -> dict:
+    """banking-products: its own score without an LLM (`question_file.score`): the gold figure
+    among the answer's (`figure_correct`), a figure no gold document states (`wrong_figure`)."""
+    s = figure_score({"question": item["question"], "answer": item["gold_answer"]}, res.answer,
+                     res.abstained or failed, set(item["gold_numbers"]))
+    return {"figure_correct": s["correct"], "wrong_figure": s["wrong_figure"]}
 
 
 def judge(row: dict, item: dict, chat: ChatModel) -> dict:
@@ -154,7 +176,25 @@ def judge(row: dict, item: dict, chat: ChatModel) -> dict:
 
 
 def _key(r: dict) -> tuple:
-    return r["dataset"], r["split"], r["cell"], r["qid"]
+    """A row's identity: one greedy run per question and cell (`repeat` None), or one row per
+    sampled repeat."""
+    return r["dataset"], r["split"], r["cell"], r["qid"], r.get("repeat")
+
+
+def sampling(args: AgentEvalOptions, llm: LLMConfig) -> tuple[float, list[int]] | None:
+    """`--repeats K` (K > 1): the temperature (`--temperature`, else `llm.temperature` when
+    > 0, else `REPEAT_TEMPERATURE`) and the seed of each repeat; None: one greedy run."""
+    if args.repeats == 1:
+        return None
+    t = args.temperature or llm.temperature or REPEAT_TEMPERATURE
+    return t, [REPEAT_SEED + r for r in range(args.repeats)]
+
+
+def sampled(config: LLMConfig, temperature: float, seed: int) -> LLMConfig:
+    """The LLM settings of one sampled repeat: its temperature and seed are sent with every
+    call and are in the reply cache key (`llm.client`), so a repeat never reads a greedy
+    run's replies, nor another seed's."""
+    return config.model_copy(update={"temperature": temperature, "seed": seed})
 
 
 def run(args: AgentEvalOptions, meter: CallMeter | None = None,
@@ -185,14 +225,27 @@ def run(args: AgentEvalOptions, meter: CallMeter | None = None,
             model = make_chat_model(cfg.llm, args.home)
             where = ", ".join(cfg.llm.endpoints or (cfg.llm.base_url,))
             llm_meta = {"identity": model.model_id}
+
+            def repeat_model(t: float, seed: int) -> ChatModel:
+                return make_chat_model(sampled(cfg.llm, t, seed), args.home)
         else:
             # keyed by the model that answers (weights, build, variant, repacking), not the URL
             local = cfg.llm.model_copy(update={"server": server})
-            model = OpenAIChatModel(local, base_url=srv.base_url,
-                                    cache=ChatCache(Path(args.home) / "llm.sqlite"))
+            cache = ChatCache(Path(args.home) / "llm.sqlite")
+            model = OpenAIChatModel(local, base_url=srv.base_url, cache=cache)
             where = srv.base_url
             llm_meta = {"identity": model_identity(local)}
-        chat = MeteredChatModel(model, meter)
+
+            def repeat_model(t: float, seed: int) -> ChatModel:
+                return OpenAIChatModel(sampled(local, t, seed), base_url=srv.base_url,
+                                       cache=cache)
+        chat = MeteredChatModel(model, meter)  # greedy: the judges, and the agent of one run
+        sampling_ = sampling(args, llm or cfg.llm)
+        # the agent's model per repeat (None: the one greedy run); the judges stay greedy
+        agents = {None: (chat, {})} if sampling_ is None else {
+            r: (MeteredChatModel(repeat_model(sampling_[0], seed), meter),
+                {"repeat": r, "llm_seed": seed, "temperature": sampling_[0]})
+            for r, seed in enumerate(sampling_[1])}
         loaded = {d: load(d, args.split, args.n, args.seed, args.corpus_size.get(d))
                   for d in args.datasets}
         items = {d: v[0] for d, v in loaded.items()}
@@ -202,6 +255,9 @@ def run(args: AgentEvalOptions, meter: CallMeter | None = None,
                 items["tau2-banking"], chat, {q.id: q.text for q in ds.queries},
                 run_dir / f"openings-{args.split}.jsonl")
         llm_meta.update({"reply_cache_key": chat.model_id, "max_concurrency": conc,
+                         "repeats": None if sampling_ is None else {
+                             "k": args.repeats, "temperature": sampling_[0],
+                             "seeds": sampling_[1]},
                          **(local_server_meta(server) if srv is not None else {})})
         _write_meta(meta_path, args, cfg, where, overrides, loaded, llm_meta)
         if not args.judge_only:
@@ -210,7 +266,8 @@ def run(args: AgentEvalOptions, meter: CallMeter | None = None,
             pipes = {(d, g): build_pipeline(v[1], Path(args.home), {**overrides, "gate.mode": g},
                                             chat)
                      for d, v in loaded.items() for g in [GATE_DEFAULT, *gates] if searches}
-            _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path, conc, meter)
+            _agent_pass(args, cells, items, pipes, agents, chat, rows_path, judged_path, conc,
+                        meter)
         if not args.no_judge:
             _judge_pass(args, items, chat, rows_path, judged_path, conc, meter)
 
@@ -253,26 +310,29 @@ def _write_meta(meta_path: Path, args: AgentEvalOptions, cfg: RAGConfig, server:
     meta_path.write_text(json.dumps(meta, indent=2))
 
 
-def _pending(args, cells, items, done):  # noqa: ANN001, ANN202
-    """The (dataset, i, item, cell) not in `done`, questions interleaved across datasets."""
+def _pending(args, cells, items, done, repeats=(None,)):  # noqa: ANN001, ANN202
+    """The (dataset, i, item, cell, repeat) not in `done`, questions interleaved across
+    datasets, a question's repeats together (a run cut short has whole questions)."""
     for i in range(max(len(v) for v in items.values())):
         for d in args.datasets:
             if i >= len(items[d]):
                 continue
             for cell in cells:
-                if (d, args.split, cell, items[d][i]["qid"]) not in done:
-                    yield d, i, items[d][i], cell
+                for r in repeats:
+                    if (d, args.split, cell, items[d][i]["qid"], r) not in done:
+                        yield d, i, items[d][i], cell, r
 
 
-def _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path,  # noqa: ANN001
-                conc: int = 1, meter: CallMeter | None = None) -> None:
+def _agent_pass(args, cells, items, pipes, agents, chat, rows_path,  # noqa: ANN001
+                judged_path, conc: int = 1, meter: CallMeter | None = None) -> None:
     """Questions interleaved across datasets; each row is judged as soon as it is run, so a
     run cut by its budget leaves complete, paired rows. Up to `conc` questions (agent and
-    judges) at once; rows are written in the order above at any concurrency."""
+    judges) at once; rows are written in the order above at any concurrency. `agents`:
+    repeat -> (the agent's chat model, the row fields that name the repeat); `chat` judges."""
     done = {_key(r) for r in read_rows(rows_path)}
     judged = {_key(r) for r in read_rows(judged_path)}
     deadline = time.time() + args.budget_min * 60 if args.budget_min else None
-    n = sum(1 for _ in _pending(args, cells, items, done))
+    n = sum(1 for _ in _pending(args, cells, items, done, tuple(agents)))
     if n:
         print(f"agent pass: {n} question × cell runs to do. " + estimate_line(
             agent_cost(n), rates=measured_rates([Path(args.home) / "llm.sqlite"],
@@ -281,33 +341,35 @@ def _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path,  # noqa
     progress = Progress(n, lambda m: print(m, flush=True), "agent pass", meter)
 
     def tasks():  # noqa: ANN202 - drawn in this thread, so the budget is checked here
-        for d, i, item, cell in _pending(args, cells, items, done):
+        for d, i, item, cell, r in _pending(args, cells, items, done, tuple(agents)):
             if deadline and time.time() > deadline:
                 print(f"budget of {args.budget_min} min spent: stopping before "
                       f"{d} #{i} {cell}", flush=True)
                 return
-            yield d, i, item, cell
+            yield d, i, item, cell, r
 
     def run_one(task: tuple) -> tuple[dict, dict, str, float]:  # a worker: the LLM calls
-        d, i, item, cell = task
+        d, i, item, cell, r = task
+        agent_chat, repeat = agents[r]
         policy, mode, gate = parse_cell(cell)
         acfg = AgentConfig(policy=policy, mode=mode, max_steps=args.max_steps)
         tool = None if policy == "closed_book" else AgenticRAGTool(pipes[d, gate or GATE_DEFAULT])
         t0 = time.perf_counter()
-        res = run_agent(item["question"], chat, tool, acfg)
+        res = run_agent(item["question"], agent_chat, tool, acfg)
         row = {"dataset": d, "split": args.split, "cell": cell, "qid": item["qid"],
-               "i": i, **agent_row(res, item), "wall_s": time.perf_counter() - t0}
+               "i": i, **repeat, **agent_row(res, item), "wall_s": time.perf_counter() - t0}
         j = {}
         if not args.no_judge and _key(row) not in judged:
             j = {"dataset": d, "split": args.split, "cell": cell,
-                 "qid": item["qid"], **judge(row, item, chat)}
+                 "qid": item["qid"], **repeat, **judge(row, item, chat)}
         return row, j, res.answer, time.perf_counter() - t0
 
     for _, (row, j, answer, seconds) in map_calls(run_one, tasks(), conc):
         append_rows(rows_path, [row], _jsonable)
         if j:
             append_rows(judged_path, [j], _jsonable)
-        print(f"[{row['dataset']} #{row['i']} {row['cell']}] searches={row['searches']} "
+        rep = f" r{row['repeat']}" if "repeat" in row else ""
+        print(f"[{row['dataset']} #{row['i']} {row['cell']}{rep}] searches={row['searches']} "
               f"cites={row['citations']} bad={row['invalid_citations']} "
               f"{row['stop_reason']} correct={j.get('correct')} "
               f"halluc={j.get('hallucinated')} {seconds:.0f}s :: "
@@ -333,7 +395,8 @@ def _judge_pass(args, items, chat, rows_path, judged_path,  # noqa: ANN001
         row, item = task
         t0 = time.perf_counter()
         j = {"dataset": row["dataset"], "split": row["split"], "cell": row["cell"],
-             "qid": row["qid"], **judge(row, item, chat)}
+             "qid": row["qid"], **{k: row[k] for k in ("repeat", "llm_seed", "temperature")
+                                   if k in row}, **judge(row, item, chat)}
         return row, j, time.perf_counter() - t0
 
     for _, (row, j, seconds) in map_calls(one, todo, conc):
@@ -364,7 +427,7 @@ def evaluate(opts: AgentEvalOptions, meter: CallMeter | None = None,
     run_dir = Path(opts.runs_dir) / opts.run
     summary = summarize(run_dir)
     (run_dir / "summary.md").write_text(markdown(summary, "` then `".join(
-        reproduce(c) for c in _commands(run_dir, command_line(opts)))))
+        reproduce(c) for c in _commands(run_dir, command_line(opts)))) + repeats_markdown(run_dir))
     cols = ["dataset", "split", "cell", "n", "searched", "searches", "correct", "correct_vs_closed",
             "token_f1", "hallucinated", "citation_valid", "cites_served", "latency_p50_s"]
     with pd.option_context("display.width", 250, "display.max_columns", 30):
@@ -374,6 +437,22 @@ def evaluate(opts: AgentEvalOptions, meter: CallMeter | None = None,
             cmp.to_csv(run_dir / f"compare-{opts.compare}.csv", index=False)
             out(cmp.to_string(index=False))
     return summary
+
+
+def repeats_markdown(run_dir: Path) -> str:
+    """The pass^k section of `summary.md` for a run with repeats ("" without)."""
+    from agentic_rag.studies.agent_eval import repeats
+
+    if not (run_dir / "passk.csv").exists():
+        return ""
+    try:
+        per_q = pd.read_csv(run_dir / "passk.csv")
+    except pd.errors.EmptyDataError:
+        return ""
+    if "success" not in per_q:
+        return ""
+    return "\n" + repeats.markdown(repeats.passk_table(per_q),
+                                   pd.read_csv(run_dir / "repeats.csv"), repeats.flips(per_q))
 
 
 def _commands(run_dir: Path, current: str) -> list[str]:

@@ -1,13 +1,16 @@
 """The questions the agent evaluation asks and the references its judges read: the Python FAQ
 as it is; τ²-banking tasks as a framed scenario (or the customer's opening message written
-from it by the LLM) with a reference written from the task's gold actions."""
+from it by the LLM) with a reference written from the task's gold actions; the banking
+product questions (datasets/banking-products) as they are, with their gold figure."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from agentic_rag.datasets.qa import load_dataset
+from agentic_rag.datasets.base import Dataset
+from agentic_rag.datasets.qa import load_dataset, with_questions
+from agentic_rag.evaluation.support import numbers
 from agentic_rag.llm.client import OpenAIChatModel
 from agentic_rag.llm.types import LLMError
 
@@ -40,12 +43,48 @@ def banking_reference(actions_json: str) -> str:
         "; ".join(parts)
 
 
+PRODUCTS_DIR = Path("datasets/banking-products")  # relative to the repository root
+
+
+def banking_products(split: str, where: Path = PRODUCTS_DIR) -> Dataset:
+    """The banking product questions of `split` (dev | test | all: both files) over the
+    τ²-banking documents, as `question-eval` reads them: gold documents (`doc_ids`) and the
+    figure's span in them (`spans`)."""
+    from agentic_rag.datasets.corpora import banking_documents
+
+    base = Dataset(name="banking-products", corpus=banking_documents(), queries=[], qrels={})
+    parts = [with_questions(base, where / f"{s}.jsonl")
+             for s in (("dev", "test") if split == "all" else (split,))]
+    if len(parts) == 1:
+        return parts[0]
+    return base.model_copy(update={
+        "queries": [q for p in parts for q in p.queries],
+        **{f: {k: v for p in parts for k, v in getattr(p, f).items()}
+           for f in ("qrels", "spans", "fixed_split")}})
+
+
+def dataset(name: str) -> Dataset:
+    """A dataset by name, every question (the summary reads its gold): `load_dataset`'s, or
+    the banking product questions."""
+    return banking_products("all") if name == "banking-products" else load_dataset(name)
+
+
 def load(name: str, split: str, n: int, seed: int, corpus_size: int | None):  # noqa: ANN201
     """The sampled questions and the corpus to index: the whole corpus, or (corpus_size) the
     sampled questions' gold documents plus seeded distractors (`Dataset.sample`)."""
-    ds = load_dataset(name).split(split).sample(n, seed=seed, corpus_size=corpus_size)
+    whole = banking_products(split) if name == "banking-products" else load_dataset(name)
+    ds = whole.split(split).sample(n, seed=seed, corpus_size=corpus_size)
     out = []
+    by_id = {d.id: d for d in ds.corpus}
     for q in ds.queries:
+        if name == "banking-products":
+            # the judge reads the gold figure; `figure_correct` (no LLM) is the set's own score
+            out.append({"qid": q.id, "question": q.text, "judge_question": q.text,
+                        "reference": q.answers[0], "answers": [],
+                        "gold_answer": q.answers[0],
+                        "gold_numbers": sorted({x for d in ds.qrels.get(q.id, {})
+                                                for x in numbers(by_id[d].text)})})
+            continue
         if name == "tau2-banking":
             # the judge reads the outcome, not the 3,500-character scenario (prompt cost)
             out.append({"qid": q.id, "question": BANKING_FRAME.format(scenario=q.text),
