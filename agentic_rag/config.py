@@ -24,6 +24,7 @@ from agentic_rag.config_agent import (  # noqa: F401 - SupportConfig, SupportDet
     AgentConfig,
     SupportConfig,
     SupportDetector,
+    TracingConfig,
 )
 from agentic_rag.config_base import ConfigError, _Section  # noqa: F401 - re-exported
 from agentic_rag.config_llm import LLMConfig, ServerConfig  # noqa: F401 - ServerConfig re-exported
@@ -390,6 +391,7 @@ class RAGConfig(_Section):
     tiers: TiersConfig = TiersConfig()
     llm: LLMConfig = LLMConfig()
     agent: AgentConfig = AgentConfig()
+    tracing: TracingConfig = TracingConfig()
 
     @property
     def retrieval_calls_llm(self) -> bool:
@@ -407,7 +409,10 @@ class RAGConfig(_Section):
         """Stable content hash of the whole config: same values → same hash, whatever the key
         order in the file (recorded in run folders and the claims ledger). For an index's
         identity use `index_hash`, which leaves out every setting the index does not hold."""
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        data = self.to_dict()
+        if self.tracing == TracingConfig():  # where traces go changes no result: a default
+            data.pop("tracing")  # leaves the hashes of configs before the section unchanged
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:length]
 
     def index_hash(self, corpus_fingerprint: str, length: int = 12) -> str:

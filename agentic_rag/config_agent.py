@@ -1,5 +1,6 @@
 """The agent's configuration sections (`RAGConfig.agent`): the tool-use loop, its support
-gate and detector, and a conversation's session; and where a question ends and a ticket
+gate and detector, and a conversation's session; the traces of its runs (`RAGConfig.tracing`);
+and where a question ends and a ticket
 begins (`QUESTION_WORDS`), shared by the named lists of retrieval
 (`fusion.named_question_words`) and the gate's amount rule (`evaluation.figures.asks_amount`)."""
 
@@ -138,3 +139,17 @@ class AgentConfig(_Section):
     answer_max_tokens: int = Field(256, ge=16, le=8192)
     support: SupportConfig = SupportConfig()
     session: SessionConfig = SessionConfig()
+
+
+class TracingConfig(_Section):
+    """OpenTelemetry traces of agent runs (`agentic_rag/tracing.py`): where the spans of
+    `agent-eval`, `chat` and `conversations` go. The library alone records nothing."""
+
+    export: Literal["off", "file", "otlp"] = Field(
+        "file", description="file: OTLP-JSON lines in the run folder (traces.jsonl); otlp: sent "
+        "to `endpoint` over gRPC (Phoenix, MLflow, Jaeger, a collector), falling back to the "
+        "file, said once, when the endpoint does not answer; off: none (the API's no-op spans)")
+    endpoint: str = Field("127.0.0.1:4317", min_length=3,
+                          description="otlp: host:port of an OTLP/gRPC receiver")
+    insecure: bool = Field(True, description="otlp: plain gRPC, no TLS (a local receiver)")
+    timeout_s: float = Field(5.0, gt=0, le=60, description="otlp: seconds per export")

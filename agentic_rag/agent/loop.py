@@ -61,6 +61,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from agentic_rag import tracing
 from agentic_rag.agent import gate
 from agentic_rag.agent.result import AgentResult, AgentStep, parse_citations
 from agentic_rag.agent.support import answer_support
@@ -138,14 +139,19 @@ def _usage(reply: ChatReply) -> dict[str, Any]:
             "prompt_evaluated": reply.prompt_evaluated, "prompt_reused": reply.prompt_reused}
 
 
-def _run_tool(tool: AgenticRAGTool, args: Any) -> tuple[ToolOutput | None, dict | None, str | None]:
-    try:
-        parsed = SearchInput.model_validate_json(args) if isinstance(args, str) \
-            else SearchInput.model_validate(args)
-    except ValidationError as exc:
-        return None, None, f"invalid arguments: {exc.errors()[0]['msg']}"
-    return tool.search(parsed.query, parsed.max_results, parsed.focus_area), \
-        parsed.model_dump(), None
+def _run_tool(tool: AgenticRAGTool, args: Any, via: str
+              ) -> tuple[ToolOutput | None, dict | None, str | None]:
+    with tracing.execute_tool(TOOL_NAME, via) as span:
+        try:
+            parsed = SearchInput.model_validate_json(args) if isinstance(args, str) \
+                else SearchInput.model_validate(args)
+        except ValidationError as exc:
+            error = f"invalid arguments: {exc.errors()[0]['msg']}"
+            tracing.tool_done(span, None, error=error)
+            return None, None, error
+        output = tool.search(parsed.query, parsed.max_results, parsed.focus_area)
+        tracing.tool_done(span, parsed.model_dump(), output)
+        return output, parsed.model_dump(), None
 
 
 @dataclass(frozen=True)
@@ -178,7 +184,10 @@ def run_agent(question: str, chat: ChatModel, tool: AgenticRAGTool | None = None
     cfg = _resolve(config, policy=policy, mode=mode, max_steps=max_steps)
     if cfg.policy != "closed_book" and tool is None:
         raise ValueError(f"policy {cfg.policy!r} needs a tool (only closed_book runs without)")
-    return _AgentRun(question, chat, tool, cfg, turn).run()
+    with tracing.invoke_agent(question, cfg.policy, cfg.mode) as span:
+        res = _AgentRun(question, chat, tool, cfg, turn).run()
+        tracing.agent_done(span, res)
+    return res
 
 
 class _AgentRun:
@@ -283,10 +292,12 @@ class _AgentRun:
         """One more search for the missing fact, one more answer, checked again."""
         n = max((s.step for s in self.steps), default=0) + 1
         try:
-            if named and hasattr(self.tool, "search_within"):
-                output = self.tool.search_within(query, named)
-            else:
-                output = self.tool.search(query)
+            with tracing.execute_tool(TOOL_NAME, "gate") as span:
+                if named and hasattr(self.tool, "search_within"):
+                    output = self.tool.search_within(query, named)
+                else:
+                    output = self.tool.search(query)
+                tracing.tool_done(span, {"query": query}, output)
         except Exception as exc:  # noqa: BLE001 - a failed retry search: say so, abstain
             return res, check, [f"the search again for {query!r} failed: {exc!r}"]
         self._record(n, "gate", {"query": query}, output)
@@ -317,8 +328,11 @@ class _AgentRun:
         if self.cfg.policy == "closed_book":
             return self._closed_book()
         if self.cfg.policy == "retrieve_first":
-            output = self.first_search if self.first_search is not None \
-                else self.tool.search(self.question)
+            output = self.first_search  # a conversation's turn made it (and its span)
+            if output is None:
+                with tracing.execute_tool(TOOL_NAME, "policy") as span:
+                    output = self.tool.search(self.question)
+                    tracing.tool_done(span, {"query": output.query_used}, output)
             self._record(0, "policy", {"query": output.query_used}, output)
         decisions = max(self.cfg.max_steps - 1, 1 if self.cfg.policy == "tool_required" else 0)
         for n in range(1, decisions + 1):
@@ -434,7 +448,7 @@ class _AgentRun:
 
     # ---- tool execution -----------------------------------------------------------------
     def _execute(self, n: int, via: str, args: Any, reply: ChatReply) -> None:
-        output, parsed, error = _run_tool(self.tool, args)
+        output, parsed, error = _run_tool(self.tool, args, via)
         if output is None:
             self.steps.append(AgentStep(step=n, kind="invalid_call", via=via, error=error,
                                         **_usage(reply)))

@@ -40,13 +40,15 @@ chat, tool, cfg)` runs one turn on `run_agent` and appends it (`cfg.session`, `S
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentic_rag import tracing
 from agentic_rag.agent.loop import TurnContext, run_agent
 from agentic_rag.agent.result import AgentResult, passages_by_citation, strip_citations
-from agentic_rag.agent.tool import QUERY_MAX_CHARS, AgenticRAGTool, ToolOutput
+from agentic_rag.agent.tool import QUERY_MAX_CHARS, TOOL_NAME, AgenticRAGTool, ToolOutput
 from agentic_rag.config import AgentConfig
 from agentic_rag.config_agent import SessionConfig
 from agentic_rag.llm.types import ChatModel
@@ -124,6 +126,8 @@ class Session(BaseModel):
 
     turns: list[Turn] = Field(default_factory=list)
     history_from: int = 0
+    # the conversation's id in its traces (`gen_ai.conversation.id`); not in the JSON
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex, exclude=True)
 
     def state(self) -> ConversationState:
         """What the earlier turns hold for query building."""
@@ -242,7 +246,16 @@ def run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGTo
              cfg: AgentConfig | None = None) -> Turn:
     """One turn of `session` (module doc): the query from the history, a clarifying question
     or the agent's answer with the earlier turns in its prompt; the turn is appended to
-    `session` and returned. `tool` may be None only under the closed_book policy."""
+    `session` and returned. `tool` may be None only under the closed_book policy. The turn is
+    a `conversation_turn` span (`tracing`), its first search and the agent's run inside."""
+    with tracing.turn_span(session.id, len(session.turns) + 1, message) as span:
+        turn = _run_turn(session, message, chat, tool, cfg)
+        tracing.turn_done(span, turn)
+    return turn
+
+
+def _run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGTool | None,
+              cfg: AgentConfig | None) -> Turn:
     cfg = cfg or AgentConfig()
     scfg, t0 = cfg.session, time.perf_counter()
     message = " ".join(message.split())
@@ -270,7 +283,9 @@ def run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGTo
         if hasattr(tool, "served"):  # a replayed tool keeps no session
             tool.served.update(session.served_before(scfg.penalty_turns))
         if cfg.policy == "retrieve_first":
-            first = tool.search(built.query)
+            with tracing.execute_tool(TOOL_NAME, "policy") as span:
+                first = tool.search(built.query)
+                tracing.tool_done(span, {"query": first.query_used}, first)
             ask = clarify_after_search(built, served_passages(tool, [first]), scfg) \
                 if scfg.clarify == "rule" else None
             if ask is not None:

@@ -20,7 +20,9 @@ import json
 import os
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
+from agentic_rag import tracing
 from agentic_rag.config_llm import LLMConfig
 from agentic_rag.llm.cache import ChatCache, _cache_key, model_identity
 from agentic_rag.llm.types import CACHE_ONLY, CacheOnly, ChatModel, ChatReply, LLMError, ToolCall
@@ -62,8 +64,6 @@ class OpenAIChatModel:
         the reply a grammar-constrained call to it). `retry_malformed=False`: a reply asked to
         be JSON that does not parse raises `LLMError("malformed")` at once, so the caller
         decides (the agent retries once with a corrective message, not the same request)."""
-        import openai
-
         params: dict[str, Any] = {"temperature": self.config.temperature,
                                   "max_tokens": max_tokens or self.config.max_tokens}
         if self.config.seed is not None:  # in the cache key: a seed's replies are its own
@@ -80,6 +80,23 @@ class OpenAIChatModel:
             if tool_choice is not None:
                 params["tool_choice"] = tool_choice
         key = _cache_key(self.model_id, messages, params)
+        url = urlsplit(self.base_url or "")
+        with tracing.chat_span(self.config.model, "llama.cpp" if self.config.uses_local_server
+                               else "openai", url.hostname, url.port, params) as span:
+            try:
+                reply = self._reply(messages, params, key, want_json, json_schema,
+                                    retry_malformed)
+            except LLMError as exc:
+                tracing.chat_done(span, error=exc)
+                raise
+            tracing.chat_done(span, reply)
+        return reply
+
+    def _reply(self, messages: list[dict[str, Any]], params: dict[str, Any], key: str,
+               want_json: bool, json_schema: dict | None, retry_malformed: bool) -> ChatReply:
+        """The cached reply, else the endpoint's, with the retries of the module doc."""
+        import openai
+
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             return hit
         if CACHE_ONLY.get():

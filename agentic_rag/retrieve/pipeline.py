@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agentic_rag import tracing
 from agentic_rag.config import RAGConfig
 from agentic_rag.documents import Hit
 from agentic_rag.llm.chat import make_chat_model
@@ -118,6 +119,15 @@ class Pipeline:
                  previous_retrievals: Sequence[str] = (),
                  served: set[str] | None = None, k: int | None = None,
                  ) -> tuple[RetrievalIntent, RetrievalResult]:
+        """The intent of `message` and its hits, within a `retrieval` span (`tracing`)."""
+        with tracing.retrieval(message, self.config.home) as span:
+            intent, result = self._retrieve(message, agent_state, previous_retrievals, served, k)
+            tracing.retrieval_done(span, result)
+        return intent, result
+
+    def _retrieve(self, message: str, agent_state: dict[str, Any] | None,
+                  previous_retrievals: Sequence[str], served: set[str] | None, k: int | None,
+                  ) -> tuple[RetrievalIntent, RetrievalResult]:
         intent = self.usable_filters(
             self.builder.build_query(message, agent_state, previous_retrievals))
         filters = intent.filters if self.config.query.filter_mode != "off" else None
