@@ -245,6 +245,29 @@ def processor_class(flags: str | None = None) -> str:
     return next(name for name, need in PROCESSOR_CLASSES if have.issuperset(need))
 
 
+def processor_info() -> dict[str, Any]:
+    """This processor as a speed figure records it (docs/MEASURE: speed figures name their
+    processor): vendor, family/model/stepping, model name, feature flags, `processor_class`,
+    and the CPUs this process may use."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    first: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if not sep:
+            if first:
+                break  # one processor's block
+            continue
+        first.setdefault(key.strip(), value.strip())
+    flags = first.get("flags")
+    return {"vendor": first.get("vendor_id"), "family": first.get("cpu family"),
+            "model": first.get("model"), "stepping": first.get("stepping"),
+            "model_name": first.get("model name"), "processor_class": processor_class(flags),
+            "cpus": len(os.sched_getaffinity(0)), "flags": sorted((flags or "").split())}
+
+
 def _cpu_signature() -> str:
     """This processor as the variant probe remembers it: model name and feature flags."""
     try:

