@@ -59,6 +59,7 @@ OWN_ATTRIBUTES = {
     "agentic_rag.split": "agent-eval: its split",
     "agentic_rag.cell": "agent-eval: the cell, policy:mode[:gate]",
     "agentic_rag.question.id": "agent-eval: the question's id (rows.jsonl's qid)",
+    "agentic_rag.repeat": "agent-eval --repeats: the repeat's number (absent for a greedy run)",
     "agentic_rag.question": "the question (a conversation turn: the user's message)",
     "agentic_rag.answer": "the final answer",
     "agentic_rag.policy": "AgentConfig.policy",
@@ -98,9 +99,10 @@ def tracer() -> trace.Tracer:
 # ---- the spans --------------------------------------------------------------------------------
 @contextmanager
 def labels(**values: Any) -> Iterator[None]:
-    """Add `agentic_rag.<key>` attributes (`OWN_ATTRIBUTES`) to the `invoke_agent` spans begun
-    inside: `with labels(dataset=..., split=..., cell=..., **{"question.id": qid})`."""
-    token = _labels.set((*_labels.get(), *((f"agentic_rag.{k}", v) for k, v in values.items())))
+    """Add `agentic_rag.<key>` attributes (`OWN_ATTRIBUTES`; None values left out) to the
+    `invoke_agent` spans begun inside: `with labels(dataset=..., **{"question.id": qid})`."""
+    token = _labels.set((*_labels.get(), *((f"agentic_rag.{k}", v) for k, v in values.items()
+                                           if v is not None)))
     try:
         yield
     finally:

@@ -220,3 +220,66 @@ def test_the_file_export_matches_the_sdk_spans_ids(tmp_path):
                                            for k, v in sdk["inner"].attributes.items()}
     line = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
     assert line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["kind"] == 1  # INTERNAL, an int
+
+
+def test_agent_eval_writes_a_trace_that_reads_back_into_its_rows(tmp_path, monkeypatch):
+    """The command's default: `traces.jsonl` in the run folder, one `invoke_agent` span per
+    row with the row's keys, the same searches and passages as rows.jsonl (a stub LLM and the
+    hashing embedder on a 12-document slice of the Python FAQ)."""
+    import yaml
+
+    from agentic_rag.studies.agent_eval import run as agent_eval_run
+
+    monkeypatch.setattr(agent_eval_run, "AgenticIndex",
+                        lambda cfg: AgenticIndex(cfg, embedder=HashingEmbedder()))
+
+    from agentic_rag.jsonl import read_rows
+    from agentic_rag.studies.agent_eval.options import AgentEvalOptions
+    from agentic_rag.studies.agent_eval.run import run
+
+    from .test_endpoints import CountingStub
+
+    stub = CountingStub().start()
+    try:
+        cfg = tmp_path / "llm.yaml"
+        cfg.write_text(yaml.safe_dump({"llm": {"base_url": stub.base_url, "model": "echo-1",
+                                               "max_retries": 0, "max_tokens": 24}}))
+        run(AgentEvalOptions(run="r", runs_dir=str(tmp_path / "runs"), home=str(tmp_path / "h"),
+                             datasets=("python-faq",), split="dev", n=3,
+                             cells=("retrieve_first:native", "closed_book:native"),
+                             config=str(cfg), no_judge=True, corpus_size={"python-faq": 12}),
+            llm=RAGConfig.load(cfg).llm)
+    finally:
+        stub.stop()
+    run_dir = tmp_path / "runs" / "r"
+    rows = read_rows(run_dir / "rows.jsonl")
+    got = {(q["agentic_rag.cell"], q["agentic_rag.question.id"]): q
+           for q in tracing.questions(tracing.read_spans(run_dir / "traces.jsonl"))}
+    assert len(rows) == 6 and set(got) == {(r["cell"], r["qid"]) for r in rows}
+    for r in rows:
+        q = got[r["cell"], r["qid"]]
+        assert [s["query"] for s in q["searches"]] == r["queries"]
+        assert q["served"] == r["served"]
+        assert q["agentic_rag.stop_reason"] == r["stop_reason"]
+    assert sum(len(r["served"]) for r in rows) > 0
+    assert tracing.unknown_attributes(tracing.read_spans(run_dir / "traces.jsonl")) == []
+
+
+def test_chat_traces_each_turn_into_a_file_under_home(tmp_path, stub_llm):
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli.main import app
+
+    from .test_chat import _config
+
+    script = tmp_path / "turns.txt"
+    script.write_text("What is a list?\nHow do I sort it?\n")
+    res = CliRunner().invoke(app, ["chat", "--script", str(script), "-c",
+                                   str(_config(tmp_path, stub_llm.base_url)), "--no-serve"])
+    assert res.exit_code == 0, res.output
+    [path] = (tmp_path / "home" / "chats").glob("*/traces.jsonl")
+    assert f"traces: {path}" in res.output
+    spans = tracing.read_spans(path)
+    turns = [s for s in spans if s["name"] == "conversation_turn"]
+    assert [t["attributes"]["agentic_rag.turn.n"] for t in turns] == [1, 2]
+    assert sum(s["name"].startswith("chat ") for s in spans) == 2  # closed_book: one call a turn

@@ -7,13 +7,16 @@ is an error naming the file and the line, and nothing is printed. `--json` print
 object per turn (`turn_record`): the query built from the history, the queries searched,
 the answer, abstained / clarifying, and the passages served to the model (source document,
 chunk id, text) with the ids the answer cites. The local LLM is started or reused as `ask`
-does. The session and its rules: `agentic_rag/agent/session.py`.
+does. The session and its rules: `agentic_rag/agent/session.py`. Each turn is traced
+(`tracing.export`, default file: `<home>/chats/<date-time>/traces.jsonl`, named at the end
+unless `--json`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import nullcontext
 from pathlib import Path
@@ -113,6 +116,7 @@ def chat(config: ConfigOpt = None, home: HomeOpt = None,
                           ] = True) -> None:
     """A conversation with the agent over the index: each turn's search query is built from
     the earlier turns, which the model reads before the new one."""
+    from agentic_rag import tracing
     from agentic_rag.agent.session import MESSAGE_MAX_CHARS, Session, run_turn
     from agentic_rag.agent.tool import AgenticRAGTool
     from agentic_rag.llm.server import serve_local
@@ -127,7 +131,9 @@ def chat(config: ConfigOpt = None, home: HomeOpt = None,
     server = serve_local(cfg.llm, cfg.home, log=lambda m: typer.echo(m, err=True)) if serve \
         else nullcontext()
     session = Session()
-    with server:
+    folder = Path(cfg.home) / "chats" / time.strftime("%Y%m%d-%H%M%S")
+    with server, tracing.recording(cfg.tracing, folder,
+                                   say=lambda m: typer.echo(m, err=True)) as traces:
         pipe = Pipeline(cfg)
         if cfg.agent.policy != "closed_book" and pipe.index.count() == 0:
             _fail(f"the index at {cfg.home} is empty: run `agentic-rag index` first")
@@ -144,3 +150,5 @@ def chat(config: ConfigOpt = None, home: HomeOpt = None,
                     _echo_turn(turn)
         except KeyboardInterrupt:  # Ctrl-C: the turns printed so far stand
             typer.echo("", err=True)
+    if traces is not None and traces.exists() and not json_out:  # --json: JSON lines only
+        typer.echo(f"traces: {traces}", err=True)

@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from agentic_rag import tracing
 from agentic_rag.agent.loop import run_agent
 from agentic_rag.agent.result import AgentResult
 from agentic_rag.agent.tool import AgenticRAGTool
@@ -266,8 +267,11 @@ def run(args: AgentEvalOptions, meter: CallMeter | None = None,
             pipes = {(d, g): build_pipeline(v[1], Path(args.home), {**overrides, "gate.mode": g},
                                             chat)
                      for d, v in loaded.items() for g in [GATE_DEFAULT, *gates] if searches}
-            _agent_pass(args, cells, items, pipes, agents, chat, rows_path, judged_path, conc,
-                        meter)
+            # traces of the agent pass (`tracing.export`, default file: <run>/traces.jsonl)
+            trace_cfg = RAGConfig.load(args.config).tracing if args.config else cfg.tracing
+            with tracing.recording(trace_cfg, run_dir):
+                _agent_pass(args, cells, items, pipes, agents, chat, rows_path, judged_path,
+                            conc, meter)
         if not args.no_judge:
             _judge_pass(args, items, chat, rows_path, judged_path, conc, meter)
 
@@ -355,7 +359,9 @@ def _agent_pass(args, cells, items, pipes, agents, chat, rows_path,  # noqa: ANN
         acfg = AgentConfig(policy=policy, mode=mode, max_steps=args.max_steps)
         tool = None if policy == "closed_book" else AgenticRAGTool(pipes[d, gate or GATE_DEFAULT])
         t0 = time.perf_counter()
-        res = run_agent(item["question"], agent_chat, tool, acfg)
+        with tracing.labels(dataset=d, split=args.split, cell=cell, repeat=repeat.get("repeat"),
+                            **{"question.id": item["qid"]}):
+            res = run_agent(item["question"], agent_chat, tool, acfg)
         row = {"dataset": d, "split": args.split, "cell": cell, "qid": item["qid"],
                "i": i, **repeat, **agent_row(res, item), "wall_s": time.perf_counter() - t0}
         j = {}
