@@ -138,9 +138,15 @@ PACK_SERVER = {"llm.server.cpu_variant": "zen4", "llm.server.repack": True}
 
 def repacks(config: ServerConfig, variant: str | None) -> bool:
     """Whether the llama-server `config` runs, on CPU `variant`, repacks the weights
-    (`llm.server.repack`; None: not for `PLAIN_KERNELS_FASTER`). The two round differently,
-    so the reply cache keys on it (`cache.model_identity`)."""
-    return config.repack if config.repack is not None else variant not in PLAIN_KERNELS_FASTER
+    (`llm.server.repack`; None: the table's setting, else not for `PLAIN_KERNELS_FASTER`). The two round differently,
+    so the reply cache keys on it (`cache.model_identity`). The fastest-path table
+    (`fast_path.FASTEST`) may set it for this processor class; the setting overrides it."""
+    if config.repack is not None:
+        return config.repack
+    from agentic_rag.llm.fast_path import fastest_path
+
+    table = fastest_path().repack
+    return table if table is not None else variant not in PLAIN_KERNELS_FASTER
 
 
 def served_repacks(config: ServerConfig) -> bool:

@@ -33,7 +33,9 @@ def model_identity(config: LLMConfig, base_url: str | None = None,
       it runs (`llama_build`, or `build` when given: a variant's kernels round differently,
       so its greedy answers can differ; `+no-repack` when a llama-server runs ggml's plain
       kernels, `binary.repacks`) and the server settings that can change a reply
-      (context size, chat format, threads);
+      (context size, chat format, threads); for a llama-server, the fastest path's converted
+      weights (`<model>:<format>@<sha256>`) and batch sizes when they are not today's
+      (`fast_path.weights_identity` / `settings_identity`);
     - a hosted endpoint (`llm.base_url` set, called there) or any endpoint of a pool
       (`llm.endpoints`): `llm.model`, the model name the endpoint serves (put the version
       in it, e.g. `gpt-4o-2024-08-06`), so a reply is found whichever endpoint made it;
@@ -54,13 +56,16 @@ def model_identity(config: LLMConfig, base_url: str | None = None,
             weights = f"gguf:{(digest or _file_sha256)(p)}" if p.is_file() else f"missing:{p}"
         if s.binary:  # llama-server: its build, and its slots (batched sequences can differ)
             from agentic_rag.llm.binary import served_binary, served_repacks
+            from agentic_rag.llm.fast_path import settings_identity, weights_identity
 
+            # the processor's fastest path (fast_path): converted weights, other batch sizes
+            weights = weights_identity(s) or weights
             built = (build or (lambda: llama_build(served_binary(s))))()
             if not served_repacks(s):  # plain kernels round differently
                 built += "+no-repack"
             return (f"{weights}|build={built}"
                     f"|n_ctx={s.n_ctx}|chat_format={s.chat_format}|n_threads={s.n_threads}"
-                    f"|slots={s.slots}")
+                    f"|slots={s.slots}{settings_identity(s)}")
         return (f"{weights}|build={(build or llama_build)()}|n_ctx={s.n_ctx}"
                 f"|chat_format={s.chat_format}|n_threads={s.n_threads}")
     if config.base_url is not None and base_url in (None, config.base_url):

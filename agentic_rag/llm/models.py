@@ -116,6 +116,17 @@ def resolve_model(model: str, cache_dir: str | Path | None = None) -> Path:
     return target
 
 
+def model_path(model: str, cache_dir: str | Path | None = None) -> Path:
+    """Where `resolve_model` finds `model`'s file, without joining or hashing it (a running
+    server's `--model` is compared with it)."""
+    if Path(model).suffix == ".gguf" or model not in MODELS:
+        return Path(model)
+    spec = MODELS[model]
+    if len(spec.packages) == 1:
+        return package_file(spec.packages[0], spec.files[0], spec.install, ModelMissing)
+    return Path(cache_dir or models_dir()) / spec.name
+
+
 # ---- weight formats converted once ----------------------------------------------------
 # the formats a shipped model can be converted to (llama-quantize's type names): ggml's
 # Q4_0 and Q8_0 matrix products have AVX2 kernels (and repacked layouts) that its K-quants lack
@@ -146,7 +157,7 @@ def converted_model(model: str, fmt: str, cache_dir: str | Path | None = None,
         raise ModelMissing(f"llm.server.model {model!r}: only a named model ({sorted(MODELS)}) "
                            "is converted to another weight format")
     spec = MODELS[model]
-    if fmt not in WEIGHT_FORMATS:
+    if fmt not in (*WEIGHT_FORMATS, spec.weights):
         raise ModelMissing(f"weight format {fmt!r}: not one of {WEIGHT_FORMATS}")
     if fmt == spec.weights:
         return resolve_model(model, cache_dir), {"format": fmt, "sha256": spec.sha256,

@@ -17,6 +17,10 @@ same vendored llama.cpp, `make llama-server`): it returns top_logprobs without c
 prompt position's logits (llama-cpp-python needs `logits_all=True` for them, which slows
 prompt evaluation) and decodes `llm.server.slots` sequences at once.
 
+The llama-server runs the fastest correct path the committed table names for this processor
+class (`fast_path.chosen_path`: weight format, repack, batch sizes, flash attention; today's
+default where a class is unmeasured), said in the start log.
+
 `llama_build_info()` / `server_binary_info(binary)` (the llama.cpp build and CPU variant) and
 `server_settings(config)` (the settings that change outputs) are what a run records about its
 local LLM; `build_info(config)` picks the one that serves.
@@ -53,7 +57,8 @@ from agentic_rag.llm.binary import (
     served_repacks,
     server_binary_info,
 )
-from agentic_rag.llm.models import resolve_model
+from agentic_rag.llm.fast_path import chosen_path, describe, served_weights
+from agentic_rag.llm.models import model_path, resolve_model
 
 logger = logging.getLogger(__name__)
 
@@ -69,8 +74,13 @@ def _port_open(host: str, port: int, timeout: float = 1.0) -> bool:
 LAUNCHER = "agentic_rag.llm.launch"
 # llama_cpp.server's defaults that change outputs or speed and that `command` does not set
 _SERVER_DEFAULTS = {"n_batch": 512, "n_ubatch": 512, "flash_attn": False, "logits_all": True}
-# what `command` passes a llama-server binary: llama_cpp.server's batch sizes and attention
-_BINARY_DEFAULTS = {"n_batch": 512, "n_ubatch": 512, "flash_attn": False}
+
+
+def _binary_settings(config: ServerConfig) -> dict[str, Any]:
+    """What `command` passes a llama-server binary: the chosen path's batch sizes and
+    attention (`fast_path.chosen_path`; today's: llama_cpp.server's 512 / 512 / off)."""
+    p = chosen_path(config)
+    return {"n_batch": p.n_batch, "n_ubatch": p.n_ubatch, "flash_attn": p.flash_attn}
 
 
 def _launcher(python: str | None) -> tuple[list[str], dict[str, str] | None]:
@@ -118,9 +128,10 @@ def server_settings(config: ServerConfig) -> dict[str, Any]:
     """The server settings that change outputs or speed: slots (llama_cpp.server serves one
     request at a time), context size, threads, chat format, and llama_cpp.server's defaults
     (overridden by its N_BATCH / N_UBATCH / FLASH_ATTN environment variables when set); for a
-    llama-server binary the same batch sizes and flash-attention setting, which `command`
-    passes explicitly, whether it repacks the weights (`binary.repacks`; the setting as
-    configured when its build cannot be inspected), and no `logits_all`."""
+    llama-server binary the chosen path's batch sizes and flash-attention setting, which
+    `command` passes explicitly, whether it repacks the weights (`binary.repacks`; the setting
+    as configured when its build cannot be inspected), no `logits_all`, and the path
+    (`fast_path.describe`: processor class, weight format, where the choice comes from)."""
     if config.binary:
         try:
             repack: bool | None = served_repacks(config)
@@ -128,11 +139,31 @@ def server_settings(config: ServerConfig) -> dict[str, Any]:
             repack = config.repack
         return {"server": server_kind(config), "slots": config.slots, "n_ctx": config.n_ctx,
                 "n_threads": config.n_threads, "n_threads_batch": config.n_threads,
-                "chat_format": config.chat_format, **_BINARY_DEFAULTS, "repack": repack}
+                "chat_format": config.chat_format, **_binary_settings(config), "repack": repack,
+                **describe(config)}
     env = {k: os.environ[k.upper()] for k in _SERVER_DEFAULTS if k.upper() in os.environ}
     return {"server": server_kind(config), "slots": 1, "n_ctx": config.n_ctx,
             "n_threads": config.n_threads, "n_threads_batch": config.n_threads,
             "chat_format": config.chat_format, **_SERVER_DEFAULTS, **env}
+
+
+# the llama-server flags a reused server must share with this config's command
+PATH_FLAGS = ("--model", "--batch-size", "--ubatch-size", "--flash-attn")
+
+
+def differing_args(theirs: list[str], ours: list[str], flags: tuple[str, ...] = PATH_FLAGS) -> str:
+    """The `flags` whose values differ between two llama-server command lines (a model file
+    compared by its resolved path), as `--flag theirs != ours`; "" when none do. A flag missing
+    from `theirs` is llama-server's default, not compared."""
+    def value(cmd: list[str], flag: str) -> str | None:
+        hits = [cmd[i + 1] for i, a in enumerate(cmd[:-1]) if a == flag]
+        if not hits:
+            return None
+        return str(Path(hits[-1]).resolve()) if flag == "--model" else hits[-1]
+
+    out = [f"{f} {value(theirs, f)} != {value(ours, f)}" for f in flags
+           if value(theirs, f) is not None and value(theirs, f) != value(ours, f)]
+    return "; ".join(out)
 
 
 _WARNED: set[str] = set()
@@ -213,6 +244,12 @@ class LlamaServer:
                 f"the {loaded!r} CPU variant (pid {pid}), but this config runs {want!r} "
                 f"(llm.server.cpu_variant = {c.cpu_variant!r}): its replies would be cached "
                 "under the wrong build. Stop that server or set llm.server.port to a free port")
+        if loaded is not None and (differ := self._differing_args(pid)):
+            raise ServerError(
+                f"{c.host}:{c.port} already serves {self.alias!r} from a llama-server (pid {pid}) "
+                f"run another way than this config's path: {differ}. Its replies would be "
+                "cached under the wrong identity: stop that server or set llm.server.port to a "
+                "free port")
         theirs_repack = served_repack(pid) if loaded is not None else None
         if theirs_repack is not None and theirs_repack != (want_repack := repacks(c, loaded)):
             raise ServerError(
@@ -220,6 +257,16 @@ class LlamaServer:
                 f"{'repacks' if theirs_repack else 'does not repack'} its weights (pid {pid}), but "
                 f"this config's does{'' if want_repack else ' not'} (llm.server.repack = {c.repack!r}): "
                 "the two round differently. Stop that server or set llm.server.port to a free port")
+
+    def _differing_args(self, pid: int) -> str:
+        """How the llama-server `pid` was started otherwise than this config's path would start
+        it: its model file, batch sizes or flash attention ("" when alike or unreadable)."""
+        try:
+            theirs = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        except OSError:
+            return ""
+        model = served_weights(self.config)[0] or model_path(self.config.model)
+        return differing_args(theirs, self.command(model))
 
     def _already_serving(self) -> bool:
         """True when a server with our alias answers on the port; False when the port is free.
@@ -243,7 +290,7 @@ class LlamaServer:
     def command(self, model_path: Path) -> list[str]:
         c = self.config
         if c.binary:  # each slot gets n_ctx tokens; no web UI; the defaults that change outputs
-            d = _BINARY_DEFAULTS
+            d = _binary_settings(c)
             exe = Path(served_binary(c)).absolute()  # runs from its folder (see `start`)
             cmd = [str(exe), "--model", str(Path(model_path).absolute()), "--alias", self.alias,
                    "--host", c.host, "--port", str(c.port), "--ctx-size", str(c.n_ctx * c.slots),
@@ -272,10 +319,14 @@ class LlamaServer:
         binary = served_binary(self.config)
         if binary:
             info = server_binary_info(binary)  # a missing or broken binary: its own error
-            logger.info("local LLM: llama-server %s, CPU variant %s, %s", info["version"],
+            path = describe(self.config)
+            logger.info("local LLM: llama-server %s, CPU variant %s, %s, weights %s, batch %d/%d, "
+                        "flash attention %s (%s processor: %s)", info["version"],
                         info["cpu_variant"] or "linked in",
                         "weights repacked" if repacks(self.config, info["cpu_variant"])
-                        else "plain kernels")
+                        else "plain kernels", path["weights"], path["n_batch"], path["n_ubatch"],
+                        "on" if path["flash_attn"] else "off", path["processor_class"],
+                        path["path_source"])
         else:
             if self.python is None:
                 try:
@@ -286,7 +337,8 @@ class LlamaServer:
                                       "builds it (or `pip install "
                                       "'llama-cpp-python[server]==0.3.36'`, gcc)") from None
             _warn_portable_fallback()
-        model_path = resolve_model(self.config.model)
+        model_path = (served_weights(self.config)[0] if binary else None) or resolve_model(
+            self.config.model)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(self.command(model_path), stdout=log,
