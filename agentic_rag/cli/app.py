@@ -61,6 +61,16 @@ MlflowOpt = Annotated[str | None, typer.Option(
     "tracking URI (http://HOST:PORT, sqlite:///FILE.db); an unreachable one fails nothing")]
 
 
+def log_mlflow(uri: str | None, run_dirs: list[Path], extra: tuple[Path, ...] = ()) -> None:
+    """After a command's run: its finished folders (those with a summary.csv) to MLflow when
+    --mlflow was given (`experiments.mlflow_log.log_folders`: a dead store is said, not raised)."""
+    if uri:
+        from agentic_rag.experiments.mlflow_log import log_folders
+
+        log_folders([d for d in map(Path, run_dirs) if (d / "summary.csv").exists()], uri,
+                    typer.echo, extra)
+
+
 class OptionalURI(TyperCommand):
     """A command whose `--mlflow` takes an optional URI: `--mlflow` alone (at the end, before
     another option, or before a word with no `://`, such as a spec path) means the default

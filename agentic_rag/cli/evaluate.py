@@ -25,6 +25,7 @@ from agentic_rag.cli.app import (
     _fail,
     _stopped_at_cap,
     app,
+    log_mlflow,
 )
 from agentic_rag.experiments.llm_cost import cap_message
 from agentic_rag.studies.agent_eval.options import BANKING_QUESTIONS, SPLITS
@@ -94,10 +95,7 @@ def sweep(spec: Path,
         typer.echo("")
         print_chosen(out, typer.echo)
     typer.echo(f"\nfiles in {res.run_dir}/:\n  " + ", ".join(files))
-    if mlflow:
-        from agentic_rag.experiments.mlflow_log import log_folders
-
-        log_folders([res.run_dir], mlflow, typer.echo)
+    log_mlflow(mlflow, [res.run_dir])
 
 
 @app.command()
@@ -159,12 +157,9 @@ def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks t
     typer.echo(ledger[["claim", "dataset", "n_queries", "relative_effect", "ci_low", "ci_high",
                        "verdict"]].to_string(index=False))
     typer.echo(f"report: {out / 'REPORT.md'}")
-    if mlflow:  # each claim's run folder (under experiments/runs), one experiment per spec
-        from agentic_rag.experiments.mlflow_log import log_folders
-
-        runs = [Path("experiments/runs") / r for r in dict.fromkeys(ledger.get("run", []))
-                if isinstance(r, str) and (Path("experiments/runs") / r / "summary.csv").exists()]
-        log_folders(runs, mlflow, typer.echo)
+    # each claim's run folder (under experiments/runs), one experiment per spec
+    log_mlflow(mlflow, [Path("experiments/runs") / r for r in dict.fromkeys(ledger.get("run", []))
+                        if isinstance(r, str)])
 
 
 AE = AGENT_EVAL_DEFAULTS
@@ -256,10 +251,7 @@ def agent_eval_cmd(
             judge_only=judge_only, summarize_only=summarize_only, compare=compare,
             repeats=repeats, temperature=temperature)
         evaluate(opts, out=typer.echo)
-        if mlflow and (Path(runs_dir) / run / "summary.csv").exists():
-            from agentic_rag.experiments.mlflow_log import log_folders
-
-            log_folders([Path(runs_dir) / run], mlflow, typer.echo)
+        log_mlflow(mlflow, [Path(runs_dir) / run])
     except LLMCallCap as stop:
         rows = len(read_rows(Path(runs_dir) / run / "rows.jsonl"))
         typer.echo(cap_message(stop, f"{rows} rows in {Path(runs_dir) / run}",

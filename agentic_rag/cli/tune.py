@@ -20,6 +20,7 @@ from agentic_rag.cli.app import (
     _fail,
     _stopped_at_cap,
     app,
+    log_mlflow,
 )
 from agentic_rag.ingest.readers import FORMATS
 
@@ -94,8 +95,6 @@ def tune(
                f"{res.paths['config']}")
     typer.secho(f"serve it: agentic-rag serve --config {res.paths['config']}",
                 fg=typer.colors.GREEN)
-    if mlflow:  # the dev and test sweeps, each with the tuned config, report and plot
-        from agentic_rag.experiments.mlflow_log import log_folders
-
-        log_folders([res.paths["dev_run"], res.paths["test_run"]], mlflow, typer.echo,
-                    extra=[res.paths[k] for k in ("config", "report", "plot")])
+    # the dev and test sweeps, each with the tuned config, report and plot
+    log_mlflow(mlflow, [res.paths["dev_run"], res.paths["test_run"]],
+               tuple(res.paths[k] for k in ("config", "report", "plot")))

@@ -49,7 +49,7 @@ def row_metrics(row: pd.Series) -> dict[str, float]:
     JSON distributions and empty cells are not metrics."""
     out: dict[str, float] = {}
     for col, value in row.items():
-        if col in ID_COLUMNS or isinstance(value, bool):
+        if col in ID_COLUMNS or pd.api.types.is_bool(value):
             continue
         if isinstance(value, str):
             m = _CI.match(value)
@@ -179,7 +179,8 @@ def log_run_folder(run_dir: str | Path, uri: str = DEFAULT_URI, experiment: str 
         client = MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(name)
         exp_id = found.experiment_id if found else client.create_experiment(
-            name, artifact_location=_artifact_location(uri, name))
+            name, artifact_location=_artifact_location(uri, name),
+            tags={"mlflow.experimentKind": "custom_model_development"})  # the UI opens its runs
         done = client.search_runs([exp_id], f"tags.`{RUN_FOLDER_TAG}` = '{folder['dir'].name}'",
                                   max_results=1000)
         if done:
