@@ -85,15 +85,16 @@ OWN_ATTRIBUTES = {
     "agentic_rag.support.threshold": "support below it is unsupported",
 }
 
-_recording: Any = None  # the SDK's TracerProvider of `recording` (the SDK is imported there)
+_recording: Any = None  # the tracer of `recording`'s SDK TracerProvider (imported there)
+# the API's tracer: a proxy, a no-op until an application sets a global provider
+_api_tracer = trace.get_tracer(TRACER_NAME)
 _labels: ContextVar[tuple[tuple[str, Any], ...]] = ContextVar("agentic_rag_trace_labels",
                                                               default=())
 
 
 def tracer() -> trace.Tracer:
     """The recording's tracer, else the API's (a no-op unless the application set a provider)."""
-    return _recording.get_tracer(TRACER_NAME) if _recording is not None \
-        else trace.get_tracer(TRACER_NAME)
+    return _recording if _recording is not None else _api_tracer
 
 
 # ---- the spans --------------------------------------------------------------------------------
@@ -373,6 +374,15 @@ def reachable(endpoint: str, timeout_s: float = 1.0) -> bool:
         return False
 
 
+def _batch(exporter):  # noqa: ANN001, ANN202
+    """Spans exported from a background thread, in batches at most a second apart (one line,
+    one fsync, per batch: a line and an fsync per span cost ~25 ms a question,
+    benchmarks/trace_overhead.py); a process killed hard loses at most that second's."""
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    return BatchSpanProcessor(exporter, schedule_delay_millis=1000)
+
+
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -388,7 +398,6 @@ def recording(config: TracingConfig, folder: str | Path,
         return
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
     FileExporter, FallbackExporter = _exporters()
     path = Path(folder) / FILE_NAME
@@ -398,18 +407,18 @@ def recording(config: TracingConfig, folder: str | Path,
     if config.export == "otlp" and not reachable(config.endpoint, min(config.timeout_s, 2.0)):
         say(f"tracing: the OTLP endpoint {config.endpoint} does not answer; writing the "
             f"traces to {path} instead")
-        provider.add_span_processor(SimpleSpanProcessor(FileExporter(path)))
+        provider.add_span_processor(_batch(FileExporter(path)))
     elif config.export == "otlp":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
         primary = OTLPSpanExporter(endpoint=config.endpoint, insecure=config.insecure,
                                    timeout=config.timeout_s)
-        provider.add_span_processor(BatchSpanProcessor(
+        provider.add_span_processor(_batch(
             FallbackExporter(primary, FileExporter(path), say, config.endpoint)))
         out = None
     else:
-        provider.add_span_processor(SimpleSpanProcessor(FileExporter(path)))
-    before, _recording = _recording, provider
+        provider.add_span_processor(_batch(FileExporter(path)))
+    before, _recording = _recording, provider.get_tracer(TRACER_NAME)
     try:
         yield out
     finally:
