@@ -77,6 +77,9 @@ def test_a_faster_path_is_run_recorded_and_keyed_apart(tmp_path, monkeypatch):
     s = server_settings(cfg)
     assert (s["weights"], s["n_ubatch"], s["flash_attn"], s["repack"]) == ("Q8_0", 256, True, True)
     assert s["path_source"] == "measured"
+    from agentic_rag.experiments.llm_cost import local_server_meta  # what run folders' meta.json holds
+
+    assert local_server_meta(cfg)["server_settings"] == s
     # the setting overrides the table; a .gguf path is served as it is, keyed by its own sha256
     assert not served_repacks(cfg.model_copy(update={"repack": False}))
     own = ServerConfig(binary=cfg.binary, model=str(converted))
