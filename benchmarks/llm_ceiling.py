@@ -241,8 +241,11 @@ def _key(r: dict) -> str:
 
 def render_one(res: dict) -> str:
     cpu = res["processor"]
-    pp = {_key(r): r for r in res["rows"] if r["test"] == "pp"}
-    tg = {_key(r): r for r in res["rows"] if r["test"] == "tg"}
+    def where(r: dict) -> tuple:  # a stage-2 row can repeat a stage-1 path: kept apart
+        return r["stage"], r.get("from"), r.get("factor"), _key(r)
+
+    pp = {where(r): r for r in res["rows"] if r["test"] == "pp"}
+    tg = {where(r): r for r in res["rows"] if r["test"] == "tg"}
     t = res["today"]
     ref = next((r for k, r in pp.items() if r["stage"] == 1 and r["variant"] == t["variant"]
                 and r["format"] == t["format"] and r["repack"] == t["repack"]), None)
@@ -264,14 +267,15 @@ def render_one(res: dict) -> str:
         lines += ["Skipped: " + "; ".join(f"`{v}`: {why}" for v, why in res["skipped"].items()), ""]
     lines += ["| stage | path (variant, weights, repack, threads, batch/ubatch, flash attn) | "
               "pp tokens/s | vs today | tg tokens/s | load |", "|---|---|--:|--:|--:|--:|"]
-    for k, r in sorted(pp.items(), key=lambda kv: (kv[1]["stage"], -kv[1]["tokens_per_s"])):
+    for k, r in sorted(pp.items(), key=lambda kv: (kv[0][:3] != (1, None, None), kv[0][:3],
+                                                   -kv[1]["tokens_per_s"])):
         g = tg.get(k)
+        stage = "1" if r["stage"] == 1 else f"2 {r['factor']} (from {r['from']})"
         mark = " (today)" if r is ref else ""
-        lines.append(f"| {r['stage']}{'' if r['stage'] == 1 else ' ' + r['factor']} | `{k}`{mark} | "
-                     f"{r['tokens_per_s']:.1f} ± {r['stddev']:.1f} | "
-                     f"{r['tokens_per_s'] / ref['tokens_per_s']:.2f}× | "
-                     f"{g['tokens_per_s']:.1f} ± {g['stddev']:.1f} | {r['loadavg_before'][0]:.1f} |"
-                     if ref and g else f"| {r['stage']} | `{k}` | {r['tokens_per_s']:.1f} | | | |")
+        ratio = f"{r['tokens_per_s'] / ref['tokens_per_s']:.2f}×" if ref else ""
+        gen = f"{g['tokens_per_s']:.1f} ± {g['stddev']:.1f}" if g else "–"
+        lines.append(f"| {stage} | `{k[3]}`{mark} | {r['tokens_per_s']:.1f} ± {r['stddev']:.1f} | "
+                     f"{ratio} | {gen} | {r['loadavg_before'][0]:.1f} |")
     if res["answers"]:
         lines += ["", "Greedy answers vs Q4_K_M (ggml's pick, today's repack rule; "
                   f"{len(CONTEXTS)} answers, {len(JUDGE_CLAIMS)} judge prompts):", "",
