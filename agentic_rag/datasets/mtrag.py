@@ -95,6 +95,19 @@ class MtragTask(BaseModel):
     def history(self) -> list[Turn]:
         return self.turns[:-1]
 
+    def transcript(self) -> tuple[list[str], list[str]]:
+        """The user messages (the final turn last) and, for each earlier one, the agent's reply
+        as written (the agent messages up to the next user turn, joined; "" when none)."""
+        users: list[str] = []
+        answers: list[str] = []
+        for t in self.turns:
+            if t.speaker == "user":
+                users.append(t.text)
+                answers.append("")
+            elif users:
+                answers[-1] = f"{answers[-1]} {t.text}".strip()
+        return users, answers[:-1]
+
     def query(self, mode: QueryMode) -> str | None:
         """The final turn as a search query: `last_turn` alone; `conversation`, every user
         turn as written, one a line (MTRAG's `questions` files do the same: user turns only);
@@ -145,11 +158,15 @@ class Mtrag(BaseModel):
         """Task id → the final turn as a `mode` query (None: no rewrite for this task)."""
         return {t.id: t.query(mode) for t in self.tasks}
 
-    def dataset(self, mode: QueryMode = "last_turn", with_qrels_only: bool = True) -> Dataset:
+    def dataset(self, mode: QueryMode = "last_turn", with_qrels_only: bool = True,
+                sessions: bool = False) -> Dataset:
         """The runner's `Dataset`: the pooled passages of the collections here, a query per
         task (`mode`; under `rewrite`, only the tasks that have one) with the reference answer,
         the other modes' texts and the task's labels in its metadata; by default only the
-        tasks with qrels (ANSWERABLE and PARTIAL); the split kept (`fixed_split`)."""
+        tasks with qrels (ANSWERABLE and PARTIAL); the split kept (`fixed_split`). With
+        `sessions`, each query's metadata holds its conversation's history as written
+        (`session`: the earlier user turns and the agent's replies), so the sweep runner
+        runs the final turn as a session turn (`experiments/sessions.py`)."""
         queries, fixed = [], {}
         for t in self.tasks:
             text = t.query(mode)
@@ -158,10 +175,16 @@ class Mtrag(BaseModel):
             meta: dict[str, Any] = {f"query_{m}": t.query(m) for m in QUERY_MODES}
             meta.update(conversation_id=t.conversation_id, collection=t.collection,
                         turn=t.turn, answerability=t.answerability, multi_turn=t.multi_turn)
+            if sessions:  # the runner runs the final turn as a session's (experiments/sessions.py)
+                users, answers = t.transcript()
+                meta["session"] = {"users": users[:-1], "answers": answers}
             queries.append(Query(id=t.id, text=text, answers=[t.reference_answer], metadata=meta))
             fixed[t.id] = t.split
         ids = {q.id for q in queries}
-        return Dataset(name=f"{self.name}[{mode}]", corpus=self.documents(), queries=queries,
+        if sessions:  # in id order (a hash): a prefix is a seeded sample (an LLM sample's)
+            queries.sort(key=lambda q: q.id)
+        name = f"{self.name}[sessions]" if sessions else f"{self.name}[{mode}]"
+        return Dataset(name=name, corpus=self.documents(), queries=queries,
                        qrels={k: v for k, v in self.qrels.items() if k in ids},
                        fixed_split=fixed,
                        description="MTRAG-UN human conversations (IBM, Apache-2.0); corpus = "
@@ -347,10 +370,14 @@ def load_mtrag(root: str | Path | None = None) -> Mtrag:
 load_mtrag.cache_clear = _load.cache_clear  # type: ignore[attr-defined]
 
 
-def mtrag_dataset() -> Dataset:
-    """`load_dataset("mtrag")`: the 332 tasks with qrels, the final user turn alone as the
-    query (the other modes in each query's metadata), over the pooled reference passages."""
-    return load_mtrag().dataset("last_turn")
+def mtrag_dataset(collection: str | None = None) -> Dataset:
+    """`load_dataset("mtrag")`: all 507 tasks as sessions (`Mtrag.dataset(sessions=True)`: the
+    sweep runner builds each final turn's query from its history, `agent.session.query_mode`,
+    and scores it against the qrels of the 332 that have them), over the pooled reference
+    passages of every collection; `load_dataset("mtrag-<collection>")` (`collection`): one
+    collection's tasks over its own pooled passages, as the conversations study searches."""
+    m = load_mtrag() if collection is None else load_mtrag().collection(collection)
+    return m.dataset("last_turn", with_qrels_only=False, sessions=True)
 
 
 # --- the human ratings (MTRAG's evaluation subset) ---------------------------------------

@@ -31,7 +31,7 @@ import hashlib
 import io
 import json
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from agentic_rag.datasets.corpora import (
     cache_dir,
     python_docs,
 )
+from agentic_rag.datasets.mtrag import COLLECTIONS as MTRAG_COLLECTIONS
 from agentic_rag.datasets.mtrag import mtrag_dataset
 from agentic_rag.documents import Document, GoldSpan
 from agentic_rag.ingest.markup import parse_blocks
@@ -347,7 +348,9 @@ def _spans(value: Any, where: str, docs: dict[str, Document]) -> list[GoldSpan]:
 
 
 DATASETS = {"halueval-qa": halueval_qa, "tau2-banking": banking_tasks, "python-faq": python_faq,
-            "python-library-qa": python_library_qa, "mtrag": mtrag_dataset}
+            "python-library-qa": python_library_qa, "mtrag": mtrag_dataset,
+            # MTRAG's collections as deployments (the claims' sessions; no lambda: picklable)
+            **{f"mtrag-{c}": partial(mtrag_dataset, c) for c in MTRAG_COLLECTIONS}}
 
 
 def load_dataset(name: str) -> Dataset:

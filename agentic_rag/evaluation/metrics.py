@@ -105,6 +105,19 @@ METRICS: dict[str, Metric] = _declare(
     Metric("llm_turns", "agent", direction="lower", llm=True),
     Metric("served_doc_precision", "agent", llm=True),
     Metric("served_doc_recall", "agent", llm=True),
+    # a session's turn (experiments/sessions.py, evaluation/sessions.py; no LLM judge):
+    # ROUGE-L vs the reference, the support detector's decision on answered turns, the
+    # turn's searches, passages served again, context and prompt tokens (evaluated by the
+    # server vs reused from its prompt cache); abstention precision / recall and the
+    # clarifying rate are sweep-level figures (evaluation.sessions.abstention)
+    Metric("agent_rouge_l", "agent", llm=True),
+    Metric("agent_hallucinated", "agent", direction="lower", llm=True),
+    Metric("agent_answer_in_context", "agent", llm=True),
+    Metric("session_searches", "agent", direction="lower", llm=True),
+    Metric("session_served_again", "agent", direction="lower", llm=True),
+    Metric("session_context_tokens", "agent", direction="lower", llm=True),
+    Metric("session_prompt_evaluated", "agent", direction="lower", llm=True),
+    Metric("session_prompt_reused", "agent", llm=True, paired=False),
     *(Metric(n, "ragas", llm=True) if n in _RAGAS_LLM else Metric(n, "ragas_nonllm")
       for n in _RAGAS),
     Metric("span_recall@5", "retrieval", mean=False),

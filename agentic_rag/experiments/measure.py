@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agentic_rag.agent.tool import QUERY_MAX_CHARS
 from agentic_rag.config import ContextConfig
 from agentic_rag.datasets.base import Dataset, Query
 from agentic_rag.evaluation.answers import exact_match, token_f1
@@ -27,6 +28,7 @@ from agentic_rag.evaluation.llm_judge import generate_answer
 from agentic_rag.evaluation.metrics import METRICS, RowInputs, computed
 from agentic_rag.evaluation.retrieval import doc_run, ir_metrics, per_type_hits, span_metrics
 from agentic_rag.evaluation.support import support_score, unsupported
+from agentic_rag.experiments.sessions import query_columns, session_agent_metrics, session_query
 from agentic_rag.experiments.spec import SweepSpec
 from agentic_rag.llm.types import LLMError
 from agentic_rag.retrieve.context import AgenticContextFormatter, FormattedContext
@@ -81,7 +83,11 @@ def start_row(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
     label = config[0]
     row: dict[str, Any] = {"config_id": f"c{i:02d}", "config": label, "query_id": q.id,
                            "repeat": r, "error": None}
-    hits, ctx, measured = _retrieve(spec, pipe, q)
+    built = session_query(q, pipe.config.agent.session, lambda: pipe.chat_model,
+                          QUERY_MAX_CHARS)
+    if built is not None:  # a conversation's final turn: the query the session builds
+        row.update(query_columns(built))
+    hits, ctx, measured = _retrieve(spec, pipe, q, built.query if built is not None else None)
     row.update(measured)
     qrels = ds.qrels.get(q.id, {})
     run = doc_run(hits)
@@ -111,9 +117,12 @@ def start_row(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
         return PendingRow(row)
 
     def llm() -> None:
-        if "agent" in groups:
+        if built is not None:  # a session turn: its answer is the agent's (sessions.py)
+            if groups & {"agent", "answers", "hallucination"}:
+                row.update(session_agent_metrics(pipe, q, judge="hallucination" in groups))
+        elif "agent" in groups:
             row.update(agent_metrics(pipe, q))
-        if groups & {"answers", "hallucination", "ragas"}:
+        if built is None and groups & {"answers", "hallucination", "ragas"}:
             row.update(_answer_metrics(pipe, q, hits, ctx, groups, scorer))
         row.update(computed(inputs, groups, llm=True))  # reads the row: the answer
 
@@ -129,15 +138,18 @@ def containment_metrics(hits: list, ctx: FormattedContext, answers: list[str],
     return out
 
 
-def _retrieve(spec: SweepSpec, pipe: Pipeline, q: Query) -> tuple[list, FormattedContext, dict]:
-    """Retrieve and format the query's context: (hits, context, the row's decision and
-    cost columns). Replayed candidate lists are charged what their first search cost."""
+def _retrieve(spec: SweepSpec, pipe: Pipeline, q: Query, text: str | None = None
+              ) -> tuple[list, FormattedContext, dict]:
+    """Retrieve and format the query's context (`text`, default the query's own: a session's
+    final turn searches the query built from its history): (hits, context, the row's
+    decision and cost columns). Replayed candidate lists are charged what their first search
+    cost."""
     memo = pipe.candidates
     if memo is not None:
         memo.take()
     t0 = time.perf_counter()
     # equal budget: every config is asked for, and scored on, the same number of hits
-    intent, result = pipe.retrieve(q.text, k=spec.k)
+    intent, result = pipe.retrieve(q.text if text is None else text, k=spec.k)
     t2 = time.perf_counter()
     hits = result.hits[:spec.k]
     ctx = pipe.format(hits, intent)

@@ -58,16 +58,8 @@ class ConversationEvalError(ValueError):
 
 def transcript(task: MtragTask) -> tuple[list[str], list[str]]:
     """The task's user messages (the final turn last) and, for each earlier one, the agent's
-    reply as written (the agent messages up to the next user turn, joined; "" when none)."""
-    users: list[str] = []
-    answers: list[str] = []
-    for t in task.turns:
-        if t.speaker == "user":
-            users.append(t.text)
-            answers.append("")
-        elif users:
-            answers[-1] = f"{answers[-1]} {t.text}".strip()
-    return users, answers[:-1]
+    reply as written (`MtragTask.transcript`)."""
+    return task.transcript()
 
 
 def final_query(task: MtragTask, mode: str, chat: ChatModel | None = None,

@@ -41,14 +41,22 @@ from agentic_rag.studies.claims.registry import (
     DATASETS,
     LLM_SAMPLE,
     NOT_RUN,
+    SESSION_CAVEAT,
+    SESSION_COLLECTIONS,
+    SESSIONS,
+    SESSIONS_POOL,
     Claim,
     claim_spec,
+    for_deployment,
     select,
 )
 from agentic_rag.studies.claims.report import write_report
 from agentic_rag.studies.claims.rows import export_rows, rows_path
 
 AGENT_RUNS = "experiments/agent-runs"  # the agent evaluation's folders (committed)
+SESSION_JUDGE = ("detector lexical at 0.536 (no LLM): AUROC 0.928 [0.895, 0.958], balanced "
+                 "accuracy 0.840 [0.782, 0.893], κ 0.594 against the three raters' majority "
+                 "(faithfulness ≥ 3) on 476 MTRAG responses (experiments/detectors/mtrag-human/)")
 
 
 def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
@@ -67,6 +75,7 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
     default `LLM_SAMPLE`); the rows carry their n."""
     base = base or RAGConfig()
     claims = sampled(llm_sample)
+    only, where = split_only(only)
     chosen = {c.id for c in select(only)}
     previous = previous_rows(Path(out_dir) / "claims.json", smoke)
     kept = {} if llm_sample is not None else _decided_at_larger_n(claims, chosen, previous)
@@ -80,13 +89,17 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
         _announce_llm(base, chosen - {cid for cid, _ in kept}, cache_dir,
                       session.max_concurrency, log, llm_sample)
     rows = {}
-    for claim in sorted(claims, key=_run_first):
+    for general in sorted(claims, key=_run_first):
         for deployment, ds in DATASETS.items():
+            claim = for_deployment(general, deployment)
             if not claim.applies_to(deployment):
-                reason = claim.skipped.get(deployment, "not in this protocol")
+                reason = claim.skipped.get(deployment, "not applicable: not a protocol of "
+                                           "MTRAG's sessions" if deployment in SESSIONS
+                                           else "not in this protocol")
                 row = not_run_row(claim, deployment, "not applicable" if reason.startswith(
                     "not applicable") else "not run", reason)
-            elif claim.id not in chosen or (claim.id, deployment) in kept:
+            elif claim.id not in chosen or (claim.id, deployment) in kept or not any(
+                    deployment.startswith(w) for w in where.get(claim.id, [""])):
                 old = previous.get((claim.id, deployment))
                 row = redecided(old, claim) if same_protocol(old, claim) else not_run_row(
                     claim, deployment, "not run",
@@ -109,6 +122,24 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
     sample = llm_sample or max([LLM_SAMPLE, *(int(r["n_queries"]) for r in kept.values())])
     write_report(ledger, out_dir, smoke, budget=llm_budget(base, sample))
     return ledger
+
+
+def split_only(only: Sequence[str] | None
+               ) -> tuple[list[str] | None, dict[str, list[str]]]:
+    """`--only` entries as claim ids and, for an entry `CLAIM@PREFIX` ("b-answers@sessions"),
+    the deployments it runs on (those whose name starts with PREFIX; its other deployments keep
+    their ledger rows): (ids for `select`, claim id → prefixes). A claim named without a
+    prefix runs on every deployment."""
+    if only is None:
+        return None, {}
+    ids: list[str] = []
+    where: dict[str, list[str]] = {}
+    for entry in only:
+        cid, _, prefix = entry.partition("@")
+        ids.append(cid)
+        for c in select([cid]):
+            where.setdefault(c.id, []).append(prefix)
+    return ids, where
 
 
 def _decided_at_larger_n(claims: Sequence[Claim], chosen: set[str],
@@ -159,14 +190,19 @@ class _Session:
 
     def measure(self, claim: Claim, deployment: str, ds: DatasetSpec) -> dict[str, Any]:
         try:
-            run_dir = self.run(claim, ds)
+            run_dir = self._pool(claim) if deployment == SESSIONS_POOL else \
+                self.run(claim, ds)
         except FileNotFoundError as exc:  # the agent evaluation left no rows
             if claim.kind != "agent":
                 raise
             return not_run_row(claim, deployment, "not run", str(exc))
         row = ledger_row(claim, deployment, run_dir)
+        if deployment in SESSIONS:
+            row["corpus_caveat"] = SESSION_CAVEAT
         if claim.id == "c-boundaries":
             row.update(judge_fields(run_dir, self.base.agent.support.threshold))
+            if deployment in SESSIONS:  # the detector judged against people on MTRAG itself
+                row["judge_validation"] = SESSION_JUDGE
         return row
 
     def run(self, claim: Claim, ds: DatasetSpec) -> Path:
@@ -193,6 +229,15 @@ class _Session:
         if key not in self.done:
             self.done[key] = run()
         return self.done[key]
+
+    def _pool(self, claim: Claim) -> Path:
+        """The sessions' pool: the four collections' runs (run once each) pooled
+        (`pool.pool_runs`)."""
+        from agentic_rag.studies.claims.pool import pool_runs
+
+        dirs = [self.run(claim, DATASETS[d]) for d in SESSION_COLLECTIONS]
+        spec = claim_spec(claim, DATASETS[SESSIONS_POOL], self.base, self.smoke)
+        return pool_runs(dirs, spec, self.runs_dir)
 
     def _cold_start(self) -> Path:
         from agentic_rag.studies.coldstart import QUERIES, run_cold_start
@@ -328,9 +373,11 @@ def run_detector(run_dir: Path) -> str | None:
     if not path.exists():
         return None
     df = pd.read_parquet(path)
-    if "support_detector" not in df.columns:
+    col = next((c for c in ("support_detector", "agent_support_detector") if c in df.columns),
+               None)  # a single answer's, or a session turn's (experiments/sessions.py)
+    if col is None:
         return None
-    found = df["support_detector"].dropna().unique().tolist()
+    found = df[col].dropna().unique().tolist()
     return str(found[0]) if len(found) == 1 else None
 
 
@@ -369,9 +416,11 @@ def llm_budget(base: RAGConfig | None = None, llm_sample: int | None = None) -> 
 
     base = base or RAGConfig()
     rows = []
-    for claim in sampled(llm_sample):
+    for general in sampled(llm_sample):
         for deployment, ds in DATASETS.items():
-            if not (claim.needs_llm and claim.applies_to(deployment)):
+            claim = for_deployment(general, deployment)
+            if not (claim.needs_llm and claim.applies_to(deployment)) \
+                    or deployment == SESSIONS_POOL:  # pooled from the collections' runs
                 continue
             if claim.kind == "agent":
                 tasks = 2 * claim.llm_sample  # two arms

@@ -7,7 +7,7 @@ claims.json: `report.py`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentic_rag.config import RAGConfig
@@ -19,6 +19,28 @@ DATASETS = {  # the three deployments the design names
     "code": DatasetSpec(name="python-faq", split="test", n=None, seed=0),
     "support automation": DatasetSpec(name="tau2-banking", split="test", n=None, seed=0),
 }
+# MTRAG-UN's human conversations as deployments (issue 61): clapnq (Wikipedia), govt,
+# ibmcloud (product docs), fiqa (finance forum); each collection's tasks' final turns (507 in
+# all) run as session turns (experiments/sessions.py) over its pooled reference passages, all
+# splits (no choice is made); the pool's rows are the four collections' rows together, paired
+# per session (`SESSIONS_POOL`: not a run of its own). A task's order is its id's (a hash):
+# an LLM sample's prefix is a seeded sample of each collection.
+SESSION_COLLECTIONS = {"sessions-wikipedia": "clapnq", "sessions-govt": "govt",
+                       "sessions-product-docs": "ibmcloud", "sessions-finance-forum": "fiqa"}
+SESSIONS_POOL = "sessions-all"
+SESSIONS = (*SESSION_COLLECTIONS, SESSIONS_POOL)
+DATASETS.update({d: DatasetSpec(name=f"mtrag-{c}", split="all", n=None, seed=0)
+                 for d, c in SESSION_COLLECTIONS.items()})
+DATASETS[SESSIONS_POOL] = DatasetSpec(name="mtrag", split="all", n=None, seed=0)
+SESSION_PACK = "experiments/claims/llm-replies-sessions.jsonl"  # the sessions' LLM replies
+SESSION_CAVEAT = ("corpus = each collection's pooled reference passages (clapnq 312, ibmcloud "
+                  "248, fiqa 157, govt 435), not MTRAG's full collections (not in the public "
+                  "snapshot): other tasks' gold passages are the only distractors")
+# the no-LLM support detector for the sessions' hallucination rows: on MTRAG's 476 responses
+# rated by three people it scored AUROC 0.928 [0.895, 0.958], balanced accuracy 0.840 at 0.536
+# (experiments/detectors/mtrag-human/); graded_judge_q is validated there on 19 only, and costs
+# one more call per answer (~50-90 s on the shared 2 cores)
+SESSION_DETECTOR = {"agent.support.detector": "lexical", "agent.support.threshold": 0.536}
 VERDICTS = ("confirmed", "smaller than claimed", "larger than claimed", "contradicted",
             "inconclusive")
 NOT_RUN = ("not run", "not run (smoke)", "not applicable")
@@ -127,6 +149,7 @@ class Claim:
     skipped: dict[str, str] = field(default_factory=dict)  # deployment → why not run
     # DatasetSpec fields replacing the deployment's sample (e.g. n=None: the whole split)
     dataset: dict[str, Any] = field(default_factory=dict)
+    reply_pack: str = REPLY_PACK  # where an LLM-bound protocol's replies are committed
 
     @property
     def needs_llm(self) -> bool:
@@ -203,7 +226,7 @@ CLAIMS: tuple[Claim, ...] = (
           design_figure=FIGURES["b-answers"], metric="token_f1", direction=+1,
           baseline={"fusion.retrievers": ["dense"], "gate.mode": "static"},
           treatment=HYBRID_STATIC, beside=("exact_match", "context_tokens"),
-          metrics=("answers",), llm_sample=LLM_SAMPLE, deployments=_HALUEVAL_ONLY,
+          metrics=("answers",), llm_sample=LLM_SAMPLE, deployments=(*_HALUEVAL_ONLY, *SESSIONS),
           skipped={"code": "not run: the FAQ's reference answers are whole paragraphs, so "
                            "EM/F1 of a few-word answer measures length; the 2-h LLM budget "
                            "goes to HaluEval",
@@ -239,7 +262,8 @@ CLAIMS: tuple[Claim, ...] = (
           baseline={"context.boundaries": False, **HYBRID_STATIC},
           treatment={"context.boundaries": True, **HYBRID_STATIC},
           beside=("token_f1", "exact_match", "context_tokens"),
-          metrics=("hallucination",), llm_sample=LLM_SAMPLE, deployments=_HALUEVAL_ONLY,
+          metrics=("hallucination",), llm_sample=LLM_SAMPLE,
+          deployments=(*_HALUEVAL_ONLY, *SESSIONS),
           skipped={"code": _JUDGE_ONLY_HALUEVAL, "support automation": _JUDGE_ONLY_HALUEVAL},
           protocol="same hits in both arms (hybrid, static, k = 10), attribution on in both "
                    "(a separate switch); only the numbered boundaries differ. The local LLM "
@@ -274,6 +298,61 @@ CLAIMS: tuple[Claim, ...] = (
                    "when the warm confidence is low), in the fresh process after the model "
                    "load"),
 )
+
+
+_SESSION_TURN = ("each MTRAG-UN task's final user turn is run as a session turn: its history "
+                 "as written (the user turns and the agent's replies) seeds a `Session`, "
+                 "`agent.session.run_turn` (the code `agentic-rag chat` runs; default agent: "
+                 "retrieve_first, native tool calls, Qwen2.5-Coder-1.5B, temperature 0, "
+                 "max_steps 3; query built by `agent.session.query_mode` carry) answers it")
+_SESSION_PROTOCOLS = {
+    "a-iterations": "sessions: the final turn's query as the session builds it (carry) "
+                    "searched once per arm; iterations = the gate's searches for the turn "
+                    "(the earlier turns' replies are the dataset's, not searched); all "
+                    "507 tasks, no LLM; nDCG@10 beside it on the 332 with qrels",
+    "a-iterations-quality": "same runs as a-iterations on the sessions; nDCG@10 on the tasks "
+                            "with qrels (ANSWERABLE and PARTIAL)",
+    "b-fusion": "sessions: the final turn's carry query, static retrieval, no intent filter, "
+                "k = 10 for both arms; nDCG@10 on the tasks with qrels",
+    "b-answers": f"sessions: {_SESSION_TURN}, once with dense-only retrieval and once with "
+                 "hybrid (BM25 + dense, RRF), both static; ROUGE-L F1 of the agent's answer vs "
+                 "MTRAG's reference answer (token F1 beside it; no LLM judge); the first n "
+                 "tasks of each collection in the order of their ids (a hash: seeded), n in the "
+                 "row; every task counted, UNANSWERABLE and UNDERSPECIFIED included (their "
+                 "references say so in words)",
+    "c-boundaries": f"sessions: {_SESSION_TURN}, hybrid static retrieval, once with the "
+                    "numbered document boundaries and once without (attribution on in both); "
+                    "hallucinated = the no-LLM `lexical` support detector below 0.536 on the "
+                    "answered turns (abstentions and clarifying questions left out), the "
+                    "answer against the turn's served passages in one canonical rendering "
+                    "whatever the arm. Why lexical, not the configured graded_judge_q: on "
+                    "MTRAG's 476 responses rated by three people lexical scored AUROC 0.928 "
+                    "[0.895, 0.958] (graded_judge_q was validated there on 19 only), and the "
+                    "judge costs one more LLM call per answer (answers took ~50-90 s a call on "
+                    "the shared 2 cores). The boundaries-on arm's answers are b-answers' "
+                    "hybrid arm's (the same prompts: read from the reply cache)",
+}
+_SESSION_METRICS = {"b-answers": ("agent_rouge_l", ("agent",),
+                                  ("agent_token_f1", "agent_abstained", "session_context_tokens")),
+                    "c-boundaries": ("agent_hallucinated", ("agent", "hallucination"),
+                                     ("agent_rouge_l", "agent_abstained",
+                                      "session_context_tokens"))}
+
+
+def for_deployment(claim: Claim, deployment: str) -> Claim:
+    """The claim's protocol on `deployment`: on MTRAG's sessions, the session turn's
+    (`_SESSION_PROTOCOLS`: the answer-level claims measure the agent's turn, not a single
+    answer), its metric, the no-LLM detector, its reply pack and the corpus caveat."""
+    if deployment not in SESSIONS or claim.id not in _SESSION_PROTOCOLS:
+        return claim
+    protocol = f"{_SESSION_PROTOCOLS[claim.id]}. {SESSION_CAVEAT}"
+    if claim.id not in _SESSION_METRICS:
+        return replace(claim, protocol=protocol)
+    metric, metrics, beside = _SESSION_METRICS[claim.id]
+    extra = SESSION_DETECTOR if claim.id == "c-boundaries" else {}
+    return replace(claim, protocol=protocol, metric=metric, metrics=metrics, beside=beside,
+                   baseline={**claim.baseline, **extra}, treatment={**claim.treatment, **extra},
+                   reply_pack=SESSION_PACK)
 
 
 def verdict(lo: float, hi: float, direction: int,
@@ -326,7 +405,7 @@ def claim_spec(claim: Claim, dataset: DatasetSpec, base: RAGConfig,
     keys = sorted(set(claim.baseline) | set(claim.treatment))
     grid = {k: [claim.baseline.get(k), claim.treatment.get(k)] for k in keys}
     name = f"claim-{claim.id}-{ds.name}" + ("-smoke" if smoke else "")
-    pack = REPLY_PACK if claim.needs_llm and not smoke else None
+    pack = claim.reply_pack if claim.needs_llm and not smoke else None
     return SweepSpec(name=name, dataset=ds, base=base, grid=grid, metrics=list(claim.metrics),
                      k=10, baseline=claim.baseline, llm_sample=claim.llm_sample,
                      reply_pack=pack)
