@@ -91,6 +91,19 @@ def test_a_faster_path_is_run_recorded_and_keyed_apart(tmp_path, monkeypatch):
     assert differing_args(cmd, cmd) == ""
 
 
+def test_a_conversion_that_cannot_run_serves_the_shipped_weights_keyed_as_such(tmp_path, monkeypatch):
+    def missing(model, fmt):
+        raise ModelMissing("llama-quantize: not built; `make llama-tools`")
+
+    monkeypatch.setattr(fast_path, "_converted", missing)
+    monkeypatch.setattr(fast_path, "fastest_path", lambda cls=None: FastPath(weights="Q4_0"))
+    cfg = ServerConfig(binary=fake_binary(tmp_path))
+    path, record = served_weights(cfg)
+    assert path is None and record["format"] == "Q4_K_M" and "make llama-tools" in record["not_converted"]
+    assert model_identity(LLMConfig(server=cfg)) == TODAYS_IDENTITY  # the file that runs
+    assert server_settings(cfg)["weights"] == "Q4_K_M"
+
+
 def test_differing_args_compares_the_path_flags_only():
     ours = ["x", "--model", "/a/m.gguf", "--batch-size", "512", "--ubatch-size", "512",
             "--flash-attn", "off", "--port", "1"]

@@ -15,13 +15,16 @@ never reuses another's replies) and in run folders (`server.server_settings`).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from agentic_rag.config_llm import ServerConfig
-from agentic_rag.llm.models import MODELS, converted_model
+from agentic_rag.llm.models import MODELS, ModelMissing, converted_model
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,17 @@ def served_weights(config: ServerConfig) -> tuple[Path | None, dict[str, Any]]:
     spec = MODELS.get(config.model)
     if spec is None or fmt == spec.weights:
         return None, {"format": spec.weights if spec else "file"}
-    return _converted(config.model, fmt)
+    try:
+        return _converted(config.model, fmt)
+    except ModelMissing as exc:  # llama-quantize not built (`make llama-tools`): the shipped file
+        if (config.model, fmt) not in _WARNED:
+            _WARNED.add((config.model, fmt))
+            logger.warning("the fastest path converts %s to %s, but %s: serving the shipped %s "
+                           "(replies keyed as such)", config.model, fmt, exc, spec.weights)
+        return None, {"format": spec.weights, "not_converted": str(exc)}
+
+
+_WARNED: set[tuple[str, str]] = set()
 
 
 @lru_cache(maxsize=8)
@@ -110,5 +123,6 @@ def describe(config: ServerConfig) -> dict[str, Any]:
     from agentic_rag.llm.binary import processor_class
 
     p = chosen_path(config)
-    return {"processor_class": processor_class(), "weights": p.weights, "n_batch": p.n_batch,
+    weights = served_weights(config)[1]["format"] if p.weights != "file" else p.weights
+    return {"processor_class": processor_class(), "weights": weights, "n_batch": p.n_batch,
             "n_ubatch": p.n_ubatch, "flash_attn": p.flash_attn, "path_source": p.source}
