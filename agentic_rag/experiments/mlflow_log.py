@@ -1,7 +1,8 @@
-"""MLflow tracking for finished run folders: one experiment per spec, one MLflow run per summary
-row (a sweep's config: its overrides as params, every summary figure and its CI bounds as
-metrics, spec hash and commit as tags, the folder's summary.csv, plots and best-config.yaml as
-artifacts). It reads only the folder, so an old run can be logged as well as a new one
+"""A finished run folder logged to MLflow: one experiment per spec, one run per summary row with
+the config's overrides as params and every figure and CI bound as metrics.
+
+Spec hash and commit are tags; the folder's summary.csv, plots and best-config.yaml are
+artifacts. It reads only the folder, so an old run can be logged as well as a new one
 (`agentic-rag mlflow-log RUN_DIR`; `sweep`, `claims`, `agent-eval` and `tune` take `--mlflow`).
 
 The default store is a SQLite file, `experiments/mlflow.db` (artifacts beside it in
@@ -180,7 +181,7 @@ def log_run_folder(run_dir: str | Path, uri: str = DEFAULT_URI, experiment: str 
         found = client.get_experiment_by_name(name)
         exp_id = found.experiment_id if found else client.create_experiment(
             name, artifact_location=_artifact_location(uri, name),
-            tags={"mlflow.experimentKind": "custom_model_development"})  # the UI opens its runs
+            tags={"mlflow.experimentKind": "custom_model_development"})  # not a GenAI one
         done = client.search_runs([exp_id], f"tags.`{RUN_FOLDER_TAG}` = '{folder['dir'].name}'",
                                   max_results=1000)
         if done:
