@@ -150,6 +150,7 @@ def test_agent_eval_folder(logged):
     assert len(runs) == len(summary)
     for i, row in summary.iterrows():
         run = runs[i]
+        assert run.info.run_name == f"agent-v7 {row['dataset']} {row['split']} {row['cell']}"
         assert run.data.params == {"dataset": row["dataset"], "split": row["split"],
                                    "cell": row["cell"]}
         low, high = (float(x) for x in row["correct_ci"].strip("[]").split(","))

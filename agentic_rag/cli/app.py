@@ -61,14 +61,15 @@ MlflowOpt = Annotated[str | None, typer.Option(
     "tracking URI (http://HOST:PORT, sqlite:///FILE.db); an unreachable one fails nothing")]
 
 
-def log_mlflow(uri: str | None, run_dirs: list[Path], extra: tuple[Path, ...] = ()) -> None:
+def log_mlflow(uri: str | None, run_dirs: list[Path], extra: tuple[Path, ...] = (),
+               experiment: str | None = None) -> None:
     """After a command's run: its finished folders (those with a summary.csv) to MLflow when
     --mlflow was given (`experiments.mlflow_log.log_folders`: a dead store is said, not raised)."""
     if uri:
         from agentic_rag.experiments.mlflow_log import log_folders
 
         log_folders([d for d in map(Path, run_dirs) if (d / "summary.csv").exists()], uri,
-                    typer.echo, extra)
+                    typer.echo, extra, experiment)
 
 
 class OptionalURI(TyperCommand):

@@ -251,7 +251,7 @@ def agent_eval_cmd(
             judge_only=judge_only, summarize_only=summarize_only, compare=compare,
             repeats=repeats, temperature=temperature)
         evaluate(opts, out=typer.echo)
-        log_mlflow(mlflow, [Path(runs_dir) / run])
+        log_mlflow(mlflow, [Path(runs_dir) / run], experiment="agent-eval")
     except LLMCallCap as stop:
         rows = len(read_rows(Path(runs_dir) / run / "rows.jsonl"))
         typer.echo(cap_message(stop, f"{rows} rows in {Path(runs_dir) / run}",

@@ -118,11 +118,13 @@ def row_params(row: pd.Series, overrides: dict[str, dict[str, Any]]) -> dict[str
     return {c: str(row[c]) for c in ID_COLUMNS if c in row and c != "config" and pd.notna(row[c])}
 
 
-def row_name(row: pd.Series) -> str:
-    """The MLflow run's name: the config id and label, or the naming columns joined."""
+def row_name(row: pd.Series, folder: str) -> str:
+    """The MLflow run's name: the config id and label, or the folder's name and the naming
+    columns (`agent-v7 python-faq test closed_book:native`)."""
     if "config_id" in row:
         return f"{row['config_id']} {row.get('config', '')}".strip()[:250]
-    return " ".join(str(row[c]) for c in ID_COLUMNS if c in row and pd.notna(row[c]))[:250]
+    return " ".join([folder] + [str(row[c]) for c in ID_COLUMNS
+                                if c in row and pd.notna(row[c])])[:250]
 
 
 def check_store(uri: str, timeout_s: float = 5.0) -> None:
@@ -203,7 +205,7 @@ def _log_row(client, exp_id: str, folder: dict[str, Any], i: int, row: pd.Series
             "spec_hash": folder["spec_hash"], "git_commit": folder["commit"],
             "mlflow.source.git.commit": folder["commit"], "dataset": folder["dataset"],
             **{c: str(row[c]) for c in ("config", "baseline", "pareto") if c in row}}
-    run = client.create_run(exp_id, run_name=row_name(row),
+    run = client.create_run(exp_id, run_name=row_name(row, folder["dir"].name),
                             tags={k: str(v) for k, v in tags.items() if v is not None})
     run_id = run.info.run_id
     now = int(time.time() * 1000)
@@ -219,8 +221,8 @@ def _log_row(client, exp_id: str, folder: dict[str, Any], i: int, row: pd.Series
 
 
 def log_folders(run_dirs: Iterable[str | Path], uri: str | None = None,
-                log: Callable[[str], Any] = print,
-                extra: Iterable[Path] = ()) -> dict[Path, list[str]] | None:
+                log: Callable[[str], Any] = print, extra: Iterable[Path] = (),
+                experiment: str | None = None) -> dict[Path, list[str]] | None:
     """Log each finished folder (see `log_run_folder`); the edge the commands call after a
     run. An unreachable or unwritable store is said once, naming the folders to log later with
     `agentic-rag mlflow-log`, and returns None: the run and its folders are kept as they are."""
@@ -229,7 +231,7 @@ def log_folders(run_dirs: Iterable[str | Path], uri: str | None = None,
     out: dict[Path, list[str]] = {}
     for d in dirs:
         try:
-            out[d] = log_run_folder(d, uri, log=log, extra=extra)
+            out[d] = log_run_folder(d, uri, experiment, log=log, extra=extra)
         except MlflowUnavailable as exc:
             left = dirs[len(out):]
             log(f"mlflow: not logged: {exc}. The run is kept; log it later with: agentic-rag "
