@@ -189,6 +189,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"{fmt}: {path} (converted in {record['seconds']} s; this call "
               f"{conversions[fmt]['this_call_s']} s)", flush=True)
     rows, skipped = [], {}
+    partial = HERE / f".llm_ceiling.{os.getpid()}.partial.json"  # the rows so far, if stopped
+
+    def save() -> None:
+        partial.write_text(json.dumps({"processor": cpu, "conversions": conversions,
+                                       "rows": rows}, indent=1))
+
     print("stage 1: variant x repack x format", flush=True)
     for v in variants:
         held = tool_in_variant(tool, v)
@@ -197,6 +203,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             continue
         for row in bench(held, formats, args.repetitions):
             rows.append({"stage": 1, "variant": v, **row})
+        save()
     today_repack = int(pick not in PLAIN_KERNELS_FASTER)
     today = {"variant": pick, "format": "Q4_K_M", "repack": today_repack}
     best = fastest(rows)
@@ -219,12 +226,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for row in bench(held, one, args.repetitions, repack=str(start["repack"]), **kw):
                 rows.append({"stage": 2, "from": name, "factor": label,
                              "variant": start["variant"], **row})
+            save()
     comparison = []
     if not args.no_answers:
         print("answers per weight format (ggml's pick, today's repack rule)", flush=True)
         with tempfile.TemporaryDirectory() as home:
             got = [answers(f, p, args.port + i, Path(home)) for i, (f, p) in enumerate(formats.items())]
         comparison = [compare(got[0], g) for g in got]
+    partial.unlink(missing_ok=True)
     return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "command": "python benchmarks/llm_ceiling.py " + " ".join(sys.argv[1:]),
             "processor": cpu, "ggml_pick": pick, "model": MODEL,
