@@ -7,7 +7,7 @@ they are the API's no-op spans (or go to a tracer provider the application insta
 - `file` (the default of `agent-eval`, `chat` and `conversations`): OTLP-JSON lines in
   `folder/traces.jsonl`, one `ExportTraceServiceRequest` a line, as the OpenTelemetry
   Collector's file exporter writes them (ids in hex, enums as integers), so Phoenix, Jaeger or
-  a collector can read them; `read_spans` reads them back.
+  a collector can read them; `trace_reading` reads them back.
 - `otlp`: sent to `tracing.endpoint` (gRPC) in batches. An endpoint that does not accept a TCP
   connection at the start, or that fails an export later, is said once and the spans (the
   failed batch included) go to the file instead: a run never fails for its traces.
@@ -46,7 +46,7 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as G
 from opentelemetry.trace import Span, Status, StatusCode
 
 from agentic_rag.config_agent import TracingConfig
-from agentic_rag.jsonl import append_rows, read_rows
+from agentic_rag.jsonl import append_rows
 
 TRACER_NAME = "agentic_rag"
 AGENT_NAME = "agentic-rag"
@@ -265,31 +265,6 @@ def chat_done(span: Span, reply: Any = None, error: Any = None) -> None:  # noqa
         span.set_attribute("error.type", getattr(error, "kind", type(error).__name__))
 
 
-def convention_names() -> frozenset[str]:
-    """Every attribute name `opentelemetry-semantic-conventions` defines (stable and
-    incubating: the `*_attributes` modules' constants)."""
-    import importlib
-    import pkgutil
-
-    from opentelemetry.semconv import attributes as stable
-    from opentelemetry.semconv._incubating import attributes as incubating
-
-    names: set[str] = set()
-    for pkg in (stable, incubating):
-        for info in pkgutil.iter_modules(pkg.__path__):
-            mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
-            names.update(v for k, v in vars(mod).items() if k.isupper() and isinstance(v, str))
-    return frozenset(names)
-
-
-def unknown_attributes(spans: list[dict[str, Any]]) -> list[str]:
-    """`span name: attribute` for each attribute of `spans` (`read_spans`) and of their events
-    that is neither a conventions name nor one of `OWN_ATTRIBUTES`; [] for a valid trace."""
-    known = convention_names() | OWN_ATTRIBUTES.keys()
-    return [f"{s['name']}{'/' + e['name'] if e is not s else ''}: {k}"
-            for s in spans for e in [s, *s["events"]] for k in e["attributes"] if k not in known]
-
-
 # ---- recording and export ---------------------------------------------------------------------
 def _hex(value: str) -> str:
     return base64.b64decode(value).hex()
@@ -424,70 +399,3 @@ def recording(config: TracingConfig, folder: str | Path,
     finally:
         _recording = before
         provider.shutdown()  # flushes a batch still queued
-
-
-# ---- reading back -----------------------------------------------------------------------------
-def _value(v: dict[str, Any]) -> Any:  # noqa: ANN401 - an OTLP AnyValue
-    if "arrayValue" in v:
-        return [_value(x) for x in v["arrayValue"].get("values", [])]
-    if "intValue" in v:
-        return int(v["intValue"])
-    for key in ("stringValue", "boolValue", "doubleValue"):
-        if key in v:
-            return v[key]
-    return None
-
-
-def _attrs(items: list[dict[str, Any]] | None) -> dict[str, Any]:
-    return {a["key"]: _value(a.get("value", {})) for a in items or []}
-
-
-def read_spans(path: str | Path) -> list[dict[str, Any]]:
-    """Every span of an OTLP-JSON lines file, flat and in start order: name, trace_id, span_id,
-    parent_id, start and end (ns), attributes, events ({name, time, attributes}), status."""
-    spans = []
-    for request in read_rows(path, repair=False):
-        for rs in request.get("resourceSpans", []):
-            for ss in rs.get("scopeSpans", []):
-                for s in ss.get("spans", []):
-                    spans.append({
-                        "name": s["name"], "trace_id": s["traceId"], "span_id": s["spanId"],
-                        "parent_id": s.get("parentSpanId") or None,
-                        "start": int(s["startTimeUnixNano"]), "end": int(s["endTimeUnixNano"]),
-                        "attributes": _attrs(s.get("attributes")),
-                        "events": [{"name": e["name"], "time": int(e["timeUnixNano"]),
-                                    "attributes": _attrs(e.get("attributes"))}
-                                   for e in s.get("events", [])],
-                        "status": s.get("status", {})})
-    return sorted(spans, key=lambda s: s["start"])
-
-
-def questions(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per question (`invoke_agent` span) in start order: its attributes, and
-    `searches`, each search's arguments' query and the chunk ids it served, in order, and
-    `served`, the chunk ids shown to the model in order without repeats (as `AgentResult`
-    and agent-eval's rows.jsonl: `queries`, `served`). A conversation turn's first search
-    (made by the turn before the agent) counts as its question's."""
-    by_id = {s["span_id"]: s for s in spans}
-
-    def owner(s: dict[str, Any]) -> str | None:  # the invoke_agent or turn span above `s`
-        p = by_id.get(s["parent_id"])
-        while p is not None and p["attributes"].get(G.GEN_AI_OPERATION_NAME) != "invoke_agent" \
-                and p["name"] != "conversation_turn":
-            p = by_id.get(p["parent_id"])
-        return p["span_id"] if p is not None else None
-
-    agents = [s for s in spans if s["attributes"].get(G.GEN_AI_OPERATION_NAME) == "invoke_agent"]
-    turn_of = {a["span_id"]: owner(a) for a in agents}
-    out = []
-    for a in agents:
-        mine = {a["span_id"], turn_of[a["span_id"]]} - {None}
-        tools = [s for s in spans if s["attributes"].get(G.GEN_AI_OPERATION_NAME)
-                 == "execute_tool" and owner(s) in mine]
-        searches = [{"query": json.loads(t["attributes"].get(G.GEN_AI_TOOL_CALL_ARGUMENTS)
-                                         or "{}").get("query"),
-                     "served": list(t["attributes"].get("agentic_rag.tool.served", []))}
-                    for t in tools if "agentic_rag.tool.served" in t["attributes"]]
-        out.append({**a["attributes"], "span": a, "searches": searches,
-                    "served": list(dict.fromkeys(c for s in searches for c in s["served"]))})
-    return out

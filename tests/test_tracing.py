@@ -12,7 +12,7 @@ from concurrent import futures
 import pytest
 from opentelemetry import trace
 
-from agentic_rag import tracing
+from agentic_rag import trace_reading, tracing
 from agentic_rag.agent.loop import run_agent
 from agentic_rag.agent.session import Session, run_turn
 from agentic_rag.agent.tool import TOOL_NAME, AgenticRAGTool
@@ -53,7 +53,7 @@ def _two_searches(tool, run_dir, labels=None):  # noqa: ANN001, ANN202
 def test_a_recorded_run_has_the_conventions_spans_and_only_known_attribute_names(tool, tmp_path):
     res, path = _two_searches(tool, tmp_path)
     assert path == tmp_path / "traces.jsonl" and res.tool_calls == 2
-    spans = tracing.read_spans(path)
+    spans = trace_reading.read_spans(path)
     ops = [s["attributes"].get("gen_ai.operation.name") for s in spans]
     assert ops.count("invoke_agent") == 1 and ops.count("execute_tool") == 2
     assert ops.count("retrieval") == 2 and ops.count("chat") == 2
@@ -74,7 +74,7 @@ def test_a_recorded_run_has_the_conventions_spans_and_only_known_attribute_names
     # ids as the OTLP/JSON rules want them: lower-case hex, 32 and 16 digits
     assert len(root["trace_id"]) == 32 and len(root["span_id"]) == 16
     int(root["trace_id"], 16)
-    assert tracing.unknown_attributes(spans) == []
+    assert trace_reading.unknown_attributes(spans) == []
 
 
 def test_the_name_check_fails_on_a_name_of_neither_list(tmp_path):
@@ -84,9 +84,9 @@ def test_the_name_check_fails_on_a_name_of_neither_list(tmp_path):
             span.set_attribute("agentic_rag.policy", "free")  # one of ours
             span.set_attribute("agentic_rag.made_up", 1)
             span.add_event("e", {"gen_ai.prompt_tokens_total": 1})  # not in the package
-    assert tracing.unknown_attributes(tracing.read_spans(path)) == [
+    assert trace_reading.unknown_attributes(trace_reading.read_spans(path)) == [
         "x: agentic_rag.made_up", "x/e: gen_ai.prompt_tokens_total"]
-    names = tracing.convention_names()
+    names = trace_reading.convention_names()
     assert {"gen_ai.tool.call.arguments", "gen_ai.retrieval.documents", "server.port"} <= names
     assert not any(n.startswith("agentic_rag.") for n in names)
 
@@ -96,7 +96,7 @@ def test_the_trace_reads_back_into_the_rows_searches_and_passages(tool, tmp_path
 
     res, path = _two_searches(tool, tmp_path, {"dataset": "faq", "question.id": "q7"})
     row = agent_row(res, {"answers": []})  # what agent-eval writes to rows.jsonl
-    [q] = tracing.questions(tracing.read_spans(path))
+    [q] = trace_reading.questions(trace_reading.read_spans(path))
     assert q["agentic_rag.question.id"] == "q7" and q["agentic_rag.dataset"] == "faq"
     assert [s["query"] for s in q["searches"]] == row["queries"]
     assert q["served"] == row["served"] and len(row["served"]) > 0
@@ -110,14 +110,14 @@ def test_a_conversation_turn_is_a_span_with_its_first_search_and_the_agent_insid
     with tracing.recording(FILE, tmp_path) as path:
         for message in ("What is the Blue Account's monthly fee?", "And the Gold Account?"):
             run_turn(s, message, chat, tool, AgentConfig(max_steps=1))
-    spans = tracing.read_spans(path)
+    spans = trace_reading.read_spans(path)
     turns = [x for x in spans if x["name"] == "conversation_turn"]
     assert [t["attributes"]["agentic_rag.turn.n"] for t in turns] == [1, 2]
     assert {t["attributes"]["gen_ai.conversation.id"] for t in turns} == {s.id}
-    got = tracing.questions(spans)
+    got = trace_reading.questions(spans)
     assert [[x["query"] for x in q["searches"]] for q in got] == [t.queries for t in s.turns]
     assert [q["served"] for q in got] == [[p.chunk_id for p in t.passages] for t in s.turns]
-    assert tracing.unknown_attributes(spans) == []
+    assert trace_reading.unknown_attributes(spans) == []
 
 
 def test_off_records_nothing_and_makes_no_file(tool, tmp_path):
@@ -137,7 +137,7 @@ def test_an_unreachable_otlp_endpoint_says_so_once_and_writes_the_file(tool, tmp
             run_agent("What is the Blue Account's monthly fee?", model(["$20."])[0], tool,
                       AgentConfig(max_steps=1))
     assert path == tmp_path / "traces.jsonl" and len(said) == 1 and "does not answer" in said[0]
-    assert len(tracing.questions(tracing.read_spans(path))) == 2  # nothing lost
+    assert len(trace_reading.questions(trace_reading.read_spans(path))) == 2  # nothing lost
 
 
 def test_an_export_that_fails_later_goes_to_the_file_said_once_with_nothing_lost(tmp_path):
@@ -162,7 +162,7 @@ def test_an_export_that_fails_later_goes_to_the_file_said_once_with_nothing_lost
         fallback(primary, file_exporter(tmp_path / "t.jsonl"), said.append, "collector:4317")))
     for name in ("a", "b", "c"):
         provider.get_tracer("t").start_span(name).end()
-    assert [s["name"] for s in tracing.read_spans(tmp_path / "t.jsonl")] == ["b", "c"]
+    assert [s["name"] for s in trace_reading.read_spans(tmp_path / "t.jsonl")] == ["b", "c"]
     assert primary.calls == 2 and len(said) == 1 and "collector:4317" in said[0]
 
 
@@ -210,7 +210,7 @@ def test_the_file_export_matches_the_sdk_spans_ids(tmp_path):
         with t.start_as_current_span("inner") as inner:
             inner.set_attributes({"n": 3, "xs": ["a", "b"], "f": 0.5, "ok": True})
     sdk = {s.name: s for s in memory.get_finished_spans()}
-    mine = {s["name"]: s for s in tracing.read_spans(tmp_path / "t.jsonl")}
+    mine = {s["name"]: s for s in trace_reading.read_spans(tmp_path / "t.jsonl")}
     for name in ("outer", "inner"):
         assert mine[name]["span_id"] == format(sdk[name].context.span_id, "016x")
         assert mine[name]["trace_id"] == format(sdk[name].context.trace_id, "032x")
@@ -254,7 +254,7 @@ def test_agent_eval_writes_a_trace_that_reads_back_into_its_rows(tmp_path, monke
     run_dir = tmp_path / "runs" / "r"
     rows = read_rows(run_dir / "rows.jsonl")
     got = {(q["agentic_rag.cell"], q["agentic_rag.question.id"]): q
-           for q in tracing.questions(tracing.read_spans(run_dir / "traces.jsonl"))}
+           for q in trace_reading.questions(trace_reading.read_spans(run_dir / "traces.jsonl"))}
     assert len(rows) == 6 and set(got) == {(r["cell"], r["qid"]) for r in rows}
     for r in rows:
         q = got[r["cell"], r["qid"]]
@@ -262,7 +262,7 @@ def test_agent_eval_writes_a_trace_that_reads_back_into_its_rows(tmp_path, monke
         assert q["served"] == r["served"]
         assert q["agentic_rag.stop_reason"] == r["stop_reason"]
     assert sum(len(r["served"]) for r in rows) > 0
-    assert tracing.unknown_attributes(tracing.read_spans(run_dir / "traces.jsonl")) == []
+    assert trace_reading.unknown_attributes(trace_reading.read_spans(run_dir / "traces.jsonl")) == []
 
 
 def test_chat_traces_each_turn_into_a_file_under_home(tmp_path, stub_llm):
@@ -279,7 +279,24 @@ def test_chat_traces_each_turn_into_a_file_under_home(tmp_path, stub_llm):
     assert res.exit_code == 0, res.output
     [path] = (tmp_path / "home" / "chats").glob("*/traces.jsonl")
     assert f"traces: {path}" in res.output
-    spans = tracing.read_spans(path)
+    spans = trace_reading.read_spans(path)
     turns = [s for s in spans if s["name"] == "conversation_turn"]
     assert [t["attributes"]["agentic_rag.turn.n"] for t in turns] == [1, 2]
     assert sum(s["name"].startswith("chat ") for s in spans) == 2  # closed_book: one call a turn
+
+
+def test_one_questions_trace_in_tree_order_and_as_a_timeline(tool, tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    _, path = _two_searches(tool, tmp_path)
+    spans = trace_reading.read_spans(path)
+    [q] = trace_reading.questions(spans)
+    tree = trace_reading.trace_spans(spans, q["span"])
+    assert [(s["depth"], s["name"].split()[0]) for s in tree] == [
+        (0, "invoke_agent"), (1, "execute_tool"), (2, "retrieval"), (1, "chat"),
+        (1, "execute_tool"), (2, "retrieval"), (1, "chat")]
+    fig = trace_reading.plot_timeline(tree, "q")
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels[0] == "invoke_agent agentic-rag" and labels[2].startswith("    retrieval")
+    assert len(fig.axes[0].patches) == len(tree)
