@@ -233,6 +233,76 @@ def test_sweep_command_logs_the_finished_folder(logged, monkeypatch):
     assert bare_mlflow(["--mlflow", uri]) == ["--mlflow", uri]
 
 
+def _folder_named(tmp_path: Path, name: str, spec_name: str) -> Path:
+    """The quick sweep's folder under another folder and spec name (its own experiment), its
+    first 3 configs only (enough to see the wiring, and quicker to log)."""
+    src = quick_folder(tmp_path / name)
+    pd.read_csv(src / "summary.csv").head(3).to_csv(src / "summary.csv", index=False)
+    spec = SweepSpec.load(src / "spec.yaml").model_copy(update={"name": spec_name})
+    spec.save(src / "spec.yaml")
+    return src
+
+
+@pytest.mark.parametrize("command", ["claims", "agent-eval", "tune"])
+def test_other_commands_log_their_folders(logged, tmp_path, monkeypatch, command):
+    """claims, agent-eval and tune with --mlflow log the folders their run wrote (the run
+    itself replaced by folders made here): each claim's run folder under experiments/runs,
+    the agent-eval run folder (experiment agent-eval), tune's dev and test sweeps with the
+    tuned config attached."""
+    from mlflow.tracking import MlflowClient
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli.main import app
+
+    uri = logged[1]
+    monkeypatch.chdir(tmp_path)
+    if command == "claims":
+        from agentic_rag.studies.claims import protocols
+
+        run_dir = _folder_named(tmp_path, "experiments/runs", "claim-x")
+        run_dir = run_dir.rename(tmp_path / "experiments" / "runs" / "20261207-000000-claim-x")
+        ledger = pd.DataFrame([{"claim": "x", "dataset": "d", "n_queries": 1, "relative_effect": 0,
+                                "ci_low": 0, "ci_high": 0, "verdict": "holds", "run": run_dir.name},
+                               {"claim": "y", "dataset": "d", "n_queries": 1, "relative_effect": 0,
+                                "ci_low": 0, "ci_high": 0, "verdict": "not run", "run": None}])
+        monkeypatch.setattr(protocols, "run_claims", lambda *a, **k: ledger)
+        args, want = ["claims", "--out", str(tmp_path / "claims")], {"claim-x": 3}
+    elif command == "agent-eval":
+        from agentic_rag.studies.agent_eval import run as agent_run
+
+        (tmp_path / "agent-runs" / "agent-wiring").mkdir(parents=True)
+        shutil.copy(AGENT_RUN / "summary.csv", tmp_path / "agent-runs" / "agent-wiring")
+        monkeypatch.setattr(agent_run, "evaluate", lambda *a, **k: None)
+        args = ["agent-eval", "--run", "agent-wiring", "--runs-dir", str(tmp_path / "agent-runs")]
+        want = {"agent-eval": len(pd.read_csv(AGENT_RUN / "summary.csv"))}
+    else:
+        from agentic_rag.config import RAGConfig
+        from agentic_rag.studies import tune as tune_module
+        from agentic_rag.studies.tune_space import TuneResult
+
+        dev, test = (_folder_named(tmp_path / s, "runs", f"tune-x-{s}") for s in ("dev", "test"))
+        best = tmp_path / "best-config.yaml"
+        best.write_text("provenance: {}\n")
+        (tmp_path / "report.md").write_text("# tuned\n")
+        paths = {"config": best, "report": tmp_path / "report.md", "plot": tmp_path / "tune.png",
+                 "dev_run": dev, "test_run": test}
+        monkeypatch.setattr(tune_module, "tune", lambda *a, **k: TuneResult(
+            report="", config=RAGConfig(), summary=pd.DataFrame(), chosen="c01", paths=paths))
+        args, want = ["tune", str(tmp_path)], {"tune-x-dev": 3, "tune-x-test": 3}
+    res = CliRunner().invoke(app, [*args, "--mlflow", uri])
+    assert res.exit_code == 0, res.output
+    assert "mlflow: not logged" not in res.output, res.output
+    client = MlflowClient(tracking_uri=uri)
+    for experiment, n in want.items():
+        exp = client.get_experiment_by_name(experiment)
+        found = client.search_runs([exp.experiment_id], "tags.`agentic_rag.run_folder` != 'agent-v7'")
+        assert len(found) == n, (experiment, res.output)
+    if command == "tune":  # the tuned config travels with each sweep's runs
+        arts = {a.path for a in client.list_artifacts(found[0].info.run_id, "run_folder")}
+        assert {"run_folder/best-config.yaml", "run_folder/report.md"} <= arts
+        assert "run_folder/tune.png" not in arts  # a file the run did not write is not made up
+
+
 # ---- the UI ----------------------------------------------------------------------------------
 def _mlflow_command(port: int, store: str) -> str:
     """The shell command `make mlflow` runs, on this test's port and store."""
