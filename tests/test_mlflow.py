@@ -18,6 +18,7 @@ import shutil
 import signal
 import socketserver
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -301,6 +302,22 @@ def test_other_commands_log_their_folders(logged, tmp_path, monkeypatch, command
         arts = {a.path for a in client.list_artifacts(found[0].info.run_id, "run_folder")}
         assert {"run_folder/best-config.yaml", "run_folder/report.md"} <= arts
         assert "run_folder/tune.png" not in arts  # a file the run did not write is not made up
+
+
+def test_logging_sends_no_usage_data(tmp_path):
+    """MLflow's telemetry calls its servers from a thread started when mlflow is imported
+    (outside pytest and CI, which it detects): off where this package imports it."""
+    probe = ("from agentic_rag.experiments.mlflow_log import quiet_mlflow\n"
+             "quiet_mlflow()\n"
+             "import mlflow\n"
+             "from mlflow.telemetry import get_telemetry_client\n"
+             "from mlflow.telemetry.utils import is_telemetry_disabled\n"
+             "print(is_telemetry_disabled(), get_telemetry_client())\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTEST_CURRENT_TEST", "CI", "MLFLOW_DISABLE_TELEMETRY", "DO_NOT_TRACK")}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                         check=True, cwd=tmp_path).stdout
+    assert out.split() == ["True", "None"], out  # without quiet_mlflow: False and a client
 
 
 # ---- the UI ----------------------------------------------------------------------------------

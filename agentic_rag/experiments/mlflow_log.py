@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -127,6 +128,13 @@ def row_name(row: pd.Series, folder: str) -> str:
                                 if c in row and pd.notna(row[c])])[:250]
 
 
+def quiet_mlflow() -> None:
+    """No usage data leaves the machine: MLflow's telemetry (which, when `mlflow` is first
+    imported, starts a thread that calls MLflow's servers) is turned off unless the user set
+    MLFLOW_DISABLE_TELEMETRY themselves. Called before the first import of mlflow."""
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+
 def check_store(uri: str, timeout_s: float = 5.0) -> None:
     """Raise `MlflowUnavailable` naming the URI when the store cannot be reached: an HTTP
     server that does not answer as MLflow does within `timeout_s`, or a SQLite file whose
@@ -170,6 +178,7 @@ def log_run_folder(run_dir: str | Path, uri: str = DEFAULT_URI, experiment: str 
     `experiment`: default the spec's name (a folder without spec.yaml: its own name);
     `extra`: more files to attach to every run (tune's best-config.yaml and report.md).
     Raises `MlflowUnavailable`."""
+    quiet_mlflow()
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
