@@ -188,7 +188,10 @@ class Mtrag(BaseModel):
                        qrels={k: v for k, v in self.qrels.items() if k in ids},
                        fixed_split=fixed,
                        description="MTRAG-UN human conversations (IBM, Apache-2.0); corpus = "
-                       "the pooled reference passages, not the full collections")
+                       "the pooled reference passages, not the full collections"
+                       + (f" ({', '.join(f'{c} {len(d)}' for c, d in self.corpus.items())} "
+                          "passages; other tasks' gold passages are the only distractors: "
+                          "easier than MTRAG's own setting)" if sessions else ""))
 
     def stats(self) -> dict[str, Any]:
         return {"tasks": len(self.tasks),

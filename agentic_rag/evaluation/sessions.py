@@ -124,3 +124,26 @@ def clarifying_rate(rows: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> di
             "clarifying_on_underspecified_ci_low": lo,
             "clarifying_on_underspecified_ci_high": hi,
             "n_other": len(rest), "clarifying_on_other": rate(rest)}
+
+
+def session_figures(results: pd.DataFrame, n_boot: int = 2000) -> pd.DataFrame:
+    """One row per config of a sweep's session rows (`results.parquet`, rows with an agent
+    turn and no `agent_error`): sessions, abstention (`abstention`), the clarifying rate
+    (`clarifying_rate`), and per turn the mean searches, passages served again and context
+    tokens, the median prompt tokens evaluated and reused."""
+    out = []
+    for cid, g in results.groupby("config_id", sort=True):
+        g = g[g["agent_abstained"].notna()]
+        if "agent_error" in g:
+            g = g[g["agent_error"].isna()]
+        row: dict[str, Any] = {"config_id": cid, "config": g["config"].iloc[0] if len(g) else "",
+                               "sessions": len(g)}
+        if len(g):
+            row.update(abstention(g, n_boot))
+            row.update(clarifying_rate(g, n_boot))
+            for c in ("session_searches", "session_served_again", "session_context_tokens"):
+                row[f"{c}_mean"] = float(g[c].mean())
+            for c in ("session_prompt_evaluated", "session_prompt_reused"):
+                row[f"{c}_median"] = float(g[c].median()) if g[c].notna().any() else None
+        out.append(row)
+    return pd.DataFrame(out)

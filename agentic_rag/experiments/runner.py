@@ -301,7 +301,21 @@ def _meta(spec: SweepSpec, ds: Dataset, configs: list, keys: RowKeys,
             "configs": {f"c{i:02d}": label for i, (label, _, _) in enumerate(configs)},
             "row_cache": str(cache.path), "rows_from_cache": from_cache,
             "executor": spec.executor,
-            "code_version": code_version()}
+            "code_version": code_version(), **_session_meta(ds)}
+
+
+def _session_meta(ds: Dataset) -> dict[str, Any]:
+    """For a dataset of conversations' final turns (`experiments/sessions.py`): how its rows
+    were made and the corpus caveat (the dataset's description), beside every figure."""
+    from agentic_rag.experiments.sessions import SESSION_KEY
+
+    if not any(SESSION_KEY in q.metadata for q in ds.queries):
+        return {}
+    return {"sessions": {"rows": "each query is a conversation's final user turn run as a "
+                                 "session turn: its history as written seeds a Session; "
+                                 "retrieval searches the query the session builds "
+                                 "(agent.session.query_mode); the agent group runs run_turn",
+                         "corpus": ds.description}}
 
 
 def _announce(spec: SweepSpec, ds: Dataset, configs: list, run_dir: Path, resumed: int | None,
