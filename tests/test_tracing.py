@@ -300,3 +300,29 @@ def test_one_questions_trace_in_tree_order_and_as_a_timeline(tool, tmp_path):
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels[0] == "invoke_agent agentic-rag" and labels[2].startswith("    retrieval")
     assert len(fig.axes[0].patches) == len(tree)
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_a_run_on_the_real_smollm2_server_reads_back_into_its_result(tool, tmp_path):
+    """The same read-back on a real llama-server (SmolLM2-135M, ~100 MB, a free port): the
+    chat spans carry the server's token counts; the searches and passages equal the result's."""
+    from agentic_rag.config_llm import LLMConfig, ServerConfig
+    from agentic_rag.llm.client import OpenAIChatModel
+    from agentic_rag.llm.server import LlamaServer
+
+    with LlamaServer(ServerConfig(model="smollm2-135m", port=free_port(), n_ctx=4096),
+                     home=tmp_path) as srv:
+        chat = OpenAIChatModel(LLMConfig(server=srv.config, max_tokens=48), base_url=srv.base_url)
+        with tracing.recording(FILE, tmp_path) as path:
+            res = run_agent("What is the Blue Account's monthly fee?", chat, tool,
+                            AgentConfig(max_steps=2, mode="json"))
+    spans = trace_reading.read_spans(path)
+    [q] = trace_reading.questions(spans)
+    assert [s["query"] for s in q["searches"]] == [s.arguments["query"] for s in res.steps
+                                                   if s.kind == "tool_call"]
+    assert q["served"] == res.served and res.served
+    chats = [s["attributes"] for s in spans if s["name"].startswith("chat ")]
+    assert chats and all(c["gen_ai.usage.input_tokens"] > 0 and c["server.port"] == srv.config.port
+                         and not c["agentic_rag.llm.cached"] for c in chats)
+    assert trace_reading.unknown_attributes(spans) == []
