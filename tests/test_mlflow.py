@@ -33,6 +33,7 @@ from agentic_rag.experiments.mlflow_log import (
     log_run_folder,
     mlflow_name,
     row_metrics,
+    row_params,
 )
 from agentic_rag.experiments.spec import SweepSpec
 
@@ -105,8 +106,13 @@ def test_metric_names_are_ones_mlflow_accepts():
 def test_agent_eval_ci_strings_become_bounds():
     row = pd.Series({"dataset": "python-faq", "cell": "closed_book:native", "correct": 0.5333,
                      "correct_ci": "[0.37, 0.70]", "gold_served_ci": "[nan, nan]",
-                     "latency_p50_s": float("nan"), "pareto": True})
-    assert row_metrics(row) == {"correct": 0.5333, "correct_ci_low": 0.37, "correct_ci_high": 0.70}
+                     "correct_vs_closed": "-0.03 [-0.10, +0.00] (n=30)",
+                     "gold_served_vs_closed": "– (n=0)", "latency_p50_s": float("nan"),
+                     "pareto": True, "iterations_dist": '{"1": 88, "2": 12}'})
+    assert row_metrics(row) == {"correct": 0.5333, "correct_ci_low": 0.37, "correct_ci_high": 0.70,
+                                "correct_vs_closed": -0.03, "correct_vs_closed_ci_low": -0.10,
+                                "correct_vs_closed_ci_high": 0.0}
+    assert row_params(row, {}) == {"dataset": "python-faq", "cell": "closed_book:native"}
 
 
 def test_logged_figures_equal_summary_csv(logged):

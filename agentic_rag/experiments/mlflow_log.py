@@ -29,9 +29,9 @@ DEFAULT_URI = "sqlite:///experiments/mlflow.db"
 ARTIFACTS = ("summary.csv", "best-config.yaml", "spec.yaml", "meta.json", "summary.md")
 RUN_FOLDER_TAG = "agentic_rag.run_folder"
 ROW_TAG = "agentic_rag.row"
-# a summary.csv column that names its row rather than measuring it (agent-eval: dataset × cell)
-ID_COLUMNS = ("config_id", "config", "dataset", "split", "cell")
 _CI = re.compile(r"^\s*\[\s*([^,\]]+)\s*,\s*([^\]]+)\]\s*$")  # agent-eval's "[0.37, 0.70]"
+# agent-eval's paired differences: "-0.03 [-0.10, +0.00] (n=30)"
+_DIFF = re.compile(r"^\s*([+\-]?[\d.]+(?:e[+\-]?\d+)?)\s*\[\s*([^,\]]+)\s*,\s*([^\]]+)\]")
 _BAD = re.compile(r"[^\w.\- :/]")  # what MLflow refuses in a metric, param or tag name
 
 
@@ -46,25 +46,38 @@ def mlflow_name(column: str) -> str:
 
 
 def row_metrics(row: pd.Series) -> dict[str, float]:
-    """A summary row's figures: every finite number, and a `[low, high]` string (agent-eval's CI
-    columns, `correct_ci`) as `<metric>_ci_low` / `<metric>_ci_high`. Flags (baseline, pareto),
-    JSON distributions and empty cells are not metrics."""
+    """A summary row's figures: every finite number; a `[low, high]` string (agent-eval's CI
+    columns, `correct_ci`) as `<metric>_ci_low` / `<metric>_ci_high`; a `value [low, high]`
+    string (its paired differences, `correct_vs_closed`) as the value and its bounds. Flags
+    (baseline, pareto), names, JSON distributions and empty cells are not metrics."""
     out: dict[str, float] = {}
     for col, value in row.items():
-        if col in ID_COLUMNS or pd.api.types.is_bool(value):
+        if pd.api.types.is_bool(value):
             continue
         if isinstance(value, str):
-            m = _CI.match(value)
-            if m and col.endswith("_ci"):
-                for side, text in zip(("low", "high"), m.groups()):
-                    number = _number(text)
-                    if number is not None:
-                        out[mlflow_name(f"{col[:-3]}_ci_{side}")] = number
+            ci, diff = _CI.match(value), _DIFF.match(value)
+            if ci and col.endswith("_ci"):
+                out |= _finite({f"{col[:-3]}_ci_low": ci[1], f"{col[:-3]}_ci_high": ci[2]})
+            elif diff:
+                out |= _finite({col: diff[1], f"{col}_ci_low": diff[2], f"{col}_ci_high": diff[3]})
             continue
-        number = _number(value)
-        if number is not None:
-            out[mlflow_name(str(col))] = number
+        out |= _finite({col: value})
     return out
+
+
+def _finite(figures: dict[str, Any]) -> dict[str, float]:
+    """The finite ones, under their MLflow names."""
+    numbers = {mlflow_name(str(k)): _number(v) for k, v in figures.items()}
+    return {k: v for k, v in numbers.items() if v is not None}
+
+
+def naming(row: pd.Series) -> dict[str, str]:
+    """The columns that name a row rather than measure it: its text that is no figure, CI,
+    distribution or empty cell (agent-eval's dataset, split, cell; a conversation study's
+    split, group, mode; a sweep's config_id and config label)."""
+    return {str(c): v for c, v in row.items() if isinstance(v, str) and v.strip()
+            and v.lower() != "nan" and not v.lstrip().startswith(("[", "{"))
+            and not _DIFF.match(v) and "(n=" not in v}  # "– (n=0)": a difference with no pairs
 
 
 def _number(value: Any) -> float | None:
@@ -109,14 +122,14 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def row_params(row: pd.Series, overrides: dict[str, dict[str, Any]]) -> dict[str, str]:
-    """A summary row's params: its config's overrides (a sweep) or its naming columns
-    (agent-eval's dataset, split, cell)."""
+    """A summary row's params: its config's overrides (a sweep with its spec.yaml), else its
+    naming columns (`naming`; a config label stays a tag)."""
     over = overrides.get(str(row.get("config_id")), None)
     if over is not None:
         params = {k: json.dumps(v) if isinstance(v, list | dict) else str(v)
                   for k, v in over.items()}
         return {"config_id": str(row["config_id"]), **params}
-    return {c: str(row[c]) for c in ID_COLUMNS if c in row and c != "config" and pd.notna(row[c])}
+    return {mlflow_name(k): v[:6000] for k, v in naming(row).items() if k != "config"}
 
 
 def row_name(row: pd.Series, folder: str) -> str:
@@ -124,8 +137,7 @@ def row_name(row: pd.Series, folder: str) -> str:
     columns (`agent-v7 python-faq test closed_book:native`)."""
     if "config_id" in row:
         return f"{row['config_id']} {row.get('config', '')}".strip()[:250]
-    return " ".join([folder] + [str(row[c]) for c in ID_COLUMNS
-                                if c in row and pd.notna(row[c])])[:250]
+    return " ".join([folder, *naming(row).values()])[:250]
 
 
 def quiet_mlflow() -> None:
@@ -241,6 +253,8 @@ def log_folders(run_dirs: Iterable[str | Path], uri: str | None = None,
     for d in dirs:
         try:
             out[d] = log_run_folder(d, uri, experiment, log=log, extra=extra)
+        except (OSError, ValueError) as exc:  # a folder it cannot read: said, the others go on
+            log(f"mlflow: {d} not logged: {exc}")
         except MlflowUnavailable as exc:
             left = dirs[len(out):]
             log(f"mlflow: not logged: {exc}. The run is kept; log it later with: agentic-rag "
