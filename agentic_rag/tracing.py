@@ -1,4 +1,4 @@
-"""OpenTelemetry traces of agent runs under the GenAI semantic conventions: spans, export, reading back.
+"""OpenTelemetry traces of agent runs under the GenAI semantic conventions: the spans and their export.
 
 The library makes spans through the OpenTelemetry API (`tracer()`); with nothing recording
 they are the API's no-op spans (or go to a tracer provider the application installed).
