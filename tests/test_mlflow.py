@@ -165,6 +165,16 @@ def test_agent_eval_folder(logged):
         assert (run.data.metrics["correct_ci_low"], run.data.metrics["correct_ci_high"]) == (low, high)
 
 
+def test_an_unreadable_folder_is_said_and_the_others_logged(logged, tmp_path):
+    run_dir, uri, _ = logged
+    empty = tmp_path / "20261207-000000-unfinished"
+    empty.mkdir()
+    said: list[str] = []
+    out = log_folders([empty, run_dir], uri, said.append)
+    assert list(out) == [run_dir] and len(out[run_dir]) == 18
+    assert said[0] == f"mlflow: {empty} not logged: {empty}: no summary.csv (not a finished run folder)"
+
+
 def _digest(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
