@@ -221,8 +221,8 @@ def agent_eval_cmd(
         min=1, help="K > 1: the agent K times per question, sampling (--temperature), repeat "
         "r with the seed 1 + r, each repeat's replies cached apart; the summary adds pass@k, "
         "pass^k, the spread across repeats and the questions that flip (passk.csv, "
-        "repeats.csv). The judges stay greedy. A greedy run into the same --run (without "
-        "--repeats) is compared with the repeats")] = AE.repeats,
+        "repeats.csv), beside the greedy run of the same questions (made too). The judges "
+        "stay greedy")] = AE.repeats,
     temperature: Annotated[float | None, typer.Option(
         help="--repeats: the sampling temperature (default: a --config's llm.temperature "
              "when > 0, else 0.7)")] = None,

@@ -2,7 +2,7 @@
 count, pass@k and pass^k (`passk`), the spread of every summary figure across the repeats and
 how far the greedy run sits from them (`spread`), the questions that flip (`flips`), and the
 README section (`markdown`). Rows come from `summary.judged_rows`: `repeat` ≥ 0 is a sampled
-repeat, −1 the greedy run (a run into the same folder without `--repeats`)."""
+repeat, −1 the greedy run of the same questions (which `--repeats` makes first)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ def passk(df: pd.DataFrame, successes: Sequence[str] = SUCCESS) -> pd.DataFrame:
         for key, g in sampled.groupby([*GROUP, "qid"]):
             v = g[m].dropna().astype(float)
             n, c = len(v), int((v > 0.5).sum())
+            if n == 0:  # not measured for this dataset (figure_correct off banking-products)
+                continue
             r = {**dict(zip([*GROUP, "qid"], key)), "success": m, "n": n, "c": c,
                  "flips": bool(0 < c < n),
                  "greedy": float(greedy.loc[key, m]) if key in greedy.index else np.nan}
@@ -68,12 +70,15 @@ def spread(df: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """Per dataset × cell × metric: each repeat's mean, their min / max / sd, the mean over
     repeats (each question's repeats averaged first) with its bootstrap CI over questions,
     and the greedy run's mean on the same questions with the paired difference greedy −
-    repeated (per question) and its paired-bootstrap CI."""
+    repeated (per question) and its paired-bootstrap CI. Only questions that have every
+    repeat (a run cut short leaves the last one partial)."""
     from agentic_rag.studies.agent_eval.summary import paired
 
     sampled, greedy = df[df["repeat"] >= 0], df[df["repeat"] < 0]
     out = []
     for key, g in sampled.groupby(GROUP):
+        k = g["repeat"].nunique()
+        g = g[g.groupby("qid")["repeat"].transform("nunique") == k]
         gg = greedy
         for col, v in zip(GROUP, key):
             gg = gg[gg[col] == v]

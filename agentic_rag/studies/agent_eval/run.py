@@ -242,11 +242,13 @@ def run(args: AgentEvalOptions, meter: CallMeter | None = None,
                                        cache=cache)
         chat = MeteredChatModel(model, meter)  # greedy: the judges, and the agent of one run
         sampling_ = sampling(args, llm or cfg.llm)
-        # the agent's model per repeat (None: the one greedy run); the judges stay greedy
-        agents = {None: (chat, {})} if sampling_ is None else {
-            r: (MeteredChatModel(repeat_model(sampling_[0], seed), meter),
-                {"repeat": r, "llm_seed": seed, "temperature": sampling_[0]})
-            for r, seed in enumerate(sampling_[1])}
+        # the agent's model per repeat (None: the greedy run, which a run with repeats makes
+        # too, first, so its figure is compared on the same questions); the judges stay greedy
+        agents = {None: (chat, {})}
+        if sampling_ is not None:
+            agents.update({r: (MeteredChatModel(repeat_model(sampling_[0], seed), meter),
+                               {"repeat": r, "llm_seed": seed, "temperature": sampling_[0]})
+                           for r, seed in enumerate(sampling_[1])})
         loaded = {d: load(d, args.split, args.n, args.seed, args.corpus_size.get(d))
                   for d in args.datasets}
         items = {d: v[0] for d, v in loaded.items()}
