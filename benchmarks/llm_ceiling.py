@@ -2,6 +2,7 @@
 
     make llm-ceiling                                   # = the command below, on an idle machine
     nice -n 10 .venv/bin/python benchmarks/llm_ceiling.py [--smoke] [--repetitions 3]
+        [--variants zen4 haswell] [--stage2-from both|today] [--pp 512] [--tg 64] [--shared]
     .venv/bin/python benchmarks/llm_ceiling.py --render-only   # LLM_CEILING.md from the JSONs
 
 For the default model (`qwen2.5-coder-1.5b`, Qwen2.5-Coder-1.5B-Instruct Q4_K_M) this measures
@@ -19,7 +20,7 @@ way to run it:
   run as 512, so batch 256 / 512 are measured at micro-batch 256).
 Every row names the processor (vendor, family/model, flags, `binary.processor_class`) and the
 load average before and after it (a shared machine's figures are smoke, not the ceiling).
-Then the answers: for each weight format, a llama-server on ggml's pick (today's repack rule)
+First the answers (whether a format is correct matters more than its speed): for each weight format, a llama-server on ggml's pick (today's repack rule)
 answers `variant_equality.CONTEXTS` greedily and its yes/no judge prompts; answers identical
 to Q4_K_M's are counted, the differing ones shown, the judge's largest |dP(yes)| and verdict
 changes at 0.5 given.
@@ -62,7 +63,7 @@ from agentic_rag.llm.server import LlamaServer  # noqa: E402
 
 MD_OUT = HERE / "LLM_CEILING.md"
 MODEL = "qwen2.5-coder-1.5b"
-PP, TG = 512, 64
+PP, TG = 512, 64  # --pp / --tg change them
 TODAY = {"n_batch": 512, "n_ubatch": 512, "flash_attn": 0}  # server.py's _BINARY_DEFAULTS
 
 
@@ -105,10 +106,10 @@ def loads(held: Path, variant: str) -> bool:
 
 def bench(held: Path, models: dict[str, Path], reps: int, repack: str = "0,1",
           threads: str | None = None, batch: str = "512", ubatch: str = "512",
-          fa: str = "0", gen: int = TG) -> list[dict[str, Any]]:
+          fa: str = "0", gen: bool = True) -> list[dict[str, Any]]:
     """One llama-bench run (its parameter lists crossed), rows as it reports them, each with
     the weight format's name and the load average around it."""
-    cmd = [str(held), "-o", "json", "-r", str(reps), "-p", str(PP), "-n", str(gen),
+    cmd = [str(held), "-o", "json", "-r", str(reps), "-p", str(PP), "-n", str(TG if gen else 0),
            "--repack", repack, "-b", batch, "-ub", ubatch, "-fa", fa,
            "-t", threads or str(len(os.sched_getaffinity(0)))]
     for path in models.values():
@@ -179,6 +180,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     variants = sorted(cpu_variants(server), key=lambda v: rank.get(v, len(rank)))
     if args.smoke:
         variants = [v for v in variants if v in (pick, "haswell")]
+    if args.variants:
+        variants = [v for v in variants if v in args.variants]
     formats = {}
     conversions = {}
     for fmt in args.formats:
@@ -188,12 +191,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         conversions[fmt] = {**record, "this_call_s": round(time.perf_counter() - t0, 1)}
         print(f"{fmt}: {path} (converted in {record['seconds']} s; this call "
               f"{conversions[fmt]['this_call_s']} s)", flush=True)
-    rows, skipped = [], {}
+    rows, skipped, comparison = [], {}, []
     partial = HERE / f".llm_ceiling.{os.getpid()}.partial.json"  # the rows so far, if stopped
 
     def save() -> None:
         partial.write_text(json.dumps({"processor": cpu, "conversions": conversions,
-                                       "rows": rows}, indent=1))
+                                       "answers": comparison, "rows": rows}, indent=1))
+
+    if not args.no_answers:  # first: whether a format is correct matters more than its speed
+        print("answers per weight format (ggml's pick, today's repack rule)", flush=True)
+        with tempfile.TemporaryDirectory() as home:
+            got = [answers(f, p, args.port + i, Path(home)) for i, (f, p) in enumerate(formats.items())]
+        comparison = [compare(got[0], g) for g in got]
+        save()
 
     print("stage 1: variant x repack x format", flush=True)
     for v in variants:
@@ -208,6 +218,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     today = {"variant": pick, "format": "Q4_K_M", "repack": today_repack}
     best = fastest(rows)
     starts = {"today": today, "stage-1 fastest": {k: best[k] for k in ("variant", "format", "repack")}}
+    if args.stage2_from == "today":
+        starts.pop("stage-1 fastest")
     print("stage 2: threads, batch / micro-batch, flash attention (one at a time)", flush=True)
     ncpu = len(os.sched_getaffinity(0))
     threads = ",".join(str(t) for t in sorted({1, max(1, ncpu // 2), ncpu}))
@@ -220,19 +232,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         held = tool_in_variant(tool, start["variant"])
         one = {start["format"]: formats[start["format"]]}
         for label, kw in (("threads", {"threads": threads}),
-                          ("batch", {"batch": "256,512", "ubatch": "256", "gen": 0}),
-                          ("ubatch", {"batch": "512", "ubatch": "128,256,512", "gen": 0}),
+                          ("batch", {"batch": "256,512", "ubatch": "256", "gen": False}),
+                          ("ubatch", {"batch": "512", "ubatch": "128,256,512", "gen": False}),
                           ("flash_attn", {"fa": "0,1"})):
             for row in bench(held, one, args.repetitions, repack=str(start["repack"]), **kw):
                 rows.append({"stage": 2, "from": name, "factor": label,
                              "variant": start["variant"], **row})
             save()
-    comparison = []
-    if not args.no_answers:
-        print("answers per weight format (ggml's pick, today's repack rule)", flush=True)
-        with tempfile.TemporaryDirectory() as home:
-            got = [answers(f, p, args.port + i, Path(home)) for i, (f, p) in enumerate(formats.items())]
-        comparison = [compare(got[0], g) for g in got]
     partial.unlink(missing_ok=True)
     return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "command": "python benchmarks/llm_ceiling.py " + " ".join(sys.argv[1:]),
@@ -310,9 +316,15 @@ def render() -> str:
 
 
 def main() -> None:
+    global PP, TG
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--smoke", action="store_true", help="stage 1 on ggml's pick and haswell only")
     ap.add_argument("--repetitions", type=int, default=3)
+    ap.add_argument("--variants", nargs="+", help="stage 1 on these built variants only")
+    ap.add_argument("--stage2-from", choices=("both", "today"), default="both",
+                    help="stage 2 from today's path and stage 1's fastest, or today's only")
+    ap.add_argument("--pp", type=int, default=PP, help="prompt tokens per test")
+    ap.add_argument("--tg", type=int, default=TG, help="generated tokens per test")
     ap.add_argument("--formats", nargs="+", default=list(WEIGHT_FORMATS))
     ap.add_argument("--no-answers", action="store_true")
     ap.add_argument("--shared", action="store_true",
@@ -321,6 +333,7 @@ def main() -> None:
     ap.add_argument("--json", help="default: LLM_CEILING_<class>_<ggml's pick>.json here")
     ap.add_argument("--render-only", action="store_true")
     args = ap.parse_args()
+    PP, TG = args.pp, args.tg
     if not args.render_only:
         if args.formats[0] != "Q4_K_M":
             raise SystemExit("--formats: Q4_K_M first (the reference of the answers)")
