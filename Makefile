@@ -104,7 +104,7 @@ $(LLAMA_SERVER_DONE): | $(VENV)/.installed
 	else \
 	  echo "llama-server build failed: $$( (grep -v -i -e '^make' -e warning $(LLAMA_SERVER_DIR)/build.log | grep -m1 -A1 -E 'CMake Error|error:|fatal|: not found|No such file' | tr -s ' \n' ' ') || tail -n1 $(LLAMA_SERVER_DIR)/build.log) (log $(LLAMA_SERVER_DIR)/build.log)" \
 	    > $(LLAMA_SERVER_DIR)/FAILED; \
-	  echo "WARNING: $$(cat $(LLAMA_SERVER_DIR)/FAILED); the local LLM falls back to the portable llama-cpp-python server, ~2.5x slower (claims questions/hour); retry: make llama-server" >&2; \
+	  echo "WARNING: $$(cat $(LLAMA_SERVER_DIR)/FAILED); the local LLM falls back to the portable llama-cpp-python server: 2.5-3.3x fewer claims questions an hour on AVX-512 / AMX, 1.10x on an AVX2-only processor (docs/servers.md); retry: make llama-server" >&2; \
 	  $(MAKE) --no-print-directory $(PORTABLE_DONE); \
 	fi
 	@touch $@
@@ -124,6 +124,28 @@ llama-server-build:
 	cmake --build $(LLAMA_SERVER_DIR)/build --target llama-server -j$(LLAMA_SERVER_JOBS)
 	$(LLAMA_SERVER) --version
 	cd $(LLAMA_SERVER_DIR)/build/bin && ./llama-server -v --list-devices
+
+# llama.cpp's llama-quantize and llama-bench, built in the llama-server's build folder from the
+# same source (issue 64): benchmarks/llm_ceiling.py converts the default model's weights once
+# (Q4_0, Q8_0, into the model cache keyed by the source's sha256) and measures each way to run
+# it. Not part of `make install`: 32 s once llama-server is built (2 shared cores, 2026-12-07).
+LLAMA_TOOLS_DONE := $(LLAMA_SERVER_DIR)/build/.tools-done
+.PHONY: llama-tools llm-ceiling
+llama-tools: $(LLAMA_TOOLS_DONE)
+
+$(LLAMA_TOOLS_DONE): | $(LLAMA_SERVER_DONE)
+	@start=$$(date +%s); \
+	cmake --build $(LLAMA_SERVER_DIR)/build --target llama-quantize llama-bench -j$(LLAMA_SERVER_JOBS) \
+	  >$(LLAMA_SERVER_DIR)/tools-build.log 2>&1 || { tail -n 20 $(LLAMA_SERVER_DIR)/tools-build.log; exit 1; }; \
+	echo "llama-quantize and llama-bench built in $$(( $$(date +%s) - start )) s"
+	@touch $@
+
+# the local LLM's ceiling on this processor: prompt and generation tokens/s of every candidate
+# way to run the default model, the answers per weight format -> benchmarks/LLM_CEILING_<class>_
+# <variant>.json and LLM_CEILING.md. Not in `make bench`: it wants the machine to itself (idle
+# cores; a full run is the whole grid, a cut-down smoke run on 2 shared cores: docs/benchmarks.md)
+llm-ceiling: install llama-tools
+	$(BIN)/python benchmarks/llm_ceiling.py
 
 # Python 3.11 docs (reStructuredText sources) from Debian's python3.11-doc, no root needed.
 datasets: $(PYDOC_DEB_DIR)/.done
