@@ -157,6 +157,8 @@ def test_older_rows_with_several_searches_leave_first_search_gold_undefined(tmp_
     assert s.loc[0, "first_search_gold"] == 1.0  # q1 only: q0's first search is unknown
     assert s.loc[0, "repeated_queries"] == 0.5  # q0 searched its one query twice
     assert s.loc[0, "llm_turns"] == 1.5  # model searches + failed actions + the answer
+    assert s.loc[0, "served_doc_recall"] == 1.0  # all it served counts: q0's d0 was served
+    assert s.loc[0, "served_doc_precision"] == pytest.approx((0.5 + 1) / 2)
 
 
 def test_banking_products_load_with_their_gold_documents_and_figures():

@@ -81,16 +81,17 @@ def trajectory(df: pd.DataFrame, load: Callable | None = None) -> pd.DataFrame:
     out = []
     for _, r in df.iterrows():
         by_search = r.get("served_by_search")
-        if not isinstance(by_search, list):
+        known = isinstance(by_search, list) or r.get("searches", 0) <= 1
+        if not isinstance(by_search, list):  # an older row: what all its searches served
             served = r.get("served") if isinstance(r.get("served"), list) else []
-            by_search = ([served] if served else []) if r.get("searches", 0) <= 1 else None
+            by_search = [served] if served else []
         turns = r.get("llm_turns")
         if turns is None or turns != turns:
             turns = int(r.get("model_searches", 0) or 0) + int(r.get("action_failures", 0) or 0) + 1
         docs = gold[r["dataset"]].get(r["qid"], {})
         queries = r.get("queries") if isinstance(r.get("queries"), list) else []
-        m = trajectory_metrics(queries, by_search or [], docs, turns)
-        if by_search is None:
+        m = trajectory_metrics(queries, by_search, docs, turns)
+        if not known:  # several searches, one list: the first one's share is not known
             m["first_search_gold"] = None
         out.append(m)
     return pd.DataFrame(out, index=df.index).astype(float)
