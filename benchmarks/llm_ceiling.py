@@ -2,7 +2,8 @@
 
     make llm-ceiling                                   # = the command below, on an idle machine
     nice -n 10 .venv/bin/python benchmarks/llm_ceiling.py [--smoke] [--repetitions 3]
-        [--variants zen4 haswell] [--stage2-from both|today] [--pp 512] [--tg 64] [--shared]
+        [--variants zen4 haswell] [--stage2-from both|today|none] [--pp 512] [--tg 64]
+        [--prompts 12] [--max-tokens 64] [--shared]
     .venv/bin/python benchmarks/llm_ceiling.py --render-only   # LLM_CEILING.md from the JSONs
 
 For the default model (`qwen2.5-coder-1.5b`, Qwen2.5-Coder-1.5B-Instruct Q4_K_M) this measures
@@ -138,22 +139,23 @@ def bench(held: Path, models: dict[str, Path], reps: int, repack: str = "0,1",
     return rows
 
 
-def answers(fmt: str, path: Path, port: int, home: Path) -> dict[str, Any]:
+def answers(fmt: str, path: Path, port: int, home: Path, n: int = len(CONTEXTS),
+            max_tokens: int = 64) -> dict[str, Any]:
     """Greedy answers and judge P(yes) of a llama-server on ggml's pick for one weight format."""
     cfg = ServerConfig(model=str(path), binary=str(LLAMA_SERVER_BUILD), port=port,
                        startup_timeout_s=900)
     with LlamaServer(cfg, home=home / fmt) as srv:
         url = srv.base_url + "/chat/completions"
         out, judge = [], []
-        for context, question in CONTEXTS:
+        for context, question in CONTEXTS[:n]:
             r = _post(url, {"model": "local", "messages": answer_messages(context, question),
-                            "temperature": 0, "max_tokens": 64})
+                            "temperature": 0, "max_tokens": max_tokens})
             out.append(r["choices"][0]["message"]["content"])
-        for i, claim in JUDGE_CLAIMS:
+        for i, claim in JUDGE_CLAIMS[:n]:
             r = _post(url, {"model": "local", "messages": judge_messages(CONTEXTS[i][0], claim),
                             "temperature": 0, "max_tokens": 1, "logprobs": True, "top_logprobs": 10})
             judge.append(p_yes(r["choices"][0]))
-    return {"format": fmt, "answers": out, "p_yes": judge}
+    return {"format": fmt, "answers": out, "p_yes": judge, "questions": [q for _, q in CONTEXTS[:n]]}
 
 
 def compare(base: dict, other: dict) -> dict[str, Any]:
@@ -161,7 +163,7 @@ def compare(base: dict, other: dict) -> dict[str, Any]:
     dp = [abs(a - b) for a, b in zip(base["p_yes"], other["p_yes"], strict=True)]
     flips = sum((a >= 0.5) != (b >= 0.5) for a, b in zip(base["p_yes"], other["p_yes"], strict=True))
     return {"format": other["format"], "identical_answers": sum(same), "answers": len(same),
-            "differing": [{"question": CONTEXTS[i][1], "Q4_K_M": base["answers"][i],
+            "differing": [{"question": base["questions"][i], "Q4_K_M": base["answers"][i],
                            other["format"]: other["answers"][i]}
                           for i, s in enumerate(same) if not s],
             "p_yes_max_abs_diff": round(max(dp), 4), "verdict_changes": flips}
@@ -201,7 +203,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if not args.no_answers:  # first: whether a format is correct matters more than its speed
         print("answers per weight format (ggml's pick, today's repack rule)", flush=True)
         with tempfile.TemporaryDirectory() as home:
-            got = [answers(f, p, args.port + i, Path(home)) for i, (f, p) in enumerate(formats.items())]
+            got = [answers(f, p, args.port + i, Path(home), args.prompts, args.max_tokens)
+                   for i, (f, p) in enumerate(formats.items())]
         comparison = [compare(got[0], g) for g in got]
         save()
 
@@ -218,8 +221,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     today = {"variant": pick, "format": "Q4_K_M", "repack": today_repack}
     best = fastest(rows)
     starts = {"today": today, "stage-1 fastest": {k: best[k] for k in ("variant", "format", "repack")}}
-    if args.stage2_from == "today":
+    if args.stage2_from != "both":
         starts.pop("stage-1 fastest")
+    if args.stage2_from == "none":
+        starts.clear()
     print("stage 2: threads, batch / micro-batch, flash attention (one at a time)", flush=True)
     ncpu = len(os.sched_getaffinity(0))
     threads = ",".join(str(t) for t in sorted({1, max(1, ncpu // 2), ncpu}))
@@ -245,6 +250,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "processor": cpu, "ggml_pick": pick, "model": MODEL,
             "llama_server": server_binary_info(server)["version"],
             "pp_tokens": PP, "tg_tokens": TG, "repetitions": args.repetitions,
+            "answer_prompts": args.prompts, "answer_max_tokens": args.max_tokens,
             "shared_machine": args.shared, "conversions": conversions, "skipped": skipped,
             "today": today, "rows": rows, "answers": comparison}
 
@@ -292,8 +298,10 @@ def render_one(res: dict) -> str:
         lines.append(f"| {stage} | `{k[3]}`{mark} | {r['tokens_per_s']:.1f} ± {r['stddev']:.1f} | "
                      f"{ratio} | {gen} | {r['loadavg_before'][0]:.1f} |")
     if res["answers"]:
+        n = res.get("answer_prompts", len(CONTEXTS))
         lines += ["", "Greedy answers vs Q4_K_M (ggml's pick, today's repack rule; "
-                  f"{len(CONTEXTS)} answers, {len(JUDGE_CLAIMS)} judge prompts):", "",
+                  f"{n} answers of up to {res.get('answer_max_tokens', 64)} tokens, {n} judge "
+                  "prompts):", "",
                   "| weights | identical answers | judge max abs dP(yes) | verdict changes |",
                   "|---|--:|--:|--:|"]
         for c in res["answers"]:
@@ -321,8 +329,11 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true", help="stage 1 on ggml's pick and haswell only")
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--variants", nargs="+", help="stage 1 on these built variants only")
-    ap.add_argument("--stage2-from", choices=("both", "today"), default="both",
-                    help="stage 2 from today's path and stage 1's fastest, or today's only")
+    ap.add_argument("--stage2-from", choices=("both", "today", "none"), default="both",
+                    help="stage 2 from today's path and stage 1's fastest, today's only, or none")
+    ap.add_argument("--prompts", type=int, default=len(CONTEXTS),
+                    help="answer and judge prompts per weight format")
+    ap.add_argument("--max-tokens", type=int, default=64, help="per greedy answer")
     ap.add_argument("--pp", type=int, default=PP, help="prompt tokens per test")
     ap.add_argument("--tg", type=int, default=TG, help="generated tokens per test")
     ap.add_argument("--formats", nargs="+", default=list(WEIGHT_FORMATS))
