@@ -21,9 +21,10 @@ way to run it:
   run as 512, so batch 256 / 512 are measured at micro-batch 256).
 Every row names the processor (vendor, family/model, flags, `binary.processor_class`) and the
 load average before and after it (a shared machine's figures are smoke, not the ceiling).
-First the answers (whether a format is correct matters more than its speed): for each weight format, a llama-server on ggml's pick (today's repack rule)
-answers `variant_equality.CONTEXTS` greedily and its yes/no judge prompts; answers identical
-to Q4_K_M's are counted, the differing ones shown, the judge's largest |dP(yes)| and verdict
+First the answers (whether a format is correct matters more than its speed): for each
+weight format, a llama-server on ggml's pick (today's repack rule) answers
+`variant_equality.CONTEXTS` greedily and its yes/no judge prompts; answers identical to
+Q4_K_M's are counted, the differing ones shown, the judge's largest |dP(yes)| and verdict
 changes at 0.5 given.
 
 Writes benchmarks/LLM_CEILING_<class>_<ggml's pick>.json (e.g. LLM_CEILING_AVX-512_zen4.json;
