@@ -29,7 +29,7 @@ changes at 0.5 given.
 
 Writes benchmarks/LLM_CEILING_<class>_<ggml's pick>.json (e.g. LLM_CEILING_AVX-512_zen4.json;
 `--json` another) and renders every LLM_CEILING_*.json into benchmarks/LLM_CEILING.md.
-The winner per processor class goes into `agentic_rag/llm/fastest_path.json` by hand, only
+The winner per processor class goes into `agentic_rag/llm/fast_path.py`'s FASTEST by hand, only
 from a run on idle cores whose answers are correct (docs/servers.md).
 """
 
