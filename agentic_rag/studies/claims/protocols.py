@@ -99,7 +99,8 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                 row = not_run_row(claim, deployment, "not applicable" if reason.startswith(
                     "not applicable") else "not run", reason)
             elif claim.id not in chosen or (claim.id, deployment) in kept or not any(
-                    deployment.startswith(w) for w in where.get(claim.id, [""])):
+                    deployment.startswith(w) for w in where.get(claim.id, [""])) \
+                    or _sessions_not_named(claim, deployment, where):
                 old = previous.get((claim.id, deployment))
                 row = redecided(old, claim) if same_protocol(old, claim) else not_run_row(
                     claim, deployment, "not run",
@@ -122,6 +123,14 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
     sample = llm_sample or max([LLM_SAMPLE, *(int(r["n_queries"]) for r in kept.values())])
     write_report(ledger, out_dir, smoke, budget=llm_budget(base, sample))
     return ledger
+
+
+def _sessions_not_named(claim: Claim, deployment: str, where: dict[str, list[str]]) -> bool:
+    """An LLM-bound claim on MTRAG's sessions runs only when named with a prefix of the
+    deployment (`b-answers@sessions`): its calls (an agent turn per session and arm, ~1-3 min
+    each on the shared 2 cores) are outside a plain run's budget (`llm_budget`)."""
+    return claim.needs_llm and deployment in SESSIONS and not any(
+        w and deployment.startswith(w) for w in where.get(claim.id, []))
 
 
 def split_only(only: Sequence[str] | None
@@ -420,7 +429,7 @@ def llm_budget(base: RAGConfig | None = None, llm_sample: int | None = None) -> 
         for deployment, ds in DATASETS.items():
             claim = for_deployment(general, deployment)
             if not (claim.needs_llm and claim.applies_to(deployment)) \
-                    or deployment == SESSIONS_POOL:  # pooled from the collections' runs
+                    or deployment in SESSIONS:  # run only when named (`_sessions_not_named`)
                 continue
             if claim.kind == "agent":
                 tasks = 2 * claim.llm_sample  # two arms
