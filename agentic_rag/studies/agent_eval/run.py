@@ -272,8 +272,8 @@ def run(args: AgentEvalOptions, meter: CallMeter | None = None,
             # traces of the agent pass (`tracing.export`, default file: <run>/traces.jsonl)
             trace_cfg = RAGConfig.load(args.config).tracing if args.config else cfg.tracing
             with tracing.recording(trace_cfg, run_dir):
-                _agent_pass(args, cells, items, pipes, agents, chat, rows_path, judged_path,
-                            conc, meter)
+                _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path, conc,
+                            meter, agents)
         if not args.no_judge:
             _judge_pass(args, items, chat, rows_path, judged_path, conc, meter)
 
@@ -329,12 +329,14 @@ def _pending(args, cells, items, done, repeats=(None,)):  # noqa: ANN001, ANN202
                         yield d, i, items[d][i], cell, r
 
 
-def _agent_pass(args, cells, items, pipes, agents, chat, rows_path,  # noqa: ANN001
-                judged_path, conc: int = 1, meter: CallMeter | None = None) -> None:
+def _agent_pass(args, cells, items, pipes, chat, rows_path, judged_path,  # noqa: ANN001
+                conc: int = 1, meter: CallMeter | None = None, agents: dict | None = None) -> None:
     """Questions interleaved across datasets; each row is judged as soon as it is run, so a
     run cut by its budget leaves complete, paired rows. Up to `conc` questions (agent and
     judges) at once; rows are written in the order above at any concurrency. `agents`:
-    repeat -> (the agent's chat model, the row fields that name the repeat); `chat` judges."""
+    repeat -> (the agent's chat model, the row fields that name the repeat); default: `chat`
+    alone, greedy. `chat` judges."""
+    agents = agents or {None: (chat, {})}
     done = {_key(r) for r in read_rows(rows_path)}
     judged = {_key(r) for r in read_rows(judged_path)}
     deadline = time.time() + args.budget_min * 60 if args.budget_min else None
