@@ -41,7 +41,8 @@ def pool_runs(run_dirs: Sequence[Path], spec: SweepSpec, runs_dir: str | Path) -
     summary = summarize(results, spec, configs)
     results.to_parquet(out / "results.parquet", index=False)
     summary.to_csv(out / "summary.csv", index=False)
-    write_meta(out, {"dataset": "+".join(m["dataset"] for m in metas),
+    write_meta(out, {"dataset": f"{len(metas)} runs pooled: " + ", ".join(
+                         m["dataset"] for m in metas),
                      "pooled_from": [Path(d).name for d in run_dirs],
                      "embedding_model": metas[0].get("embedding_model"),
                      "llm": metas[0].get("llm"), "configs": labels,

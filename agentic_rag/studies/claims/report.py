@@ -16,7 +16,16 @@ import pandas as pd
 from agentic_rag.config import RAGConfig
 from agentic_rag.experiments.llm_cost import COMPLETION_TOKENS_PER_S, PROMPT_TOKENS_PER_S
 from agentic_rag.studies.claims.ppi import PPI_COLUMNS
-from agentic_rag.studies.claims.registry import CLAIMS, DESIGN_SOURCE, NON_LLM_MINUTES, NOT_RUN
+from agentic_rag.studies.claims.registry import (
+    CLAIMS,
+    DESIGN_SOURCE,
+    NON_LLM_MINUTES,
+    NOT_RUN,
+    SESSION_CAVEAT,
+    SESSIONS,
+    SESSIONS_POOL,
+    for_deployment,
+)
 
 _VERDICT_RULE = (
     "Verdict rule (code: `agentic_rag.studies.claims.verdict`), on the 95 % paired "
@@ -108,6 +117,12 @@ def _protocols() -> list[str]:
                      + (f" Deployments: {', '.join(c.deployments)}." if c.deployments else "")
                      + (f" Stated figure: {c.design_figure.label(c.direction)}."
                         if c.design_figure else ""))
+        on_sessions = for_deployment(c, SESSIONS_POOL)
+        if on_sessions is not c and on_sessions.applies_to(SESSIONS_POOL):
+            lines.append(f"  - on MTRAG's sessions ({', '.join(SESSIONS)}): metric "
+                         f"`{on_sessions.metric}`, baseline `{json.dumps(on_sessions.baseline)}`"
+                         f", treatment `{json.dumps(on_sessions.treatment)}`. "
+                         f"{on_sessions.protocol}.")
     return lines
 
 
@@ -119,6 +134,11 @@ def _beside(records: list[dict[str, Any]]) -> list[str]:
                            and k != "baseline")]
         if r.get("failures") is not None:
             parts.append(f"failures (both arms) {int(r['failures'])}")
+        if r.get("deployment") in SESSIONS and r["verdict"] not in NOT_RUN:
+            n = int(r.get("n_queries") or 0)
+            parts.append(f"{n} sessions" + (" (fewer than 500: not a figure over 500+ "
+                                             "sessions)" if n < 500 else ""))
+            parts.append(r.get("corpus_caveat") or SESSION_CAVEAT)
         if r["claim"] == "c-boundaries" and r["verdict"] not in NOT_RUN:
             judged = r.get("judge_validation")
             parts.append(f"judge: {judged if isinstance(judged, str) else 'not validated'}")
