@@ -403,7 +403,7 @@ def _ndcg_column(page, url: str) -> dict[str, float]:  # noqa: ANN001 - a Playwr
     does): config id → the figure shown."""
     page.goto(url)
     page.get_by_text("18 matching runs").wait_for(timeout=60_000)
-    page.get_by_role("button", name="Columns").click()
+    page.get_by_role("button", name="Columns", exact=True).click()  # not "Show more columns"
     page.get_by_placeholder("Search columns").fill("ndcg_at_10")
     page.locator("[data-testid=column-selector-tree] .du-bois-light-tree-title",
                  has_text=re.compile(r"^ndcg_at_10$")).click()
@@ -411,6 +411,12 @@ def _ndcg_column(page, url: str) -> dict[str, float]:  # noqa: ANN001 - a Playwr
     header = page.locator(".ag-header-cell", has_text=re.compile(r"^\s*ndcg_at_10\s*$"))
     header.first.wait_for(timeout=30_000)
     col = header.first.get_attribute("col-id")
+    # the table fills its new column in as it renders: wait for a figure in every row
+    page.wait_for_function(
+        """([col, n]) => [...document.querySelectorAll(
+             `.ag-center-cols-container .ag-cell[col-id='${col}']`)]
+             .filter(c => c.innerText.trim() !== '').length >= n""", arg=[col, 18],
+        timeout=30_000)
     out = {}
     rows = page.locator(".ag-center-cols-container .ag-row")
     for i in range(rows.count()):
