@@ -243,6 +243,11 @@ def test_sweep_command_logs_the_finished_folder(logged, monkeypatch):
     assert "is already in experiment 'quick'" in outputs[0], outputs[0]
     assert outputs[1].count("mlflow: not logged") == 1, outputs[1]
     assert len(_runs_by_row(uri, "quick")) == 18 and _digest(run_dir) == before
+    # an old folder by hand: `agentic-rag mlflow-log RUN_DIR`
+    res = CliRunner().invoke(app, ["mlflow-log", str(run_dir), "--mlflow", uri])
+    assert res.exit_code == 0 and "is already in experiment 'quick'" in res.output, res.output
+    res = CliRunner().invoke(app, ["mlflow-log", str(run_dir.parent), "--mlflow", uri])
+    assert res.exit_code == 2 and "no summary.csv" in res.output, res.output
     # --mlflow alone is the default store, whatever follows it
     assert bare_mlflow(["sweep", "--mlflow", "s.yaml"]) == ["sweep", "--mlflow=default", "s.yaml"]
     assert bare_mlflow(["s.yaml", "--mlflow"]) == ["s.yaml", "--mlflow=default"]
