@@ -106,7 +106,7 @@ def _run(tmp_path: Path, rows: list[dict]) -> Path:
     return run_dir
 
 
-GOLD = {"q0": "d0", "q1": "d1", "q2": "d2"}
+GOLD = {"q0": "d0", "q1": "d1", "q2": "d2", "q3": "d3"}
 
 
 def _load(name: str):  # noqa: ANN202 - the datasets' gold, by hand
@@ -120,6 +120,8 @@ def test_repeats_summary_pass_k_spread_flips_and_the_greedy_run(tmp_path):
     rows = [_row(q, r, v[r], served=served[q], served_by_search=[served[q]], llm_turns=1)
             for q, v in verdicts.items() for r in range(4)]
     rows += [_row(q, None, float(q != "q2"), served=served[q]) for q in verdicts]  # older rows
+    # q3: the run was cut after its second repeat: left out of the means, pass^k and spread
+    rows += [_row("q3", r, 1.0, served=["d3#p@0-1"]) for r in range(2)]
     run_dir = _run(tmp_path, rows)
     s = agent_eval.summarize(run_dir, load=_load).set_index("runs")
     assert s.loc["sampled×4", "n"] == 3  # questions, each one's repeats averaged first
@@ -133,16 +135,18 @@ def test_repeats_summary_pass_k_spread_flips_and_the_greedy_run(tmp_path):
         assert s.loc[runs, "llm_turns"] == 1.0 and s.loc[runs, "repeated_queries"] == 0.0
     per_q = pd.read_csv(run_dir / "passk.csv")
     q = per_q[per_q.success == "correct"].set_index("qid")
-    assert q["c"].tolist() == [4, 2, 0] and q["n"].tolist() == [4, 4, 4]
+    assert q["c"].tolist() == [4, 2, 0, 2] and q["n"].tolist() == [4, 4, 4, 2]  # q3: 2 so far
     assert q.loc["q1", "pass^2"] == pytest.approx(1 / 6) and q.loc["q1", "pass@2"] == pytest.approx(5 / 6)
-    assert q["flips"].tolist() == [False, True, False]
+    assert q["flips"].tolist() == [False, True, False, False]
     table = pd.read_csv(run_dir / "passk-summary.csv").set_index("success")
     assert table.loc["correct", "pass^1"] == pytest.approx(0.5)
     assert table.loc["correct", "pass^4"] == pytest.approx(1 / 3)  # only q0 always passes
     assert table.loc["correct", "pass@4"] == pytest.approx(2 / 3)
+    assert table.loc["correct", "incomplete"] == 1 and table.loc["correct", "questions"] == 3
     assert table.loc["correct", "flips"] == 1 and table.loc["correct", "greedy"] == pytest.approx(2 / 3)
     spread = pd.read_csv(run_dir / "repeats.csv").set_index("metric")
     assert spread.loc["correct", "repeat_means"] == "0.67 0.33 0.67 0.33"
+    assert spread.loc["correct", "questions"] == 3
     assert spread.loc["correct", "min"] == pytest.approx(1 / 3)
     assert spread.loc["correct", "sd"] == pytest.approx(np.std([2 / 3, 1 / 3] * 2, ddof=1))
     assert spread.loc["correct", "greedy_minus_repeated"].startswith("+0.17")  # 2/3 − 1/2

@@ -128,7 +128,7 @@ def measured_rows(run_dir: Path, load: Callable | None = None) -> pd.DataFrame:
 
 def summarize(run_dir: Path, load: Callable | None = None) -> pd.DataFrame:
     """One row per dataset × split × cell (× `runs`: greedy, or the sampled repeats with each
-    question's repeats averaged first), written to `run_dir/summary.csv`; a run with repeats
+    question's K repeats averaged first; a question without all K is left out), written to `run_dir/summary.csv`; a run with repeats
     also writes `passk.csv` (per question), `passk-summary.csv` and `repeats.csv`
     (`repeats.py`)."""
     from agentic_rag.studies.agent_eval import repeats
@@ -139,7 +139,9 @@ def summarize(run_dir: Path, load: Callable | None = None) -> pd.DataFrame:
     for runs, rows in (("greedy", df[df["repeat"] < 0]), (f"sampled×{k}", df[df["repeat"] >= 0])):
         if rows.empty:
             continue
-        if runs != "greedy":  # average repeats first: questions are the resampled unit
+        if runs != "greedy":  # average repeats first: questions are the resampled unit,
+            # each with every repeat (a run cut short leaves its last question partial)
+            rows = rows[rows.groupby([*KEYS[:4]])["repeat"].transform("nunique") == k]
             rows = rows.groupby([*KEYS[:4]], as_index=False).agg(
                 {**{m: "mean" for m in METRICS}, "cached_calls": "max", "latency_s": "mean",
                  "judge_failures": "sum"})
