@@ -19,7 +19,7 @@ way to run it:
   this process may use), batch / micro-batch sizes (prompt only: a generated token is one
   batch) and flash attention, one at a time (a batch above the 512-token prompt is the same
   run as 512, so batch 256 / 512 are measured at micro-batch 256).
-Every row names the processor (vendor, family/model, flags, `binary.processor_class`) and the
+Every row names the processor (vendor, family/model, flags, `processor.processor_class`) and the
 load average before and after it (a shared machine's figures are smoke, not the ceiling).
 First the answers (whether a format is correct matters more than its speed): for each
 weight format, a llama-server on ggml's pick (today's repack rule) answers
@@ -57,10 +57,10 @@ from agentic_rag.llm.binary import (  # noqa: E402
     PLAIN_KERNELS_FASTER,
     VARIANT_RANK,
     cpu_variants,
-    processor_info,
     server_binary_info,
 )
 from agentic_rag.llm.models import WEIGHT_FORMATS, converted_model, llama_tool  # noqa: E402
+from agentic_rag.llm.processor import processor_info  # noqa: E402
 from agentic_rag.llm.server import LlamaServer  # noqa: E402
 
 MD_OUT = HERE / "LLM_CEILING.md"

@@ -110,8 +110,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from agentic_rag.datasets.mtrag import load_mtrag
     from agentic_rag.experiments.plan import open_index
     from agentic_rag.experiments.runfolder import git_commit
-    from agentic_rag.llm.binary import processor_class
     from agentic_rag.llm.chat import make_chat_model
+    from agentic_rag.llm.processor import processor_class
     from agentic_rag.llm.server import LlamaServer, build_info, server_settings
     from agentic_rag.retrieve.pipeline import Pipeline
 

@@ -14,7 +14,7 @@ from agentic_rag.documents import Document  # noqa: E402
 def pytest_report_header(config):  # noqa: ARG001
     """The processor class the suite ran on (which ggml CPU variants could load: docs/tests.md
     lists the classes the suite has passed on)."""
-    from agentic_rag.llm.binary import processor_class
+    from agentic_rag.llm.processor import processor_class
 
     model = next((line.split(":", 1)[1].strip() for line in _cpuinfo().splitlines()
                   if line.startswith("model name")), "unknown")

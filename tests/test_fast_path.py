@@ -11,10 +11,11 @@ import pytest
 
 from agentic_rag.config_llm import LLMConfig, ServerConfig
 from agentic_rag.llm import fast_path
-from agentic_rag.llm.binary import PROCESSOR_CLASSES, processor_class, processor_info, served_repacks
+from agentic_rag.llm.binary import served_repacks
 from agentic_rag.llm.cache import model_identity
 from agentic_rag.llm.fast_path import FASTEST, TODAY, FastPath, chosen_path, served_weights
 from agentic_rag.llm.models import MODELS, ModelMissing, converted_model, model_path
+from agentic_rag.llm.processor import PROCESSOR_CLASSES, processor_class, processor_info
 from agentic_rag.llm.server import LlamaServer, differing_args, server_settings
 from agentic_rag.packages import file_sha256
 from tests.test_llama_server_binary import fake_binary

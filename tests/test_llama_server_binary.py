@@ -375,7 +375,7 @@ def test_a_server_on_the_port_that_repacks_otherwise_is_not_reused(tmp_path, mon
 
 
 def test_the_processor_class_is_read_from_its_flags():
-    from agentic_rag.llm.binary import processor_class
+    from agentic_rag.llm.processor import processor_class
 
     zen3 = "fpu sse2 ssse3 fma sse4_2 avx f16c avx2 bmi2"  # AMD EPYC family 25 model 1
     zen4 = zen3 + " avx512f avx512dq avx512bw avx512vl avx512_vnni avx512_bf16"

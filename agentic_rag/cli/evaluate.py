@@ -163,6 +163,20 @@ def claims(smoke: Annotated[bool, typer.Option(help="tiny samples (CI): checks t
 
 
 AE = AGENT_EVAL_DEFAULTS
+# agent-eval's longer options, named here to keep the command's signature readable
+BankingQuestionOpt = Annotated[str, typer.Option(
+    help=f"{' | '.join(BANKING_QUESTIONS)}. τ²-banking: the agent reads the framed "
+         "role-play scenario, or the customer's opening message written from it by the "
+         "LLM (use its own --run: the cells keep their names)")]
+RepeatsOpt = Annotated[int, typer.Option(
+    min=1, help="K > 1: the agent K times per question, sampling (--temperature), repeat "
+    "r with the seed 1 + r, each repeat's replies cached apart; the summary adds pass@k, "
+    "pass^k, the spread across repeats and the questions that flip (passk.csv, "
+    "repeats.csv), beside the greedy run of the same questions (made too). The judges "
+    "stay greedy")]
+TemperatureOpt = Annotated[float | None, typer.Option(
+    help="--repeats: the sampling temperature (default: a --config's llm.temperature "
+         "when > 0, else 0.7)")]
 # agent-eval's list defaults as the command shows and parses them (read only)
 AE_DATASETS, AE_CELLS = list(AE.datasets), list(AE.cells)
 AE_CORPUS_SIZE = [f"{k}={v}" for k, v in AE.corpus_size.items()]
@@ -199,10 +213,7 @@ def agent_eval_cmd(
         "left out: the whole corpus)")] = AE_CORPUS_SIZE,
     budget_min: Annotated[float | None, typer.Option(
         help="stop the agent pass after this many minutes (rows so far are kept)")] = None,
-    banking_question: Annotated[str, typer.Option(
-        help=f"{' | '.join(BANKING_QUESTIONS)}. τ²-banking: the agent reads the framed "
-             "role-play scenario, or the customer's opening message written from it by the "
-             "LLM (use its own --run: the cells keep their names)")] = AE.banking_question,
+    banking_question: BankingQuestionOpt = AE.banking_question,
     max_concurrency: Annotated[int | None, typer.Option(
         min=1, help="questions (their LLM calls) in flight at once (default: "
                     "llm.max_concurrency, 1; the local server has one slot, so more only "
@@ -217,15 +228,8 @@ def agent_eval_cmd(
         metavar="BEFORE_RUN", help="after summarizing, pair this run's rows with BEFORE_RUN's "
         "(same dataset × cell × question) into compare-<BEFORE_RUN>.csv")] = None,
     mlflow: MlflowOpt = None,
-    repeats: Annotated[int, typer.Option(
-        min=1, help="K > 1: the agent K times per question, sampling (--temperature), repeat "
-        "r with the seed 1 + r, each repeat's replies cached apart; the summary adds pass@k, "
-        "pass^k, the spread across repeats and the questions that flip (passk.csv, "
-        "repeats.csv), beside the greedy run of the same questions (made too). The judges "
-        "stay greedy")] = AE.repeats,
-    temperature: Annotated[float | None, typer.Option(
-        help="--repeats: the sampling temperature (default: a --config's llm.temperature "
-             "when > 0, else 0.7)")] = None,
+    repeats: RepeatsOpt = AE.repeats,
+    temperature: TemperatureOpt = None,
 ) -> None:
     """Agent retrieval policies × tool modes vs closed-book on τ²-banking and the Python FAQ:
     one row per (dataset, split, cell, question) in <runs-dir>/<run>/rows.jsonl, judged into

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentic_rag.agent.tool import QUERY_MAX_CHARS
-from agentic_rag.config import ContextConfig
 from agentic_rag.datasets.base import Dataset, Query
 from agentic_rag.evaluation.answers import exact_match, token_f1
 from agentic_rag.evaluation.containment import answer_at_k, answer_in_context
@@ -31,10 +30,9 @@ from agentic_rag.evaluation.support import support_score, unsupported
 from agentic_rag.experiments.sessions import query_columns, session_agent_metrics, session_query
 from agentic_rag.experiments.spec import SweepSpec
 from agentic_rag.llm.types import LLMError
-from agentic_rag.retrieve.context import AgenticContextFormatter, FormattedContext
+from agentic_rag.retrieve.context import JUDGE_VIEW, FormattedContext, judge_view
 from agentic_rag.retrieve.pipeline import Pipeline
 
-JUDGE_VIEW = ContextConfig(max_tokens=200_000)
 _RAGAS = threading.Lock()  # the ragas scorer is not shared by threads (`_answer_metrics`)
 
 
@@ -225,14 +223,6 @@ def _answer_metrics(pipe: Pipeline, q: Query, hits: list, ctx: FormattedContext,
                 out.update(scorer.score(q.text, answer, [h.chunk.text for h in hits],
                                         q.answers[0] if q.answers else ""))
     return out
-
-
-def judge_view(hits: list, included: list[str]) -> str:
-    """The evidence as the hallucination judge sees it: the chunks placed in the answer's
-    context, always rendered with the default boundaries, attribution and order."""
-    keep = set(included)
-    return AgenticContextFormatter(JUDGE_VIEW).format_for_agent(
-        [h for h in hits if h.chunk.id in keep]).text
 
 
 def agent_metrics(pipe: Pipeline, q: Query) -> dict[str, Any]:

@@ -140,11 +140,11 @@ def _support(pipe, q: Query, turn: Turn) -> dict[str, Any]:  # noqa: ANN001
     """`agent_hallucinated` of an answered turn: support below the threshold under the
     configured detector (`agent.support`), the answer (to the turn's query, which carries
     the subject) against the passages served on the turn in one canonical rendering whatever the arm
-    (`measure.judge_view`'s); NaN support (no checkable words) is left undecided. A failed
+    (`context.judge_view`'s); NaN support (no checkable words) is left undecided. A failed
     judge call is `agent_support_error`, never a score."""
     from agentic_rag.documents import Hit
-    from agentic_rag.experiments.measure import judge_view
     from agentic_rag.llm.types import LLMError
+    from agentic_rag.retrieve.context import judge_view
 
     sup = pipe.config.agent.support
     wanted = [p.chunk_id for p in turn.passages]

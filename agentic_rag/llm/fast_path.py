@@ -3,7 +3,7 @@
 A path is what the llama-server `ServerConfig` leaves open, beside the CPU variant (ggml's pick,
 `binary.runnable_binary`): the weight format of a named model (its shipped file or the same
 weights converted once, `models.converted_model`), repacked weight layouts or not, batch and
-micro-batch sizes and flash attention. `FASTEST` holds, per `binary.processor_class`, the path
+micro-batch sizes and flash attention. `FASTEST` holds, per `processor.processor_class`, the path
 measured fastest there with answers checked (benchmarks/llm_ceiling.py, docs/servers.md), or
 today's default where the class is unmeasured on idle cores (`TODAY`; `source` says which).
 `chosen_path(config)` is the path a config runs: `llm.server.repack`, when set, overrides the
@@ -23,6 +23,7 @@ from typing import Any
 
 from agentic_rag.config_llm import ServerConfig
 from agentic_rag.llm.models import MODELS, ModelMissing, converted_model
+from agentic_rag.llm.processor import processor_class
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ class FastPath:
 
 TODAY = FastPath()  # what the llama-server ran before the table (server.py's batch sizes)
 
-# per processor class (binary.PROCESSOR_CLASSES): the measured winner, or TODAY where unmeasured
+# per processor class (processor.PROCESSOR_CLASSES): the measured winner, or TODAY where unmeasured
 FASTEST: dict[str, FastPath] = {
     "AMX": FastPath(source="today's default: sapphirerapids (AMX) 1.6x zen4's prompt tokens/s "
                     "on our Xeons (docs/servers.md); weight formats, batch sizes and flash "
@@ -57,8 +58,6 @@ FASTEST: dict[str, FastPath] = {
 def fastest_path(cls: str | None = None) -> FastPath:
     """The table's path for processor class `cls` (default: this processor's); `TODAY` for a
     class it does not name."""
-    from agentic_rag.llm.binary import processor_class
-
     return FASTEST.get(cls if cls is not None else processor_class(), TODAY)
 
 
@@ -120,8 +119,6 @@ def settings_identity(config: ServerConfig) -> str:
 def describe(config: ServerConfig) -> dict[str, Any]:
     """The chosen path as a run's meta and the start log say it: processor class, weights,
     batch sizes, flash attention and where the choice comes from."""
-    from agentic_rag.llm.binary import processor_class
-
     p = chosen_path(config)
     weights = served_weights(config)[1]["format"] if p.weights != "file" else p.weights
     return {"processor_class": processor_class(), "weights": weights, "n_batch": p.n_batch,

@@ -317,6 +317,9 @@ class LlamaServer:
         leaves it running)."""
         if self._already_serving():
             return self
+        # the shipped weights checked against their sha256 before anything runs (a tampered
+        # file never reaches a process, not even the binary's --version probe)
+        shipped = resolve_model(self.config.model)
         binary = served_binary(self.config)
         if binary:
             info = server_binary_info(binary)  # a missing or broken binary: its own error
@@ -338,8 +341,7 @@ class LlamaServer:
                                       "builds it (or `pip install "
                                       "'llama-cpp-python[server]==0.3.36'`, gcc)") from None
             _warn_portable_fallback()
-        model_path = (served_weights(self.config)[0] if binary else None) or resolve_model(
-            self.config.model)
+        model_path = (served_weights(self.config)[0] if binary else None) or shipped
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(self.command(model_path), stdout=log,

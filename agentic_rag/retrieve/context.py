@@ -162,3 +162,16 @@ class AgenticContextFormatter:
         if task_type == "code" and not cfg.refence_code:
             cfg = cfg.model_copy(update={"refence_code": True})
         return pack_context(results, cfg, self.counter.count, self._truncate)
+
+
+# the evidence as the hallucination judge sees it, whatever the arm under test serves: the
+# default boundaries, attribution and order, and room for every placed chunk
+JUDGE_VIEW = ContextConfig(max_tokens=200_000)
+
+
+def judge_view(hits: Sequence[Hit], included: Sequence[str]) -> str:
+    """The evidence as the hallucination judge sees it: the chunks placed in the answer's
+    context (`included`: their ids), always rendered with `JUDGE_VIEW`."""
+    keep = set(included)
+    return AgenticContextFormatter(JUDGE_VIEW).format_for_agent(
+        [h for h in hits if h.chunk.id in keep]).text

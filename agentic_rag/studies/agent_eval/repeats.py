@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from agentic_rag.evaluation.trajectory import pass_at_k, pass_hat_k
-from agentic_rag.experiments.stats import bootstrap_ci
+from agentic_rag.experiments.stats import bootstrap_ci, paired_effect
 
 GROUP = ["dataset", "split", "cell"]
 # what counts as a success for pass^k: the judge's verdict; banking-products also its own
@@ -72,8 +72,6 @@ def spread(df: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     and the greedy run's mean on the same questions with the paired difference greedy −
     repeated (per question) and its paired-bootstrap CI. Only questions that have every
     repeat (a run cut short leaves the last one partial)."""
-    from agentic_rag.studies.agent_eval.summary import paired
-
     sampled, greedy = df[df["repeat"] >= 0], df[df["repeat"] < 0]
     out = []
     for key, g in sampled.groupby(GROUP):
@@ -143,3 +141,15 @@ def markdown(table: pd.DataFrame, spread_df: pd.DataFrame, flipped: pd.DataFrame
         f"{r.dataset}/{r.qid} ({r.success} {r.c}/{r.n})" for _, r in flipped.iterrows())
         or "none"), ""]
     return "\n".join(lines)
+
+
+def paired(a: Sequence[float], b: Sequence[float]) -> str:
+    """`diff [ci_low, ci_high] (n=…)`: a − b over the questions where both have a value, with
+    its paired-bootstrap CI (`stats.paired_effect`); `– (n=0)` when none has both."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n = int((~(np.isnan(x) | np.isnan(y))).sum())
+    if n == 0:
+        return "– (n=0)"
+    e = paired_effect(x, y, "m")
+    return (f"{e['m_diff_vs_base']:+.2f} [{e['m_diff_vs_base_ci_low']:+.2f}, "
+            f"{e['m_diff_vs_base_ci_high']:+.2f}] (n={n})")

@@ -11,7 +11,7 @@ flips are in `repeats.py`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +22,10 @@ from agentic_rag.evaluation.metrics import metric
 from agentic_rag.evaluation.retrieval import span_overlap
 from agentic_rag.evaluation.trajectory import NAMES as TRAJECTORY
 from agentic_rag.evaluation.trajectory import trajectory_metrics
-from agentic_rag.experiments.stats import bootstrap_ci, paired_effect
+from agentic_rag.experiments.stats import bootstrap_ci
 from agentic_rag.jsonl import read_rows
+from agentic_rag.studies.agent_eval import repeats
+from agentic_rag.studies.agent_eval.repeats import paired
 
 BASELINE = "closed_book:native"
 DEFAULT_CELL = f"{AgentConfig().policy}:{AgentConfig().mode}"
@@ -128,11 +130,9 @@ def measured_rows(run_dir: Path, load: Callable | None = None) -> pd.DataFrame:
 
 def summarize(run_dir: Path, load: Callable | None = None) -> pd.DataFrame:
     """One row per dataset × split × cell (× `runs`: greedy, or the sampled repeats with each
-    question's K repeats averaged first; a question without all K is left out), written to `run_dir/summary.csv`; a run with repeats
-    also writes `passk.csv` (per question), `passk-summary.csv` and `repeats.csv`
-    (`repeats.py`)."""
-    from agentic_rag.studies.agent_eval import repeats
-
+    question's K repeats averaged first; a question without all K is left out), written to
+    `run_dir/summary.csv`; a run with repeats also writes `passk.csv` (per question),
+    `passk-summary.csv` and `repeats.csv` (`repeats.py`)."""
     df = measured_rows(run_dir, load)
     k = df.loc[df["repeat"] >= 0, "repeat"].nunique()
     out = []
@@ -211,18 +211,6 @@ def _latency(c: pd.DataFrame) -> dict:
     made = c[c["cached_calls"].fillna(0) == 0] if "cached_calls" in c else c
     return {"latency_p50_s": float(made["latency_s"].median()) if len(made) else np.nan,
             "latency_n": len(made)}
-
-
-def paired(a: Sequence[float], b: Sequence[float]) -> str:
-    """`diff [ci_low, ci_high] (n=…)`: a − b over the questions where both have a value, with
-    its paired-bootstrap CI (`stats.paired_effect`); `– (n=0)` when none has both."""
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    n = int((~(np.isnan(x) | np.isnan(y))).sum())
-    if n == 0:
-        return "– (n=0)"
-    e = paired_effect(x, y, "m")
-    return (f"{e['m_diff_vs_base']:+.2f} [{e['m_diff_vs_base_ci_low']:+.2f}, "
-            f"{e['m_diff_vs_base_ci_high']:+.2f}] (n={n})")
 
 
 def markdown(summary: pd.DataFrame, command: str) -> str:

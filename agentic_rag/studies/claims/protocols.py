@@ -98,6 +98,9 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                                            else "not in this protocol")
                 row = not_run_row(claim, deployment, "not applicable" if reason.startswith(
                     "not applicable") else "not run", reason)
+            elif smoke and claim.needs_llm:
+                row = not_run_row(claim, deployment, "not run (smoke)",
+                                  "LLM-bound: the smoke run starts no LLM")
             elif claim.id not in chosen or (claim.id, deployment) in kept or not any(
                     deployment.startswith(w) for w in where.get(claim.id, [""])) \
                     or _sessions_not_named(claim, deployment, where):
@@ -105,9 +108,6 @@ def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
                 row = redecided(old, claim) if same_protocol(old, claim) else not_run_row(
                     claim, deployment, "not run",
                     f"not run yet: `agentic-rag claims --only {claim.id}`")
-            elif smoke and claim.needs_llm:
-                row = not_run_row(claim, deployment, "not run (smoke)",
-                                  "LLM-bound: the smoke run starts no LLM")
             else:
                 row = session.measure(claim, deployment, ds)
                 if isinstance(row.get("run"), str) and not smoke:  # its per-question rows

@@ -39,8 +39,8 @@ def own_answers(chat: ChatModel, out: str | Path, n: int = 150, seed: int = 0,
     from agentic_rag.config import RAGConfig
     from agentic_rag.datasets.qa import load_dataset
     from agentic_rag.evaluation.llm_judge import ANSWER_PROMPT, generate_answer
-    from agentic_rag.experiments.measure import judge_view
     from agentic_rag.experiments.plan import open_index
+    from agentic_rag.retrieve.context import judge_view
     from agentic_rag.retrieve.pipeline import Pipeline
 
     ds = load_dataset("halueval-qa").split("test").sample(200, seed, 2000)
@@ -188,8 +188,8 @@ def arm_answers(run_dir: str | Path, config_id: str, out: str | Path,
     stays the original's): the folder then holds every answer of the arm and its labels.
     Resumable: questions in `answers.jsonl` are kept."""
     from agentic_rag.experiments.labels import normalised, read_labels
-    from agentic_rag.experiments.measure import judge_view
     from agentic_rag.experiments.plan import load_spec_dataset, open_index
+    from agentic_rag.retrieve.context import judge_view
     from agentic_rag.retrieve.pipeline import Pipeline
 
     run_dir, out = Path(run_dir), Path(out)
