@@ -31,16 +31,21 @@ def _cpuinfo() -> str:
 
 @pytest.fixture(scope="session")
 def readme_docs() -> list[Document]:
-    """Real Markdown READMEs (code fences, tables, lists) shipped in installed packages' metadata."""
-    docs = []
+    """Real Markdown READMEs (code fences, tables, lists) shipped in installed packages' metadata:
+    the body of each one's METADATA file (read as text, split at the first blank line: the
+    parsed message's payload came back empty on one CI machine), else its Description header."""
+    docs, seen = [], []
     for dist in ("bm25s", "typer", "qdrant-client", "rank-bm25", "chromadb", "openai"):
         meta = importlib.metadata.distribution(dist)
-        body = meta.metadata.get_payload() or ""  # long description follows the headers
-        ctype = meta.metadata.get("Description-Content-Type", "")
+        raw = (meta.read_text("METADATA") or meta.read_text("PKG-INFO") or "").replace("\r\n", "\n")
+        body = raw.partition("\n\n")[2] or meta.metadata.get("Description") or ""
+        ctype = meta.metadata.get("Description-Content-Type") or ""
+        seen.append(f"{dist} {meta.version} at {getattr(meta, '_path', '?')}: {len(raw)} chars "
+                    f"of METADATA, body {len(body)}, content type {ctype!r}")
         if body.strip() and "markdown" in ctype:
             docs.append(Document(id=f"readme/{dist}", text=body, title=dist,
                                  source=f"{dist}/METADATA"))
-    assert len(docs) >= 3
+    assert len(docs) >= 3, "fewer than 3 Markdown READMEs in package metadata:\n" + "\n".join(seen)
     return docs
 
 
