@@ -139,7 +139,7 @@ def plot_timeline(spans: list[dict[str, Any]], title: str = "", ax=None):  # noq
     colors = {"invoke_agent": "tab:blue", "chat": "tab:orange", "execute_tool": "tab:green",
               "retrieval": "tab:olive"}
     if ax is None:
-        _, ax = plt.subplots(figsize=(9, 0.4 * len(spans) + 1.2))
+        _, ax = plt.subplots(figsize=(10, 0.4 * len(spans) + 1.2))
     t0 = min(s["start"] for s in spans)
     for i, s in enumerate(spans):
         op = s["attributes"].get(G.GEN_AI_OPERATION_NAME, "")
@@ -147,10 +147,11 @@ def plot_timeline(spans: list[dict[str, Any]], title: str = "", ax=None):  # noq
                 color=colors.get(op, "tab:gray"))
         for e in s["events"]:
             ax.plot((e["time"] - t0) / 1e9, i, "k|", markersize=14)
-    ax.set_yticks(range(len(spans)), ["  " * s.get("depth", 0) + s["name"] for s in spans],
+    names = [s["name"] if len(s["name"]) <= 40 else s["name"][:39] + "…" for s in spans]
+    ax.set_yticks(range(len(spans)), ["  " * s.get("depth", 0) + n for s, n in zip(spans, names)],
                   fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("seconds from the start (ticks: the gate's and the support check's events)")
+    ax.set_xlabel("seconds from the start (ticks: events)")
     ax.set_title(title, fontsize=10)
     ax.figure.tight_layout()
     return ax.figure

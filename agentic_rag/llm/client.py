@@ -81,8 +81,10 @@ class OpenAIChatModel:
                 params["tool_choice"] = tool_choice
         key = _cache_key(self.model_id, messages, params)
         url = urlsplit(self.base_url or "")
-        with tracing.chat_span(self.config.model, "llama.cpp" if self.config.uses_local_server
-                               else "openai", url.hostname, url.port, params) as span:
+        local = self.config.uses_local_server  # its model: the weights' name, not the alias
+        with tracing.chat_span(self.config.server.model if local else self.config.model,
+                               "llama.cpp" if local else "openai", url.hostname, url.port,
+                               params) as span:
             try:
                 reply = self._reply(messages, params, key, want_json, json_schema,
                                     retry_malformed)

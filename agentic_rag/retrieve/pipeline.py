@@ -120,7 +120,7 @@ class Pipeline:
                  served: set[str] | None = None, k: int | None = None,
                  ) -> tuple[RetrievalIntent, RetrievalResult]:
         """The intent of `message` and its hits, within a `retrieval` span (`tracing`)."""
-        with tracing.retrieval(message, self.config.home) as span:
+        with tracing.retrieval(message, Path(self.config.home).name) as span:
             intent, result = self._retrieve(message, agent_state, previous_retrievals, served, k)
             tracing.retrieval_done(span, result)
         return intent, result
