@@ -503,6 +503,19 @@ def test_committed_ledger_matches_the_committed_files_it_cites(tmp_path):
     assert "\n".join(table(data["ledger"])) in report
 
 
+def test_a_verdict_without_a_ci_is_rendered_not_crashed_on():
+    """One paired question (a first step of the sessions' LLM run) has no bootstrap CI: the
+    row reads `–` where a number is missing (NaN in the run, null in claims.json)."""
+    from agentic_rag.studies.claims.report import table
+
+    row = {"claim": "b-answers", "deployment": "sessions: fiqa", "dataset": "mtrag-fiqa:all",
+           "n_queries": 1, "metric": "agent_rouge_l", "baseline_value": 0.2,
+           "treatment_value": None, "relative_effect": None, "ci_low": float("nan"),
+           "ci_high": None, "verdict": "inconclusive", "run": "r1", "design_figure": None}
+    line = table([row])[-1]
+    assert "| 1 | agent_rouge_l | 0.200 → – | – [–, –] |" in line and "**inconclusive**" in line
+
+
 def test_c_boundaries_validation_fields_follow_the_runs_detector(tmp_path):
     """A run whose hallucinated came from a graded detector gets that detector's committed
     validation (set (ii)'s AUROC decides); a run of the binary judge is recognised as such."""

@@ -95,7 +95,7 @@ def table(records: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {r['claim']} | {r['deployment']} ({r['dataset']}) | {r['n_queries']} | "
             f"{r['metric']} | {_num(r['baseline_value'])} → {_num(r['treatment_value'])} | "
-            f"{r['relative_effect']:+.1%} [{r['ci_low']:+.1%}, {r['ci_high']:+.1%}] | "
+            f"{_effect(r)} | "
             f"{stated} | **{r['verdict']}** | `{r['run']}` |")
     return lines
 
@@ -227,5 +227,15 @@ def _run_folders(records: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _num(x: float) -> str:
+def _num(x: float | None) -> str:
+    if x is None or x != x:  # NaN, or null read back from claims.json
+        return "–"
     return f"{x:.3f}" if abs(x) < 100 else f"{x:,.0f}"
+
+
+def _effect(r: dict[str, Any]) -> str:
+    """`+4.7% [+3.1%, +6.4%]`; a part not measured (too few paired values for a CI: NaN,
+    null in claims.json) is `–`."""
+    def pct(x: float | None) -> str:
+        return "–" if x is None or x != x else f"{x:+.1%}"
+    return f"{pct(r.get('relative_effect'))} [{pct(r.get('ci_low'))}, {pct(r.get('ci_high'))}]"
