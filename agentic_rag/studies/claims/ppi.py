@@ -22,7 +22,7 @@ from agentic_rag.studies.claims.registry import VERDICTS, Claim
 from agentic_rag.studies.claims.rows import read_rows, rows_path
 from agentic_rag.studies.detectors.own import labels_description
 
-# The label folder of each (claim, arm): c-boundaries' arms on the claims run's first 150
+# The label folder of each (claim, arm): c-boundaries' arms on the claims run's first 200
 # questions (the boundaries-on arm's answers also repeat b-answers' hybrid arm).
 LABELLED_ARMS = {("c-boundaries", "baseline"): "experiments/detectors/c-boundaries-off",
                  ("c-boundaries", "treatment"): "experiments/detectors/c-boundaries-on"}

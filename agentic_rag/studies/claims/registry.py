@@ -269,9 +269,9 @@ CLAIMS: tuple[Claim, ...] = (
                    "(a separate switch); only the numbered boundaries differ. The local LLM "
                    "answers the first n sampled questions (as b-answers) from each arm's context; "
                    "the support detector (`agent.support.detector`, same LLM; the committed "
-                   "run used mean_numbers, the graded judge's P(yes) averaged with the no-LLM "
-                   "number check, at 0.5, the default before issue 37; today's default is "
-                   "graded_judge_q at 0.536, chosen on held-out decisions) reads one "
+                   "HaluEval run and today's default: graded_judge_q at 0.536, chosen on "
+                   "held-out decisions in issue 37; on MTRAG's sessions `lexical` at 0.536, "
+                   "the detector checked against MTRAG's human ratings) reads one "
                    "canonical rendering of the served chunks whatever the arm; hallucinated "
                    "= support below `agent.support.threshold`. The "
                    "detector's committed AUROCs (HaluEval dev, and the model's own labelled "
@@ -296,7 +296,9 @@ CLAIMS: tuple[Claim, ...] = (
           protocol="same runs as d-cold-start; first_query_ms = opening the index, embedding "
                    "the query and searching it (tiered: hot, warm, and the cold archive only "
                    "when the warm confidence is low), in the fresh process after the model "
-                   "load"),
+                   "load. The CI is over 10 paired repetitions of one run on one machine and "
+                   "day: it leaves out the spread between days and machines (an earlier run "
+                   "of the same protocol measured -28 %, outside today's CI)"),
 )
 
 

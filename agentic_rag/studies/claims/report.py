@@ -28,9 +28,12 @@ from agentic_rag.studies.claims.registry import (
 )
 
 _VERDICT_RULE = (
-    "Verdict rule (code: `agentic_rag.studies.claims.verdict`), on the 95 % paired "
-    "bootstrap CI of the relative change treatment vs baseline over the same queries (tiers: "
-    "the same repetitions), in this order: CI entirely opposite to the claimed direction → "
+    "Verdict rule (code: `agentic_rag.studies.claims.verdict`), on the relative change "
+    "treatment vs baseline over the same queries (tiers: the same repetitions): its 95 % "
+    "interval is the paired bootstrap CI of the absolute difference divided by the baseline "
+    "arm's mean (a fixed number, not resampled: the interval leaves out the baseline mean's "
+    "own uncertainty, so it is narrower than a bootstrap of the ratio would be), read in this "
+    "order: CI entirely opposite to the claimed direction → "
     "contradicted; the design states a figure (a range, *stated figure* column) and the whole "
     "CI is short of it → smaller than claimed (also when the CI contains 0: the stated figure "
     "is ruled out), the whole CI beyond it → larger than claimed; CI contains 0 → "
