@@ -143,7 +143,8 @@ class AgentConfig(_Section):
 
 class TracingConfig(_Section):
     """OpenTelemetry traces of agent runs (`agentic_rag/tracing.py`): where the spans of
-    `agent-eval` and `chat` go. The library alone records nothing."""
+    `agent-eval`, `chat` and a sweep's agent rows (sessions included) go. The library
+    alone records nothing."""
 
     export: Literal["off", "file", "otlp"] = Field(
         "file", description="file: OTLP-JSON lines in the run folder (traces.jsonl); otlp: sent "

@@ -4,7 +4,7 @@ The library makes spans through the OpenTelemetry API (`tracer()`); with nothing
 they are the API's no-op spans (or go to a tracer provider the application installed).
 `recording(config, folder)` records the spans made inside it (`RAGConfig.tracing`):
 
-- `file` (the default of `agent-eval` and `chat`): OTLP-JSON lines in
+- `file` (the default of `agent-eval`, `chat` and a sweep's agent rows): OTLP-JSON lines in
   `folder/traces.jsonl`, one `ExportTraceServiceRequest` a line, as the OpenTelemetry
   Collector's file exporter writes them (ids in hex, enums as integers), so Phoenix, Jaeger or
   a collector can read them; `trace_reading` reads them back.

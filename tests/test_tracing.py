@@ -11,6 +11,7 @@ from concurrent import futures
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as G
 
 from agentic_rag import trace_reading, tracing
 from agentic_rag.agent.loop import run_agent
@@ -326,3 +327,37 @@ def test_a_run_on_the_real_smollm2_server_reads_back_into_its_result(tool, tmp_p
     assert chats and all(c["gen_ai.usage.input_tokens"] > 0 and c["server.port"] == srv.config.port
                          and not c["agentic_rag.llm.cached"] for c in chats)
     assert trace_reading.unknown_attributes(spans) == []
+
+
+def test_a_sweep_over_sessions_traces_each_agent_turn_into_its_run_folder(tmp_path, monkeypatch,
+                                                                         stub_llm):
+    """A conversation run of the sweep runner (MTRAG-UN's fiqa sessions, the `agent` metrics):
+    one `conversation_turn` span per computed agent row in `<run>/traces.jsonl`, the agent
+    inside it, only known names; `tracing.export: off` writes no file."""
+    from agentic_rag.experiments import plan
+    from agentic_rag.experiments.runner import run_sweep
+    from agentic_rag.experiments.spec import SweepSpec
+
+    monkeypatch.setattr(plan, "make_embedder", lambda config, cache_dir=None: HashingEmbedder())
+
+    def spec(export: str) -> SweepSpec:
+        return SweepSpec.model_validate({
+            "name": f"sessions-{export}", "k": 5, "llm_sample": 2,
+            "metrics": ["retrieval", "agent"],
+            "dataset": {"name": "mtrag-fiqa", "split": "dev", "n": 3, "seed": 0},
+            "grid": {"agent.session.query_mode": ["last_turn", "carry"]},
+            "base": {"llm": {"base_url": stub_llm.base_url, "max_retries": 0, "max_tokens": 24},
+                     "tracing": {"export": export}}})
+
+    res = run_sweep(spec("file"), tmp_path / "runs", tmp_path / "cache", progress=False,
+                    log=lambda *a: None)
+    spans = trace_reading.read_spans(res.run_dir / "traces.jsonl")
+    turns = [s for s in spans if s["name"] == "conversation_turn"]
+    agents = [s for s in spans if s["attributes"].get(G.GEN_AI_OPERATION_NAME) == "invoke_agent"]
+    assert len(turns) == 4 and len(agents) == 4  # 2 sampled sessions × 2 configs
+    by_id = {s["span_id"]: s for s in spans}
+    assert all(by_id[a["parent_id"]]["name"] == "conversation_turn" for a in agents)
+    assert trace_reading.unknown_attributes(spans) == []
+    off = run_sweep(spec("off"), tmp_path / "runs", tmp_path / "cache2", progress=False,
+                    log=lambda *a: None)
+    assert not (off.run_dir / "traces.jsonl").exists()

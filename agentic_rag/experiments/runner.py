@@ -29,12 +29,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from agentic_rag import tracing
 from agentic_rag.datasets.base import Dataset
 from agentic_rag.experiments.executors import LocalExecutor
 from agentic_rag.experiments.llm_cost import (
@@ -225,8 +227,9 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
         raise
     try:
         make = RayExecutor if spec.executor == "ray" else LocalExecutor
-        with make(spec, ds, configs, cache_dir, llm_ids, compute=to_compute > 0,
-                  progress=progress, log=log, max_concurrency=conc, meter=meter) as executor:
+        with _traces(spec, run_dir, llm_rows, log), \
+                make(spec, ds, configs, cache_dir, llm_ids, compute=to_compute > 0,
+                     progress=progress, log=log, max_concurrency=conc, meter=meter) as executor:
             for batch in executor.run_all(units):
                 _record(batch, rows, cache)
                 bar.update(len(batch))
@@ -240,6 +243,15 @@ def run_sweep(spec: SweepSpec | str | Path, runs_dir: str | Path = "experiments/
         rows.close()
         cache.close()
     return _finish(spec, configs, run_dir, rows, cache, use_cache, from_cache)
+
+
+def _traces(spec: SweepSpec, run_dir: Path, llm_rows: int, log):  # noqa: ANN001, ANN202
+    """The spans of a sweep's agent rows (the agent loop, a session's turns: the `agent`
+    metrics group) recorded as `spec.base.tracing` says (default: `run_dir/traces.jsonl`);
+    rows read from the row cache make none. Not under Ray: its workers are other processes."""
+    if llm_rows and "agent" in spec.metrics and spec.executor != "ray":
+        return tracing.recording(spec.base.tracing, run_dir, say=log)
+    return nullcontext()
 
 
 def _finish(spec: SweepSpec, configs: list, run_dir: Path, rows: _Rows, cache: RowCache,
