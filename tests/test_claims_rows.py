@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentic_rag.studies.claims import protocols, rows
-from agentic_rag.studies.claims.registry import CLAIMS, VERDICTS
+from agentic_rag.studies.claims.registry import CLAIMS, VERDICTS, for_deployment
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "experiments/claims"
@@ -29,7 +29,7 @@ def test_every_committed_rows_file_recomputes_its_ledger_row():
     for r in with_rows:
         path = OUT / "rows" / r["rows_file"]
         assert path == rows.rows_path(r["claim"], r["deployment"], OUT) and path.exists()
-        got = rows.recompute(by[r["claim"]], path)
+        got = rows.recompute(for_deployment(by[r["claim"]], r["deployment"]), path)  # sessions: their metric
         assert got["verdict"] == r["verdict"]
         assert [got[k] for k in FIGURES] == pytest.approx([r[k] for k in FIGURES], nan_ok=True)
 
