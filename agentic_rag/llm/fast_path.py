@@ -45,9 +45,9 @@ FASTEST: dict[str, FastPath] = {
     "AMX": FastPath(source="today's default: sapphirerapids (AMX) 1.6x zen4's prompt tokens/s "
                     "on our Xeons (docs/servers.md); weight formats, batch sizes and flash "
                     "attention not measured there"),
-    "AVX-512": FastPath(source="today's default: unmeasured on idle cores; benchmarks/"
-                        "LLM_CEILING.md has a smoke run of the candidates on a shared 2-core "
-                        "AMD EPYC (zen4), which decides nothing"),
+    "AVX-512": FastPath(source="today's default, measured fastest: AMD EPYC zen4, idle cores, "
+                        "2026-12-07 (benchmarks/LLM_CEILING.md): 152 prompt tokens/s, no "
+                        "candidate faster beyond the run's spread"),
     "AVX2": FastPath(source="today's default: unmeasured on an AVX2-only processor (run "
                      "`make llm-ceiling` on one; the haswell variant forced on zen4 is "
                      "another measure on other hardware)"),
