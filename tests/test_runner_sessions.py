@@ -118,8 +118,11 @@ def test_the_agent_row_is_run_turn_on_the_seeded_session(pipe, fiqa) -> None:
     q = next(q for q in fiqa.queries if len(history(q)[0]) >= 2)
     ref = q.answers[0].strip()
     pipe._chat, calls = _chat([ref])  # the model answers with the reference itself
-    row = session_agent_metrics(pipe, q, judge=True)
+    gold = fiqa.qrels.get(q.id, {})
+    row = session_agent_metrics(pipe, q, judge=True, gold=gold)
     assert row["agent_answer"] == ref and row["agent_rouge_l"] == 1.0
+    # its trajectory (evaluation/trajectory.py): the turn's one search, one LLM call
+    assert row["repeated_queries"] == 0.0 and row["llm_turns"] == 1.0 and gold
     assert row["agent_token_f1"] == 1.0 and row["agent_abstained"] == 0.0
     assert row["agent_history_turns"] == len(history(q)[0])
     assert row["session_searches"] == 1 and row["session_served_again"] == 0
@@ -138,6 +141,13 @@ def test_the_agent_row_is_run_turn_on_the_seeded_session(pipe, fiqa) -> None:
                     AgenticRAGTool(pipe), AgentConfig())
     assert turn.answer == row["agent_answer"] and turn.query == \
         session_query(q, SessionConfig(), _no_chat, 200).query
+    # the served documents against the task's gold ones, as the trajectory functions give them
+    from agentic_rag.evaluation.trajectory import served_doc_scores
+
+    want = served_doc_scores([p.doc_id for p in turn.passages], gold)
+    assert row["served_doc_recall"] == want["served_doc_recall"] is not None
+    assert row["served_doc_precision"] == want["served_doc_precision"]
+    assert row["first_search_gold"] == float(want["served_doc_recall"] > 0)  # one search
 
 
 def test_the_lexical_detector_decides_without_a_call(pipe, fiqa) -> None:

@@ -358,6 +358,8 @@ def test_a_sweep_over_sessions_traces_each_agent_turn_into_its_run_folder(tmp_pa
     by_id = {s["span_id"]: s for s in spans}
     assert all(by_id[a["parent_id"]]["name"] == "conversation_turn" for a in agents)
     assert trace_reading.unknown_attributes(spans) == []
+    # the agent rows carry their trajectory (evaluation/trajectory.py) into the summary
+    assert {"served_doc_recall", "first_search_gold", "llm_turns"} <= set(res.summary.columns)
     off = run_sweep(spec("off"), tmp_path / "runs", tmp_path / "cache2", progress=False,
                     log=lambda *a: None)
     assert not (off.run_dir / "traces.jsonl").exists()

@@ -6,12 +6,14 @@ filled by `agent.support.answer_support`."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rag.agent.tool import ToolOutput
 from agentic_rag.evaluation.answers import is_abstention
+from agentic_rag.evaluation.trajectory import trajectory_metrics
 
 
 class AgentStep(BaseModel):
@@ -78,6 +80,16 @@ class AgentResult(BaseModel):
     def served(self) -> list[str]:
         """Chunk ids the agent was shown, in order, without repeats."""
         return list(dict.fromkeys(c for s in self.steps if s.tool for c in s.tool.chunk_ids))
+
+    def trajectory(self, gold_docs: Iterable[str] = ()) -> dict[str, float | None]:
+        """The run's trajectory metrics (`evaluation.trajectory.trajectory_metrics`) against the
+        gold document ids: its searches' queries and what each served, in order (the policy's
+        pre-search and a conversation turn's first search included), and its LLM calls (the
+        policy's pre-search is not one), as agent-eval's rows record them."""
+        calls = [s for s in self.steps if s.kind == "tool_call"]
+        return trajectory_metrics([s.arguments.get("query") for s in calls if s.arguments],
+                                  [list(s.tool.chunk_ids) for s in calls if s.tool], gold_docs,
+                                  sum(1 for s in self.steps if s.via != "policy"))
 
     @property
     def citation_valid(self) -> bool:

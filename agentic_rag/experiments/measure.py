@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,9 +117,10 @@ def start_row(spec: SweepSpec, ds: Dataset, i: int, config: tuple, pipe: Pipelin
     def llm() -> None:
         if built is not None:  # a session turn: its answer is the agent's (sessions.py)
             if groups & {"agent", "answers", "hallucination"}:
-                row.update(session_agent_metrics(pipe, q, judge="hallucination" in groups))
+                row.update(session_agent_metrics(pipe, q, judge="hallucination" in groups,
+                                                 gold=qrels))
         elif "agent" in groups:
-            row.update(agent_metrics(pipe, q))
+            row.update(agent_metrics(pipe, q, qrels))
         if built is None and groups & {"answers", "hallucination", "ragas"}:
             row.update(_answer_metrics(pipe, q, hits, ctx, groups, scorer))
         row.update(computed(inputs, groups, llm=True))  # reads the row: the answer
@@ -225,9 +226,10 @@ def _answer_metrics(pipe: Pipeline, q: Query, hits: list, ctx: FormattedContext,
     return out
 
 
-def agent_metrics(pipe: Pipeline, q: Query) -> dict[str, Any]:
+def agent_metrics(pipe: Pipeline, q: Query, gold: Iterable[str] = ()) -> dict[str, Any]:
     """The full agent loop on the query under the config's `agent` section (policy, mode,
-    max_steps): searches, retrieval iterations, citations, answer quality."""
+    max_steps): searches, retrieval iterations, citations, answer quality, and its trajectory
+    against the gold document ids (`AgentResult.trajectory`)."""
     from agentic_rag.agent.loop import run_agent
     from agentic_rag.agent.tool import AgenticRAGTool
 
@@ -246,7 +248,8 @@ def agent_metrics(pipe: Pipeline, q: Query) -> dict[str, Any]:
                            "agent_prompt_tokens": res.prompt_tokens,
                            "agent_completion_tokens": res.completion_tokens,
                            "agent_context_tokens": res.context_tokens,
-                           "latency_agent_ms": 1000 * res.latency_s, "agent_answer": res.answer}
+                           "latency_agent_ms": 1000 * res.latency_s, "agent_answer": res.answer,
+                           **res.trajectory(gold)}
     if res.stop_reason in ("llm_error", "invalid_action"):
         out["agent_error"] = res.error
     elif q.answers:

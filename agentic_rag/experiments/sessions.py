@@ -24,7 +24,7 @@ Other queries are untouched: their rows, and their row-cache keys, are what they
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from agentic_rag.agent.session import Session, Turn, run_turn
@@ -93,10 +93,12 @@ def query_columns(built: ConversationQuery) -> dict[str, Any]:
     return out
 
 
-def session_agent_metrics(pipe, q: Query, judge: bool = False) -> dict[str, Any]:  # noqa: ANN001
+def session_agent_metrics(pipe, q: Query, judge: bool = False,  # noqa: ANN001
+                          gold: Iterable[str] = ()) -> dict[str, Any]:
     """`run_turn` on the seeded session (module doc): the agent's columns (as
-    `measure.agent_metrics`) and the turn's (`evaluation.sessions.turn_metrics`); with
-    `judge` (the sweep's `hallucination` group), the support detector on an answered turn."""
+    `measure.agent_metrics`, its trajectory against the `gold` document ids included) and
+    the turn's (`evaluation.sessions.turn_metrics`); with `judge` (the sweep's
+    `hallucination` group), the support detector on an answered turn."""
     from agentic_rag.agent.tool import AgenticRAGTool
 
     users, answers = history(q) or ([], [])
@@ -123,7 +125,7 @@ def session_agent_metrics(pipe, q: Query, judge: bool = False) -> dict[str, Any]
                     "agent_cites_served": float(res.cites_served),
                     "agent_prompt_tokens": res.prompt_tokens,
                     "agent_completion_tokens": res.completion_tokens,
-                    "agent_context_tokens": res.context_tokens})
+                    "agent_context_tokens": res.context_tokens, **res.trajectory(gold)})
         if res.stop_reason in ("llm_error", "invalid_action"):
             out["agent_error"] = res.error
             return out
