@@ -9,6 +9,7 @@ import json
 import threading
 from concurrent import futures
 
+import pandas as pd
 import pytest
 from opentelemetry import trace
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as G
@@ -360,6 +361,10 @@ def test_a_sweep_over_sessions_traces_each_agent_turn_into_its_run_folder(tmp_pa
     assert trace_reading.unknown_attributes(spans) == []
     # the agent rows carry their trajectory (evaluation/trajectory.py) into the summary
     assert {"served_doc_recall", "first_search_gold", "llm_turns"} <= set(res.summary.columns)
+    # and the sweep-level session figures (evaluation/sessions.py), one row per config
+    figs = pd.read_csv(res.run_dir / "session-figures.csv")
+    assert len(figs) == 2 and (figs["sessions"] == 2).all()
+    assert {"recall", "abstained_on_answerable", "clarifying_on_underspecified"} <= set(figs)
     off = run_sweep(spec("off"), tmp_path / "runs", tmp_path / "cache2", progress=False,
                     log=lambda *a: None)
     assert not (off.run_dir / "traces.jsonl").exists()

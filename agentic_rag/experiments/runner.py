@@ -6,7 +6,8 @@ index) and run by an executor (`executors.py`: this process; `ray_executor.py`: 
 results and summary tables in `summary.py`. The driver alone writes
 the run folder (through `runfolder.py`): `runs_dir/<timestamp>-<name>/` with
 `spec.yaml`, `configs/`, `rows.jsonl` (appended and fsync'd row by row),
-`results.parquet`, `summary.csv`, `meta.json` and `status.json`.
+`results.parquet`, `summary.csv`, `meta.json` and `status.json` (and, for conversations'
+turns answered by the agent, `session-figures.csv`).
 
 Resume: rerunning the same spec finds the unfinished run of the same spec hash and skips
 the (config, query, repeat) keys already in rows.jsonl; a torn last line (kill -9
@@ -38,6 +39,7 @@ import pandas as pd
 
 from agentic_rag import tracing
 from agentic_rag.datasets.base import Dataset
+from agentic_rag.evaluation.sessions import session_figures
 from agentic_rag.experiments.executors import LocalExecutor
 from agentic_rag.experiments.llm_cost import (
     Progress,
@@ -257,12 +259,17 @@ def _traces(spec: SweepSpec, run_dir: Path, llm_rows: int, log):  # noqa: ANN001
 def _finish(spec: SweepSpec, configs: list, run_dir: Path, rows: _Rows, cache: RowCache,
             use_cache: bool, from_cache: int) -> SweepResult:
     """A finished run's tables from its rows (`results.parquet`, `summary.csv`, the summary
-    read from the row cache where it can be), then the folder marked complete."""
+    read from the row cache where it can be; for session turns answered by the agent,
+    `session-figures.csv`: abstention and clarifying rates by answerability per config, with
+    bootstrap CIs over sessions), then the folder marked complete."""
     results = results_frame(rows.rows, configs)
     summary = cached_summary(results, spec, configs, rows.lines, cache, use_cache)
     cache.close()
     results.to_parquet(run_dir / "results.parquet", index=False)
     summary.to_csv(run_dir / "summary.csv", index=False)
+    if {"answerability", "agent_abstained"} <= set(results) and \
+            results["agent_abstained"].notna().any():  # a conversation run's agent turns
+        session_figures(results).to_csv(run_dir / "session-figures.csv", index=False)
     mark_complete(run_dir, spec_hash=spec.spec_hash())
     return SweepResult(run_dir=run_dir, results=results, summary=summary, spec=spec,
                        rows_from_cache=from_cache)

@@ -1,0 +1,137 @@
+"""Apply RULE.md to a run of history.yaml (dev) or history-test.yaml (test): per arm of
+`agent.session.history_tokens`, abstention on ANSWERABLE and UNANSWERABLE turns, ROUGE-L on
+ANSWERABLE turns, each with its CI and the paired difference vs the default (1024; paired
+bootstrap over sessions), and the rule's verdict. Writes `history.json` and `history.md` into
+the run folder.
+
+    python experiments/conversations/history/analyse.py experiments/runs/<run>
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from agentic_rag.evaluation.sessions import abstention, clarifying_rate
+from agentic_rag.jsonl import read_rows
+from agentic_rag.experiments.stats import bootstrap_ci, paired_bootstrap
+
+DEFAULT = 1024
+DELTA = 0.02  # ROUGE-L non-inferiority margin (RULE.md, 3)
+RECALL_FLOOR = 0.7  # abstention recall on UNANSWERABLE (RULE.md, 2)
+
+
+def arm_of(config: str) -> int:
+    m = re.search(r"agent\.session\.history_tokens=(\d+)", config)
+    if m is None:
+        raise ValueError(f"config {config!r} names no agent.session.history_tokens")
+    return int(m.group(1))
+
+
+def load(run: Path) -> pd.DataFrame:
+    parquet = run / "results.parquet"
+    df = pd.read_parquet(parquet) if parquet.exists() else \
+        pd.DataFrame(read_rows(run / "rows.jsonl"))
+    df = df[df["agent_abstained"].notna()].copy()
+    if "agent_error" in df:
+        failed = df["agent_error"].notna()
+        if failed.any():
+            print(f"{int(failed.sum())} agent rows failed (left out, listed in rows.jsonl)")
+        df = df[~failed]
+    df["arm"] = df["config"].map(arm_of)
+    return df
+
+
+def _paired(df: pd.DataFrame, arm: int, metric: str, answerability: str) -> dict[str, float]:
+    d = df[df["answerability"] == answerability]
+    wide = d.pivot_table(index="query_id", columns="arm", values=metric, aggfunc="first")
+    wide = wide.dropna(subset=[arm, DEFAULT])
+    return paired_bootstrap(wide[arm].to_numpy(), wide[DEFAULT].to_numpy())
+
+
+def figures(df: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for arm, g in sorted(df.groupby("arm"), key=lambda x: -x[0]):
+        row: dict[str, Any] = {"history_tokens": int(arm), "sessions": len(g)}
+        row.update(abstention(g))
+        row.update(clarifying_rate(g))
+        ans = g[g["answerability"] == "ANSWERABLE"]
+        row["rouge_l_answerable"] = float(ans["agent_rouge_l"].mean())
+        row["rouge_l_answerable_ci"] = bootstrap_ci(ans["agent_rouge_l"].tolist())
+        row["prompt_tokens_median"] = float(g["agent_prompt_tokens"].median())
+        row["latency_agent_s_median"] = float(g["latency_agent_ms"].median()) / 1000
+        if arm != DEFAULT:
+            row["abstained_on_answerable_vs_default"] = _paired(df, arm, "agent_abstained",
+                                                                "ANSWERABLE")
+            row["recall_vs_default"] = _paired(df, arm, "agent_abstained", "UNANSWERABLE")
+            row["rouge_l_answerable_vs_default"] = _paired(df, arm, "agent_rouge_l",
+                                                           "ANSWERABLE")
+        out.append(row)
+    return out
+
+
+def choose(rows: list[dict[str, Any]]) -> tuple[int, list[str]]:
+    """RULE.md: the arm with the lowest ANSWERABLE abstention among those passing 1-3."""
+    reasons, passing = [], []
+    for r in rows:
+        if r["history_tokens"] == DEFAULT:
+            continue
+        a, q = r["abstained_on_answerable_vs_default"], r["rouge_l_answerable_vs_default"]
+        checks = {"1 abstains less on ANSWERABLE (CI < 0)": a["ci_high"] < 0,
+                  f"2 recall on UNANSWERABLE >= {RECALL_FLOOR}": r["recall"] >= RECALL_FLOOR,
+                  f"3 ROUGE-L lower bound > -{DELTA}": q["ci_low"] > -DELTA}
+        failed = [k for k, ok in checks.items() if not ok]
+        reasons.append(f"{r['history_tokens']}: " + ("passes" if not failed
+                                                      else "fails " + "; ".join(failed)))
+        if not failed:
+            passing.append((r["abstained_on_answerable"], -r["history_tokens"]))
+    chosen = -min(passing)[1] if passing else DEFAULT
+    return chosen, reasons
+
+
+def _ci(v: float, lo: float, hi: float) -> str:
+    return f"{v:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def _d(p: dict[str, float]) -> str:
+    return f"{p['diff']:+.3f} [{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] (n {p['n']})"
+
+
+def markdown(rows: list[dict[str, Any]], chosen: int, reasons: list[str]) -> str:
+    lines = ["| history_tokens | abstained on ANSWERABLE | Δ vs 1024 | recall on UNANSWERABLE | "
+             "ROUGE-L (ANSWERABLE) | Δ vs 1024 | clarifying on UNDERSPECIFIED | prompt "
+             "tokens (median) | agent s (median) |", "|" + "---|" * 9]
+    for r in rows:
+        base = r["history_tokens"] == DEFAULT
+        lines.append(
+            f"| {r['history_tokens']} | {_ci(r['abstained_on_answerable'], r['abstained_on_answerable_ci_low'], r['abstained_on_answerable_ci_high'])} (n {r['n_answerable']}) | "
+            f"{'' if base else _d(r['abstained_on_answerable_vs_default'])} | "
+            f"{_ci(r['recall'], r['recall_ci_low'], r['recall_ci_high'])} (n {r['n_unanswerable']}) | "
+            f"{_ci(r['rouge_l_answerable'], *r['rouge_l_answerable_ci'])} | "
+            f"{'' if base else _d(r['rouge_l_answerable_vs_default'])} | "
+            f"{r['clarifying_on_underspecified']:.2f} (n {r['n_underspecified']}) | "
+            f"{r['prompt_tokens_median']:.0f} | {r['latency_agent_s_median']:.1f} |")
+    lines += ["", "Rule (RULE.md): " + "; ".join(reasons) + f". **Chosen: {chosen}**."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run", type=Path, help="the sweep's run folder")
+    run = ap.parse_args().run
+    rows = figures(load(run))
+    chosen, reasons = choose(rows)
+    (run / "history.json").write_text(json.dumps({"arms": rows, "chosen": chosen,
+                                                  "reasons": reasons}, indent=1) + "\n")
+    md = markdown(rows, chosen, reasons)
+    (run / "history.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
