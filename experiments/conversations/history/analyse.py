@@ -5,6 +5,7 @@ bootstrap over sessions), and the rule's verdict. Writes `history.json` and `his
 the run folder.
 
     python experiments/conversations/history/analyse.py experiments/runs/<run>
+    python experiments/conversations/history/analyse.py experiments/conversations/history/dev
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import Any
 
 import pandas as pd
 
+from agentic_rag.datasets.mtrag import load_mtrag
 from agentic_rag.evaluation.sessions import abstention, clarifying_rate
-from agentic_rag.jsonl import read_rows
 from agentic_rag.experiments.stats import bootstrap_ci, paired_bootstrap
+from agentic_rag.jsonl import read_rows
 
 DEFAULT = 1024
 DELTA = 0.02  # ROUGE-L non-inferiority margin (RULE.md, 3)
@@ -34,9 +36,11 @@ def arm_of(config: str) -> int:
 
 
 def load(run: Path) -> pd.DataFrame:
-    parquet = run / "results.parquet"
-    df = pd.read_parquet(parquet) if parquet.exists() else \
-        pd.DataFrame(read_rows(run / "rows.jsonl"))
+    parquet, rows = run / "results.parquet", run / "rows.jsonl"
+    if parquet.exists():
+        df = pd.read_parquet(parquet)
+    else:  # a committed copy: rows.jsonl.gz
+        df = pd.DataFrame(read_rows(rows if rows.exists() else run / "rows.jsonl.gz"))
     df = df[df["agent_abstained"].notna()].copy()
     if "agent_error" in df:
         failed = df["agent_error"].notna()
@@ -94,6 +98,31 @@ def choose(rows: list[dict[str, Any]]) -> tuple[int, list[str]]:
     return chosen, reasons
 
 
+def reasons_of(df: pd.DataFrame, arm: int = DEFAULT) -> dict[str, int]:
+    """The arm's abstentions on ANSWERABLE turns by where the gold passage ranked in the
+    turn's first search (MTRAG's qrels) and who abstained: the support gate (its "I searched
+    for ..." reply), nothing found, or the model's own "I don't know"."""
+    qrels = load_mtrag().qrels
+    out: dict[str, int] = {}
+    d = df[(df["arm"] == arm) & (df["answerability"] == "ANSWERABLE")]
+    for _, r in d.iterrows():
+        docs = json.loads(r["retrieved_docs"])
+        ranks = [docs.index(g) for g in qrels.get(r["query_id"], {}) if g in docs]
+        where = "gold first" if ranks and min(ranks) == 0 else \
+            "gold at 2-10" if ranks else "gold not in the top 10"
+        answer = str(r["agent_answer"])
+        who = "gate" if "I searched for" in answer else \
+            "nothing found" if "found no passages" in answer else "model"
+        key = f"{'abstained' if r['agent_abstained'] else 'answered'}, {where}" + \
+            (f", {who}" if r["agent_abstained"] else "")
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _three(r: dict[str, Any], name: str) -> tuple[float, float, float]:
+    return r[name], r[f"{name}_ci_low"], r[f"{name}_ci_high"]
+
+
 def _ci(v: float, lo: float, hi: float) -> str:
     return f"{v:.2f} [{lo:.2f}, {hi:.2f}]"
 
@@ -109,7 +138,8 @@ def markdown(rows: list[dict[str, Any]], chosen: int, reasons: list[str]) -> str
     for r in rows:
         base = r["history_tokens"] == DEFAULT
         lines.append(
-            f"| {r['history_tokens']} | {_ci(r['abstained_on_answerable'], r['abstained_on_answerable_ci_low'], r['abstained_on_answerable_ci_high'])} (n {r['n_answerable']}) | "
+            f"| {r['history_tokens']} | {_ci(*_three(r, 'abstained_on_answerable'))} "
+            f"(n {r['n_answerable']}) | "
             f"{'' if base else _d(r['abstained_on_answerable_vs_default'])} | "
             f"{_ci(r['recall'], r['recall_ci_low'], r['recall_ci_high'])} (n {r['n_unanswerable']}) | "
             f"{_ci(r['rouge_l_answerable'], *r['rouge_l_answerable_ci'])} | "
@@ -124,11 +154,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="the sweep's run folder")
     run = ap.parse_args().run
-    rows = figures(load(run))
+    df = load(run)
+    rows = figures(df)
     chosen, reasons = choose(rows)
+    why = reasons_of(df)
     (run / "history.json").write_text(json.dumps({"arms": rows, "chosen": chosen,
-                                                  "reasons": reasons}, indent=1) + "\n")
-    md = markdown(rows, chosen, reasons)
+                                                  "reasons": reasons,
+                                                  "default_on_answerable": why},
+                                                 indent=1) + "\n")
+    md = markdown(rows, chosen, reasons) + "\nThe default's turns on ANSWERABLE: " + \
+        "; ".join(f"{k} {v}" for k, v in why.items()) + ".\n"
     (run / "history.md").write_text(md)
     print(md)
 
