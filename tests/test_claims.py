@@ -102,6 +102,29 @@ def test_kept_rows_are_redecided_against_the_figure():
     assert ledger.redecided(zero, claim)["verdict"] == "confirmed"
 
 
+def test_a_session_hallucination_row_keeps_its_validation_against_people_when_redecided():
+    """A c-boundaries row over MTRAG's sessions is validated against MTRAG's raters (the
+    committed people table), not the HaluEval tables its detector also has rows in: a
+    rebuild (`redecided`) once overwrote it with the HaluEval set (ii) AUROC 0.55."""
+    claim = registry.for_deployment(next(c for c in CLAIMS if c.id == "c-boundaries"),
+                                    "sessions-govt")
+    old = {"claim": "c-boundaries", "deployment": "sessions-govt", "verdict": "not run",
+           "judge_validation": "detector lexical: AUROC 0.55 [0.50, 0.60] on 150 answers",
+           "judge_auroc": 0.55, "judge_tables": list(ledger.DETECTOR_SETS.values())}
+    row = ledger.redecided(old, claim)
+    people = pd.read_csv(ledger.PEOPLE_TABLE)
+    lexical = people[(people.binarisation == "majority>=3") & (people.who == "lexical")].iloc[0]
+    assert row["judge_tables"] == [ledger.PEOPLE_TABLE]
+    assert row["judge_auroc"] == pytest.approx(lexical["auroc"])
+    assert row["judge_validation"].startswith("detector lexical at 0.536 (no LLM): AUROC "
+                                              f"{lexical['auroc']:.3f}")
+    assert f"on {int(lexical['n'])} MTRAG responses" in row["judge_validation"]
+    # a HaluEval deployment's row still reads the HaluEval tables
+    halu = ledger.redecided({**old, "deployment": "document analysis"},
+                            next(c for c in CLAIMS if c.id == "c-boundaries"))
+    assert halu["judge_tables"] != [ledger.PEOPLE_TABLE]
+
+
 def test_committed_verdicts_follow_the_rule():
     """Every measured row of the committed claims.json carries the verdict the rule gives its
     own CIs against today's stated figure (`agentic-rag claims --rebuild` re-applies it), and

@@ -13,7 +13,15 @@ from typing import Any
 import pandas as pd
 
 from agentic_rag.config import RAGConfig
-from agentic_rag.studies.claims.registry import AGENT_RUN, DATASETS, VERDICTS, Claim, verdict
+from agentic_rag.studies.claims.registry import (
+    AGENT_RUN,
+    DATASETS,
+    SESSION_DETECTOR,
+    SESSIONS,
+    VERDICTS,
+    Claim,
+    verdict,
+)
 from agentic_rag.studies.detectors.own import labels_description
 
 
@@ -91,7 +99,10 @@ def redecided(row: dict[str, Any], claim: Claim, root: str | Path = ".") -> dict
     are returned with the figure fields only."""
     row = {**row, **figure_fields(claim)}
     judged = row.get("judge_validation")
-    if row.get("judge_tables") and isinstance(judged, str) and judged.startswith("detector "):
+    if row.get("claim") == "c-boundaries" and row.get("deployment") in SESSIONS:
+        # judged against people on MTRAG itself, not on the HaluEval tables
+        row.update(session_detector_fields(root))
+    elif row.get("judge_tables") and isinstance(judged, str) and judged.startswith("detector "):
         # the validation tables are committed files: re-read them (their wording included)
         row.update(detector_fields(judged.split()[1].rstrip(":"), root))
     if row.get("verdict") in VERDICTS:
@@ -170,6 +181,38 @@ def detector_fields(detector: str, root: str | Path = ".") -> dict[str, Any]:
     return {"judge_validation": f"detector {detector}: " + "; ".join(parts),
             "judge_auroc": auroc, "judge_accuracy": float("nan"), "judge_run": None,
             "judge_tables": files}
+
+
+PEOPLE_TABLE = "experiments/detectors/mtrag-human/human.csv"  # detectors vs MTRAG's raters
+
+
+def session_detector_fields(root: str | Path = ".") -> dict[str, Any]:
+    """The judge_* fields of a hallucination row over MTRAG's sessions: the sessions' detector
+    (`SESSION_DETECTOR`) against the three raters' majority (faithfulness >= 3) on MTRAG's
+    human-rated responses, read from the committed table (`validate-detectors
+    --mtrag-human`)."""
+    detector = SESSION_DETECTOR["agent.support.detector"]
+    at = SESSION_DETECTOR["agent.support.threshold"]
+    path = Path(root) / PEOPLE_TABLE
+    table = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["binarisation", "who"])
+    hit = table[(table["binarisation"] == "majority>=3") & (table["who"] == detector)]
+    if hit.empty:
+        return {"judge_validation": f"detector {detector!r}: not validated (no row in "
+                                    f"{PEOPLE_TABLE})", "judge_auroc": float("nan"),
+                "judge_accuracy": float("nan"), "judge_run": None, "judge_tables": None}
+    r = hit.iloc[0]
+
+    def ci(name: str, digits: int = 3) -> str:
+        return f"{r[name]:.{digits}f} [{r[name + '_ci_low']:.{digits}f}, " \
+               f"{r[name + '_ci_high']:.{digits}f}]"
+
+    text = (f"detector {detector} at {at} (no LLM): AUROC {ci('auroc')}, balanced accuracy "
+            f"{ci('balanced_accuracy')}, κ {ci('kappa')} against the three raters' majority "
+            f"(faithfulness ≥ 3) on {int(r['n'])} MTRAG responses "
+            "(experiments/detectors/mtrag-human/)")
+    return {"judge_validation": text, "judge_auroc": float(r["auroc"]),
+            "judge_accuracy": float(r["accuracy"]), "judge_run": None,
+            "judge_tables": [PEOPLE_TABLE]}
 
 
 def previous_rows(path: Path, smoke: bool) -> dict[tuple[str, str], dict[str, Any]]:

@@ -29,6 +29,7 @@ from agentic_rag.studies.claims.ledger import (
     previous_rows,
     redecided,
     same_protocol,
+    session_detector_fields,
     with_provenance,
 )
 from agentic_rag.studies.claims.ppi import ppi_fields
@@ -54,9 +55,6 @@ from agentic_rag.studies.claims.report import write_report
 from agentic_rag.studies.claims.rows import export_rows, rows_path
 
 AGENT_RUNS = "experiments/agent-runs"  # the agent evaluation's folders (committed)
-SESSION_JUDGE = ("detector lexical at 0.536 (no LLM): AUROC 0.928 [0.895, 0.958], balanced "
-                 "accuracy 0.840 [0.782, 0.893], κ 0.594 against the three raters' majority "
-                 "(faithfulness ≥ 3) on 476 MTRAG responses (experiments/detectors/mtrag-human/)")
 
 
 def run_claims(out_dir: str | Path = "experiments/claims", smoke: bool = False,
@@ -211,7 +209,7 @@ class _Session:
         if claim.id == "c-boundaries":
             row.update(judge_fields(run_dir, self.base.agent.support.threshold))
             if deployment in SESSIONS:  # the detector judged against people on MTRAG itself
-                row["judge_validation"] = SESSION_JUDGE
+                row.update(session_detector_fields())
         return row
 
     def run(self, claim: Claim, ds: DatasetSpec) -> Path:
