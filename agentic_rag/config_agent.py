@@ -115,6 +115,13 @@ class SessionConfig(_Section):
                              "carried from the earlier turns")
     rewrite_turns: int = Field(4, ge=1, le=32, description="llm_rewrite: the earlier turns the "
                                "model reads")
+    answer_question: Literal["message", "rewrite"] = Field(
+        "message", description="the question the answering prompt asks after the passages: "
+        "message, the turn as written (the history before it); rewrite, the model's "
+        "standalone rewrite of a turn after the first (llm_rewrite's search query, else one "
+        "more cached call with its prompt; a failed call keeps the message and is recorded): "
+        "for a model that does not resolve 'it' from the history (experiments/conversations/"
+        "question)")
     clarify: Literal["off", "rule"] = Field(
         "rule", description="rule: ask a clarifying question instead of answering when the "
         "message names nothing to search and no earlier turn gives it a subject, refers back "

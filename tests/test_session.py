@@ -226,6 +226,43 @@ def test_the_history_is_a_stable_prefix_and_the_new_turn_comes_last(tool):
     assert s.turns[2].history_turns == 2
 
 
+def test_answer_question_rewrite_asks_the_standalone_question_after_the_history(tool):
+    """`answer_question: rewrite`: the answering prompt asks the model's rewrite (one more
+    call under carry, none more under llm_rewrite); the history stays in front; the search
+    is the carry query either way; the message is the default."""
+    rewrite = json.dumps({"question": "How do I activate a virtual environment on Windows?"})
+    first = "How do I create a virtual environment?"
+    chat, calls = model(["Run python -m venv env.", rewrite, "Run activate.bat."])
+    s, cfg = Session(), AgentConfig(max_steps=1, session=SessionConfig(answer_question="rewrite"))
+    run_turn(s, first, chat, tool, cfg)
+    turn = run_turn(s, "How do I activate it on Windows?", chat, tool, cfg)
+    assert [t.question for t in s.turns] == [first, "How do I activate a virtual environment "
+                                             "on Windows?"]  # the first turn: no call
+    assert turn.question_error is None and turn.query.startswith("create virtual environment")
+    asked = calls.requests[2]["messages"]
+    assert asked[1:3] == [{"role": "user", "content": first},
+                          {"role": "assistant", "content": "Run python -m venv env."}]
+    assert "Question: How do I activate a virtual environment on Windows?" in asked[-1]["content"]
+    assert "Question: How do I activate it on Windows?" not in asked[-1]["content"]
+
+    chat2, calls2 = model(["Run python -m venv env.", rewrite, "Run activate.bat."])
+    cfg2 = AgentConfig(max_steps=1, session=SessionConfig(answer_question="rewrite",
+                                                          query_mode="llm_rewrite"))
+    s2 = Session()
+    run_turn(s2, first, chat2, tool, cfg2)
+    t2 = run_turn(s2, "How do I activate it on Windows?", chat2, tool, cfg2)
+    assert len(calls2.requests) == 3 and t2.query == t2.question  # the search's rewrite, reused
+
+    chat3, calls3 = model(["Run python -m venv env.", "not json", "still not json", "Fine."])
+    s3 = Session()
+    run_turn(s3, first, chat3, tool, cfg)
+    t3 = run_turn(s3, "How do I activate it on Windows?", chat3, tool, cfg)
+    assert t3.question == "How do I activate it on Windows?" and t3.question_error == "malformed"
+    assert "Question: How do I activate it on Windows?" in calls3.requests[-1]["messages"][-1][
+        "content"]
+    assert SessionConfig().answer_question == "message"
+
+
 def test_a_single_question_sends_what_it_sent_before(tool):
     """No session: run_agent's messages are the single question's (system, then user)."""
     chat, calls = model(answers(1))

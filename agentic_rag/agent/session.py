@@ -23,7 +23,9 @@ chat, tool, cfg)` runs one turn on `run_agent` and appends it (`cfg.session`, `S
    stays within a turn.
 4. **The prompt**: the earlier turns as chat messages (the user's message, the answer without
    its citation ids, which name passages no longer shown) between the system prompt and the
-   turn's user message, which holds the passages and the question as in a single question.
+   turn's user message, which holds the passages and the question as in a single question:
+   the message as written, or (`session.answer_question: rewrite`) the model's standalone
+   rewrite of it, for a model that does not resolve "it" from the history.
    The history is a stable prefix, so llama-server's prompt cache reuses it. Its budget
    (`session.history_tokens`) keeps the newest turns ("recent > relevant": an older turn is
    never kept in place of a newer one; older subjects reach the prompt through the carried
@@ -51,7 +53,7 @@ from agentic_rag.agent.result import AgentResult, passages_by_citation, strip_ci
 from agentic_rag.agent.tool import QUERY_MAX_CHARS, TOOL_NAME, AgenticRAGTool, ToolOutput
 from agentic_rag.config import AgentConfig
 from agentic_rag.config_agent import SessionConfig
-from agentic_rag.llm.types import ChatModel
+from agentic_rag.llm.types import ChatModel, LLMError
 from agentic_rag.retrieve.context import citation_id
 from agentic_rag.retrieve.query import (
     ConversationQuery,
@@ -87,6 +89,10 @@ class Turn(BaseModel):
     message: str
     query: str  # the search query built from the history
     query_mode: str
+    # what the answering prompt asked (`session.answer_question`): the message, or the model's
+    # standalone rewrite of it; `question_error`: the rewrite failed, the message was asked
+    question: str = ""
+    question_error: str | None = None
     follow_up: bool = False
     follow_up_reason: str | None = None
     carried: list[str] = Field(default_factory=list)
@@ -268,9 +274,11 @@ def _run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGT
     builder = ConversationQueryBuilder(scfg, chat if scfg.query_mode == "llm_rewrite" else None,
                                        QUERY_MAX_CHARS)
     built = builder.build_query(message, state, session.queries())
+    question, question_error = _question(message, built, state, chat, scfg)
     base = {"n": len(session.turns) + 1, "message": message, "query": built.query,
             "query_mode": built.mode, "follow_up": built.follow_up,
-            "follow_up_reason": built.reason, "carried": built.carried}
+            "follow_up_reason": built.reason, "carried": built.carried,
+            "question": question, "question_error": question_error}
     ask = clarify_before_search(built, state) if scfg.clarify == "rule" else None
     if ask is not None:
         return _append(session, _clarifying(base, ask, [], t0))
@@ -290,7 +298,7 @@ def _run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGT
                 if scfg.clarify == "rule" else None
             if ask is not None:
                 return _append(session, _clarifying(base, ask, [first.query_used], t0))
-    res = run_agent(message, chat, tool if cfg.policy != "closed_book" else None, cfg,
+    res = run_agent(question, chat, tool if cfg.policy != "closed_book" else None, cfg,
                     turn=TurnContext(history=tuple(history), first_search=first,
                                      subject=built.query))
     outputs = [s.tool for s in res.steps if s.tool is not None]
@@ -303,6 +311,21 @@ def _run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGT
         prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens,
         prompt_evaluated=res.prompt_evaluated, prompt_reused=res.prompt_reused,
         latency_s=time.perf_counter() - t0, result=res))
+
+
+def _question(message: str, built: ConversationQuery, state: ConversationState, chat: ChatModel,
+              config: SessionConfig) -> tuple[str, str | None]:
+    """The question the answering prompt asks (`session.answer_question`) and, when the
+    rewrite failed and the message is asked instead, the failure's kind."""
+    if config.answer_question == "message" or not state.messages:
+        return message, None
+    if built.mode == "llm_rewrite":  # the search query is already the model's rewrite
+        return built.query, None
+    rewriter = ConversationQueryBuilder(config, chat, QUERY_MAX_CHARS)
+    try:
+        return rewriter.rewrite(message, state), None
+    except LLMError as exc:
+        return message, exc.kind
 
 
 def _window(session: Session, count: Callable[[str], int], config: SessionConfig) -> int:

@@ -116,6 +116,10 @@ def session_agent_metrics(pipe, q: Query, judge: bool = False,  # noqa: ANN001
                            "agent_answer": turn.answer, "latency_agent_ms": 1000 * turn.latency_s,
                            "agent_history_turns": turn.history_turns,
                            **turn_metrics(turn, q.metadata.get("answerability"), q.answers)}
+    if turn.question and turn.question != turn.message:  # session.answer_question: rewrite
+        out["session_question"] = turn.question
+    if turn.question_error:
+        out["session_question_error"] = turn.question_error
     if res is not None:  # a clarifying question is asked without the model
         out.update({"agent_model_tool_calls": res.model_tool_calls,
                     "agent_retrieval_iterations": res.retrieval_iterations,

@@ -428,7 +428,7 @@ class ConversationQueryBuilder:
             return ConversationQuery(query=message, message=message, mode=mode)
         if mode == "llm_rewrite":
             try:
-                return ConversationQuery(query=self._rewrite(message, state), message=message,
+                return ConversationQuery(query=self.rewrite(message, state), message=message,
                                          mode=mode, follow_up=True, reason="rewritten")
             except LLMError as exc:
                 mode = f"carry (llm failed: {exc.kind})"
@@ -446,7 +446,9 @@ class ConversationQueryBuilder:
         return ConversationQuery(query=query, message=message, mode=mode, follow_up=True,
                                  reason=reason, carried=words)
 
-    def _rewrite(self, message: str, state: ConversationState) -> str:
+    def rewrite(self, message: str, state: ConversationState) -> str:
+        """The model's standalone rewrite of `message` after `state`'s turns (one cached call;
+        raises `LLMError` when it fails)."""
         schema = {"type": "object", "properties": {"question": {
             "type": "string", "minLength": 1, "maxLength": self.max_chars}},
             "required": ["question"]}

@@ -19,9 +19,8 @@ from typing import Any
 import pandas as pd
 
 from agentic_rag.datasets.mtrag import load_mtrag
-from agentic_rag.evaluation.sessions import abstention, clarifying_rate
-from agentic_rag.experiments.stats import bootstrap_ci, paired_bootstrap
 from agentic_rag.jsonl import read_rows
+from agentic_rag.studies.session_arms import abstention_reasons, arm_figures
 
 DEFAULT = 1024
 DELTA = 0.02  # ROUGE-L non-inferiority margin (RULE.md, 3)
@@ -51,32 +50,9 @@ def load(run: Path) -> pd.DataFrame:
     return df
 
 
-def _paired(df: pd.DataFrame, arm: int, metric: str, answerability: str) -> dict[str, float]:
-    d = df[df["answerability"] == answerability]
-    wide = d.pivot_table(index="query_id", columns="arm", values=metric, aggfunc="first")
-    wide = wide.dropna(subset=[arm, DEFAULT])
-    return paired_bootstrap(wide[arm].to_numpy(), wide[DEFAULT].to_numpy())
-
-
 def figures(df: pd.DataFrame) -> list[dict[str, Any]]:
-    out = []
-    for arm, g in sorted(df.groupby("arm"), key=lambda x: -x[0]):
-        row: dict[str, Any] = {"history_tokens": int(arm), "sessions": len(g)}
-        row.update(abstention(g))
-        row.update(clarifying_rate(g))
-        ans = g[g["answerability"] == "ANSWERABLE"]
-        row["rouge_l_answerable"] = float(ans["agent_rouge_l"].mean())
-        row["rouge_l_answerable_ci"] = bootstrap_ci(ans["agent_rouge_l"].tolist())
-        row["prompt_tokens_median"] = float(g["agent_prompt_tokens"].median())
-        row["latency_agent_s_median"] = float(g["latency_agent_ms"].median()) / 1000
-        if arm != DEFAULT:
-            row["abstained_on_answerable_vs_default"] = _paired(df, arm, "agent_abstained",
-                                                                "ANSWERABLE")
-            row["recall_vs_default"] = _paired(df, arm, "agent_abstained", "UNANSWERABLE")
-            row["rouge_l_answerable_vs_default"] = _paired(df, arm, "agent_rouge_l",
-                                                           "ANSWERABLE")
-        out.append(row)
-    return out
+    rows = [{"history_tokens": int(r.pop("arm")), **r} for r in arm_figures(df, DEFAULT)]
+    return sorted(rows, key=lambda r: -r["history_tokens"])  # the larger history first
 
 
 def choose(rows: list[dict[str, Any]]) -> tuple[int, list[str]]:
@@ -99,24 +75,8 @@ def choose(rows: list[dict[str, Any]]) -> tuple[int, list[str]]:
 
 
 def reasons_of(df: pd.DataFrame, arm: int = DEFAULT) -> dict[str, int]:
-    """The arm's abstentions on ANSWERABLE turns by where the gold passage ranked in the
-    turn's first search (MTRAG's qrels) and who abstained: the support gate (its "I searched
-    for ..." reply), nothing found, or the model's own "I don't know"."""
-    qrels = load_mtrag().qrels
-    out: dict[str, int] = {}
-    d = df[(df["arm"] == arm) & (df["answerability"] == "ANSWERABLE")]
-    for _, r in d.iterrows():
-        docs = json.loads(r["retrieved_docs"])
-        ranks = [docs.index(g) for g in qrels.get(r["query_id"], {}) if g in docs]
-        where = "gold first" if ranks and min(ranks) == 0 else \
-            "gold at 2-10" if ranks else "gold not in the top 10"
-        answer = str(r["agent_answer"])
-        who = "gate" if "I searched for" in answer else \
-            "nothing found" if "found no passages" in answer else "model"
-        key = f"{'abstained' if r['agent_abstained'] else 'answered'}, {where}" + \
-            (f", {who}" if r["agent_abstained"] else "")
-        out[key] = out.get(key, 0) + 1
-    return dict(sorted(out.items()))
+    """The arm's ANSWERABLE turns by gold rank and who abstained (`abstention_reasons`)."""
+    return abstention_reasons(df[df["arm"] == arm], load_mtrag().qrels)
 
 
 def _three(r: dict[str, Any], name: str) -> tuple[float, float, float]:
