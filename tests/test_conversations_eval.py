@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 
 from agentic_rag.config import RAGConfig
+from agentic_rag.config_llm import LLMConfig
 from agentic_rag.datasets.mtrag import Mtrag, MtragTask, Turn
 from agentic_rag.documents import Document
+from agentic_rag.llm.client import OpenAIChatModel
 from agentic_rag.retrieve.pipeline import Pipeline
 from agentic_rag.store.index import AgenticIndex
 from agentic_rag.studies.conversations import (
@@ -22,7 +24,7 @@ from agentic_rag.studies.conversations import (
     transcript,
 )
 
-from .fakes import HashingEmbedder
+from .fakes import HashingEmbedder, fake_openai_client
 
 PASSAGES = {
     "roth": "Roth IRA: a Roth IRA has contribution rules; Roth IRA money is after-tax.",
@@ -70,6 +72,20 @@ def test_each_mode_builds_its_query_from_the_real_history(slice_):  # noqa: ANN0
     assert final_query(t, "rewrite") is None
     with pytest.raises(ConversationEvalError, match="query mode 'nope'"):
         final_query(t, "nope")
+
+
+def test_llm_rewrite_asks_the_model_for_a_later_turn_only(slice_):  # noqa: ANN001
+    client, calls = fake_openai_client([json.dumps(
+        {"question": "What are the contribution limits of a Roth IRA?"})])
+    chat = OpenAIChatModel(LLMConfig(max_retries=0), client=client, sleep=lambda s: None)
+    later, first = slice_.tasks
+    assert final_query(later, "llm_rewrite", chat) == \
+        "What are the contribution limits of a Roth IRA?"
+    user = calls.requests[0]["messages"][-1]["content"]
+    assert "User: What is a Roth IRA?" in user
+    assert user.endswith("Last user message: What are its contribution limits?")
+    assert final_query(first, "llm_rewrite", chat) == "How are mortgage closing costs paid?"
+    assert len(calls.requests) == 1  # a first turn is its own standalone question
 
 
 def test_carry_finds_the_gold_that_last_turn_misses(slice_, pipes, tmp_path):  # noqa: ANN001

@@ -80,7 +80,7 @@ def final_query(task: MtragTask, mode: str, chat: ChatModel | None = None,
         b = ConversationQueryBuilder(cfg, chat)
         if not state.messages:
             return users[-1]
-        return b._rewrite(" ".join(users[-1].split()), state)
+        return b.rewrite(" ".join(users[-1].split()), state)
     return conversation_queries(users, answers, cfg)[-1].query
 
 
