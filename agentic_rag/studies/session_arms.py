@@ -6,12 +6,15 @@ abstained on (`abstention_reasons`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from agentic_rag.evaluation.sessions import NEGATIVE, POSITIVE, abstention, clarifying_rate
 from agentic_rag.experiments.stats import bootstrap_ci, paired_bootstrap
+from agentic_rag.jsonl import read_rows
 
 
 def _paired_vs(df: pd.DataFrame, arm: Any, default: Any, metric: str,  # noqa: ANN401
@@ -66,3 +69,21 @@ def abstention_reasons(df: pd.DataFrame, qrels: dict[str, dict[str, int]]) -> di
             (f", {who}" if r["agent_abstained"] else "")
         out[key] = out.get(key, 0) + 1
     return dict(sorted(out.items()))
+
+
+def load_arms(run: Path, arm_of: Callable[[str], Any]) -> pd.DataFrame:
+    """A session study's answered rows from a run folder (`results.parquet`, else a committed
+    `rows.jsonl(.gz)`), failed agent rows left out and said, with `arm` = `arm_of(config)`."""
+    parquet, rows = run / "results.parquet", run / "rows.jsonl"
+    if parquet.exists():
+        df = pd.read_parquet(parquet)
+    else:  # a committed copy: rows.jsonl.gz
+        df = pd.DataFrame(read_rows(rows if rows.exists() else run / "rows.jsonl.gz"))
+    df = df[df["agent_abstained"].notna()].copy()
+    if "agent_error" in df:
+        failed = df["agent_error"].notna()
+        if failed.any():
+            print(f"{int(failed.sum())} agent rows failed (left out, listed in rows.jsonl)")
+        df = df[~failed]
+    df["arm"] = df["config"].map(arm_of)
+    return df

@@ -19,8 +19,7 @@ from typing import Any
 import pandas as pd
 
 from agentic_rag.datasets.mtrag import load_mtrag
-from agentic_rag.jsonl import read_rows
-from agentic_rag.studies.session_arms import abstention_reasons, arm_figures
+from agentic_rag.studies.session_arms import abstention_reasons, arm_figures, load_arms
 
 DEFAULT = "message"
 TIE = "carry+rewrite"  # RULE.md: a tie keeps the search unchanged
@@ -39,19 +38,7 @@ def arm_of(config: str) -> str:
 
 
 def load(run: Path) -> pd.DataFrame:
-    parquet, rows = run / "results.parquet", run / "rows.jsonl"
-    if parquet.exists():
-        df = pd.read_parquet(parquet)
-    else:  # a committed copy: rows.jsonl.gz
-        df = pd.DataFrame(read_rows(rows if rows.exists() else run / "rows.jsonl.gz"))
-    df = df[df["agent_abstained"].notna()].copy()
-    if "agent_error" in df:
-        failed = df["agent_error"].notna()
-        if failed.any():
-            print(f"{int(failed.sum())} agent rows failed (left out, listed in rows.jsonl)")
-        df = df[~failed]
-    df["arm"] = df["config"].map(arm_of)
-    return df
+    return load_arms(run, arm_of)
 
 
 def choose(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
