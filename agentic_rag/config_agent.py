@@ -122,12 +122,14 @@ class SessionConfig(_Section):
         "more cached call with its prompt; a failed call keeps the message and is recorded): "
         "for a model that does not resolve 'it' from the history (experiments/conversations/"
         "question)")
-    clarify: Literal["off", "rule"] = Field(
+    clarify: Literal["off", "rule", "llm"] = Field(
         "rule", description="rule: ask a clarifying question instead of answering when the "
         "message names nothing to search and no earlier turn gives it a subject, refers back "
         "('it', 'what about ...') with no earlier turn, or is a single word whose first "
         "search serves passages of clarify_documents or more documents (agent/session.py; a "
-        "first rule, to be measured on MTRAG's UNDERSPECIFIED turns); off: always answer")
+        "first rule, to be measured on MTRAG's UNDERSPECIFIED turns); llm: the rule, then the "
+        "model asked after the first search whether the message says which thing it means "
+        "(one cached call a turn; experiments/conversations/clarify); off: always answer")
     clarify_documents: int = Field(3, ge=2, le=10, description="clarify: distinct documents "
                                    "among a one-word message's passages that make it ambiguous")
 

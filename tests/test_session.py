@@ -367,6 +367,39 @@ def test_clarify_off_always_answers(tool):
     assert len(calls.requests) == 2
 
 
+def test_clarify_llm_asks_which_when_the_model_finds_the_message_ambiguous(tool):
+    """Rule (d): the check is one JSON call after the first search, with the conversation and
+    the titles of the documents found; "ambiguous" asks which, naming them, and the model is
+    not asked to answer."""
+    chat, calls = model(['{"ambiguous": true}'])
+    cfg = session_cfg(clarify="llm").model_copy(update={"max_steps": 1})
+    turn = run_turn(Session(), "What does the account cost a month?", chat, tool, cfg)
+    assert turn.clarifying and turn.clarify_check == "ambiguous"
+    assert turn.answer.startswith("Which one do you mean: ") and "Account" in turn.answer
+    assert turn.stop_reason == "clarify" and turn.queries and len(calls.requests) == 1
+    sent = calls.requests[0]
+    assert "ambiguous" in sent["messages"][0]["content"]
+    assert "Last user message: What does the account cost a month?" in \
+        sent["messages"][1]["content"]
+    assert "The search for it found passages of: " in sent["messages"][1]["content"]
+
+
+def test_clarify_llm_answers_a_clear_message_and_a_failed_check(tool):
+    chat, calls = model(['{"ambiguous": false}', "The Blue Account's fee is $20.",
+                         "not json", "The Blue Account's fee is $20."])  # no retries
+    cfg = session_cfg(clarify="llm").model_copy(update={"max_steps": 1})
+    clear = run_turn(Session(), "What is the Blue Account's monthly fee?", chat, tool, cfg)
+    assert not clear.clarifying and clear.clarify_check == "clear" and clear.passages
+    assert clear.answer.startswith("The Blue Account")
+    failed = run_turn(Session(), "What is the Blue Account's monthly fee?", chat, tool, cfg)
+    assert not failed.clarifying and failed.clarify_check == "malformed"
+    assert failed.answer.startswith("The Blue Account")
+    # the rule still comes first: no check is asked for a turn the rule clarifies
+    n = len(calls.requests)
+    assert run_turn(Session(), "Tell me more", chat, tool, cfg).clarify_check is None
+    assert len(calls.requests) == n
+
+
 def test_an_unanswerable_turn_still_says_i_dont_know(tool):
     """The single question's path: a search that serves nothing is "I don't know" without
     the model."""

@@ -15,8 +15,13 @@ chat, tool, cfg)` runs one turn on `run_agent` and appends it (`cfg.session`, `S
    ("How do I activate it?", "And the fees?") with at most two content words; or when (c) the
    turn's query holds a single content word and its first search serves passages of
    `clarify_documents` (3) or more documents ("fees?" over the bank's accounts: "Which do you
-   mean: ...?", naming their titles). The reply to a clarifying question is a follow-up: its
-   query carries the question's subject.
+   mean: ...?", naming their titles). `session.clarify: llm` adds (d): after the first
+   search, the model is asked whether the message says which thing it means ("this court",
+   "the actor" with none named before: `CLARIFY_SYSTEM`, one cached JSON call); when it
+   says no, the agent asks which, naming the titles of the documents found (or, with fewer
+   than two, asking what the user means). A failed check answers as usual and is recorded
+   (`Turn.clarify_check`). The reply to a clarifying question is a follow-up: its query
+   carries the question's subject.
 3. **The history penalty across turns**: the tool's session starts with the passages served
    on the earlier turns (`session.penalty_turns`: the last N, default all), so
    `query.history_penalty` ranks them lower, as within one turn. The "already searched" note
@@ -53,6 +58,7 @@ from agentic_rag.agent.result import AgentResult, passages_by_citation, strip_ci
 from agentic_rag.agent.tool import QUERY_MAX_CHARS, TOOL_NAME, AgenticRAGTool, ToolOutput
 from agentic_rag.config import AgentConfig
 from agentic_rag.config_agent import SessionConfig
+from agentic_rag.llm.client import ask_json_field
 from agentic_rag.llm.types import ChatModel, LLMError
 from agentic_rag.retrieve.context import citation_id
 from agentic_rag.retrieve.query import (
@@ -62,6 +68,7 @@ from agentic_rag.retrieve.query import (
     content_words,
     continuing_opening,
     reference_word,
+    standalone_prompt,
 )
 
 MESSAGE_MAX_CHARS = QUERY_MAX_CHARS  # a user turn is searched: the tool's query limit
@@ -101,6 +108,9 @@ class Turn(BaseModel):
     abstained: bool = False
     clarifying: bool = False
     clarify_reason: str | None = None
+    # `session.clarify: llm`'s check after the first search: "ambiguous", "clear", or the
+    # failure's kind (the turn then answered as usual); None when not asked
+    clarify_check: str | None = None
     stop_reason: str
     passages: list[ServedPassage] = Field(default_factory=list)
     cited: list[str] = Field(default_factory=list)  # chunk ids of valid citations
@@ -193,6 +203,21 @@ ASK_WHAT = ("What would you like to know? Please name the product, function or t
 ASK_REFERENCE = ("What does '{ref}' refer to? Please name the product, function or task you "
                  "are asking about.")
 ASK_WHICH = "Which one do you mean: {options}? Or tell me more about what you are looking for."
+ASK_UNCLEAR = "Which one do you mean? Please name what you are asking about."
+CLARIFY_SYSTEM = (
+    "You check the last user message of a conversation with a document assistant before it "
+    "is answered. The message is ambiguous when it asks about 'this', 'that' or 'the' "
+    "something (a device, a plan, a person, a place, an event) that neither the message nor "
+    "the earlier turns identify, or about a subject so broad that it could mean many "
+    "different things, so that the assistant should first ask which one the user means. A "
+    "message whose subject is named, or is clear from the earlier turns, is not ambiguous. "
+    "Examples: 'How do I reset this router?' with no router named before: ambiguous. 'What "
+    "does the plan cost?' with no plan named before: ambiguous. 'Tell me about history.': "
+    "ambiguous. 'How do I reset a Netgear R7000 router?': not ambiguous. 'Does it run on "
+    "Windows?' after a turn about Docker Desktop: not ambiguous. Answer with JSON "
+    "{\"ambiguous\": true} or {\"ambiguous\": false}.")
+_CLARIFY_SCHEMA = {"type": "object", "properties": {"ambiguous": {"type": "boolean"}},
+                   "required": ["ambiguous"]}
 
 
 def clarify_before_search(built: ConversationQuery, state: ConversationState
@@ -224,6 +249,31 @@ def clarify_after_search(built: ConversationQuery, passages: Sequence[ServedPass
     options = ", ".join(names[:-1]) + " or " + names[-1]
     return (f"one word, passages of {len(docs)} documents",
             ASK_WHICH.format(options=options))
+
+
+def clarify_by_model(message: str, state: ConversationState,
+                     passages: Sequence[ServedPassage], chat: ChatModel, config: SessionConfig
+                     ) -> tuple[tuple[str, str] | None, str]:
+    """Rule (d), `session.clarify: llm`: the model's check of `message` after the first
+    search (`CLARIFY_SYSTEM`; the conversation as the rewrite reads it, then the titles of the
+    documents found): ((reason, question) or None, the check's verdict or failure's kind)."""
+    docs: dict[str, str] = {}
+    for p in passages:
+        docs.setdefault(p.doc_id, p.title or p.doc_id)
+    found = "; ".join(list(docs.values())[:5]) or "nothing"
+    user = standalone_prompt(message, state, config.rewrite_turns) + \
+        f"\n\nThe search for it found passages of: {found}"
+    try:
+        ambiguous, _ = ask_json_field(chat, CLARIFY_SYSTEM, user, "ambiguous", _CLARIFY_SCHEMA,
+                                      lambda v: isinstance(v, bool), max_tokens=16)
+    except LLMError as exc:
+        return None, exc.kind
+    if not ambiguous:
+        return None, "clear"
+    names = list(docs.values())[:config.clarify_documents]
+    question = ASK_WHICH.format(options=", ".join(names[:-1]) + " or " + names[-1]) \
+        if len(names) >= 2 else ASK_UNCLEAR
+    return ("the model found the message ambiguous", question), "ambiguous"
 
 
 # ---- the turn loop ------------------------------------------------------------------------
@@ -279,7 +329,7 @@ def _run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGT
             "query_mode": built.mode, "follow_up": built.follow_up,
             "follow_up_reason": built.reason, "carried": built.carried,
             "question": question, "question_error": question_error}
-    ask = clarify_before_search(built, state) if scfg.clarify == "rule" else None
+    ask = clarify_before_search(built, state) if scfg.clarify != "off" else None
     if ask is not None:
         return _append(session, _clarifying(base, ask, [], t0))
     count = _counter(tool)
@@ -294,8 +344,10 @@ def _run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGT
             with tracing.execute_tool(TOOL_NAME, "policy") as span:
                 first = tool.search(built.query)
                 tracing.tool_done(span, {"query": first.query_used}, first)
-            ask = clarify_after_search(built, served_passages(tool, [first]), scfg) \
-                if scfg.clarify == "rule" else None
+            served = served_passages(tool, [first])
+            ask = clarify_after_search(built, served, scfg) if scfg.clarify != "off" else None
+            if ask is None and scfg.clarify == "llm":
+                ask, base["clarify_check"] = clarify_by_model(message, state, served, chat, scfg)
             if ask is not None:
                 return _append(session, _clarifying(base, ask, [first.query_used], t0))
     res = run_agent(question, chat, tool if cfg.policy != "closed_book" else None, cfg,

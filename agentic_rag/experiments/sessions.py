@@ -120,6 +120,8 @@ def session_agent_metrics(pipe, q: Query, judge: bool = False,  # noqa: ANN001
         out["session_question"] = turn.question
     if turn.question_error:
         out["session_question_error"] = turn.question_error
+    if turn.clarify_check:  # session.clarify: llm
+        out["session_clarify_check"] = turn.clarify_check
     if res is not None:  # a clarifying question is asked without the model
         out.update({"agent_model_tool_calls": res.model_tool_calls,
                     "agent_retrieval_iterations": res.retrieval_iterations,
