@@ -129,7 +129,9 @@ class SessionConfig(_Section):
         "search serves passages of clarify_documents or more documents (agent/session.py; a "
         "first rule, to be measured on MTRAG's UNDERSPECIFIED turns); llm: the rule, then the "
         "model asked after the first search whether the message says which thing it means "
-        "(one cached call a turn; experiments/conversations/clarify); off: always answer")
+        "(one cached call a turn; experiments/conversations/clarify); rules (c) and (d) follow "
+        "the first search, so they act under agent.policy retrieve_first only; off: always "
+        "answer")
     clarify_documents: int = Field(3, ge=2, le=10, description="clarify: distinct documents "
                                    "among a one-word message's passages that make it ambiguous")
 

@@ -10,10 +10,14 @@ import pytest
 from agentic_rag.agent.loop import SYSTEM_NATIVE, run_agent
 from agentic_rag.agent.result import strip_citations
 from agentic_rag.agent.session import (
+    ASK_UNCLEAR,
     ASK_WHAT,
+    ASK_WHICH,
     MESSAGE_MAX_CHARS,
+    ServedPassage,
     Session,
     Turn,
+    ask_which,
     history_start,
     run_turn,
 )
@@ -377,11 +381,23 @@ def test_clarify_llm_asks_which_when_the_model_finds_the_message_ambiguous(tool)
     assert turn.clarifying and turn.clarify_check == "ambiguous"
     assert turn.answer.startswith("Which one do you mean: ") and "Account" in turn.answer
     assert turn.stop_reason == "clarify" and turn.queries and len(calls.requests) == 1
+    assert turn.prompt_tokens > 0  # the check's call is the turn's cost
     sent = calls.requests[0]
     assert "ambiguous" in sent["messages"][0]["content"]
     assert "Last user message: What does the account cost a month?" in \
         sent["messages"][1]["content"]
     assert "The search for it found passages of: " in sent["messages"][1]["content"]
+
+
+def test_ask_which_names_distinct_titles_only():
+    def p(doc, title):  # noqa: ANN001, ANN202
+        return ServedPassage(doc_id=doc, chunk_id=f"{doc}#0", citation_id="abcde", title=title,
+                             text="x")
+    got = ask_which([p("a", "Poverty in the UK"), p("b", "Poverty in\tthe  UK"), p("c", ""),
+                     p("d", "Gold Account"), p("e", "Blue Account")], 3)
+    assert got == ASK_WHICH.format(options="Poverty in the UK, Gold Account or Blue Account")
+    assert ask_which([p("a", "Gold Account"), p("b", "Gold Account"), p("c", "")], 3) == \
+        ASK_UNCLEAR
 
 
 def test_clarify_llm_answers_a_clear_message_and_a_failed_check(tool):

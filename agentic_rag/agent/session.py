@@ -117,6 +117,7 @@ class Turn(BaseModel):
     citations: list[str] = Field(default_factory=list)  # citation ids, as written
     invalid_citations: list[str] = Field(default_factory=list)
     history_turns: int = 0  # earlier turns in the prompt
+    # the turn's calls: the agent's and `session.clarify: llm`'s check (not the rewrites')
     prompt_tokens: int = 0
     completion_tokens: int = 0
     # of prompt_tokens, those llama-server evaluated / reused from its prompt cache, summed over
@@ -245,18 +246,26 @@ def clarify_after_search(built: ConversationQuery, passages: Sequence[ServedPass
         docs.setdefault(p.doc_id, p.title or p.doc_id)
     if len(docs) < config.clarify_documents:
         return None
-    names = list(docs.values())[:config.clarify_documents]
-    options = ", ".join(names[:-1]) + " or " + names[-1]
     return (f"one word, passages of {len(docs)} documents",
-            ASK_WHICH.format(options=options))
+            ask_which(passages, config.clarify_documents))
+
+
+def ask_which(passages: Sequence[ServedPassage], n: int) -> str:
+    """"Which one do you mean: A, B or C?" over the first `n` distinct titles of `passages`
+    (spacing normalised; a passage without a title is left out), else `ASK_UNCLEAR`."""
+    names = list(dict.fromkeys(t for p in passages if (t := " ".join(p.title.split()))))[:n]
+    if len(names) < 2:
+        return ASK_UNCLEAR
+    return ASK_WHICH.format(options=", ".join(names[:-1]) + " or " + names[-1])
 
 
 def clarify_by_model(message: str, state: ConversationState,
                      passages: Sequence[ServedPassage], chat: ChatModel, config: SessionConfig
-                     ) -> tuple[tuple[str, str] | None, str]:
+                     ) -> tuple[tuple[str, str] | None, str, tuple[int, int]]:
     """Rule (d), `session.clarify: llm`: the model's check of `message` after the first
-    search (`CLARIFY_SYSTEM`; the conversation as the rewrite reads it, then the titles of the
-    documents found): ((reason, question) or None, the check's verdict or failure's kind)."""
+    search (`CLARIFY_SYSTEM`; the conversation as the rewrite reads it, then the first five
+    documents found, by title, or id when untitled): ((reason, question) or None, the
+    check's verdict or failure's kind, its (prompt, completion) tokens)."""
     docs: dict[str, str] = {}
     for p in passages:
         docs.setdefault(p.doc_id, p.title or p.doc_id)
@@ -264,16 +273,15 @@ def clarify_by_model(message: str, state: ConversationState,
     user = standalone_prompt(message, state, config.rewrite_turns) + \
         f"\n\nThe search for it found passages of: {found}"
     try:
-        ambiguous, _ = ask_json_field(chat, CLARIFY_SYSTEM, user, "ambiguous", _CLARIFY_SCHEMA,
+        ambiguous, reply = ask_json_field(chat, CLARIFY_SYSTEM, user, "ambiguous", _CLARIFY_SCHEMA,
                                       lambda v: isinstance(v, bool), max_tokens=16)
     except LLMError as exc:
-        return None, exc.kind
+        return None, exc.kind, (0, 0)
+    tokens = (reply.prompt_tokens, reply.completion_tokens)
     if not ambiguous:
-        return None, "clear"
-    names = list(docs.values())[:config.clarify_documents]
-    question = ASK_WHICH.format(options=", ".join(names[:-1]) + " or " + names[-1]) \
-        if len(names) >= 2 else ASK_UNCLEAR
-    return ("the model found the message ambiguous", question), "ambiguous"
+        return None, "clear", tokens
+    return (("the model found the message ambiguous",
+             ask_which(passages, config.clarify_documents)), "ambiguous", tokens)
 
 
 # ---- the turn loop ------------------------------------------------------------------------
@@ -335,7 +343,7 @@ def _run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGT
     count = _counter(tool)
     session.history_from = _window(session, count, scfg)
     history = session.messages(session.history_from)
-    first = None
+    first, check = None, (0, 0)  # check: the clarify check's (prompt, completion) tokens
     if tool is not None and cfg.policy != "closed_book":
         tool.reset()
         if hasattr(tool, "served"):  # a replayed tool keeps no session
@@ -347,9 +355,10 @@ def _run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGT
             served = served_passages(tool, [first])
             ask = clarify_after_search(built, served, scfg) if scfg.clarify != "off" else None
             if ask is None and scfg.clarify == "llm":
-                ask, base["clarify_check"] = clarify_by_model(message, state, served, chat, scfg)
+                ask, base["clarify_check"], check = clarify_by_model(message, state, served,
+                                                                     chat, scfg)
             if ask is not None:
-                return _append(session, _clarifying(base, ask, [first.query_used], t0))
+                return _append(session, _clarifying(base, ask, [first.query_used], t0, check))
     res = run_agent(question, chat, tool if cfg.policy != "closed_book" else None, cfg,
                     turn=TurnContext(history=tuple(history), first_search=first,
                                      subject=built.query))
@@ -360,7 +369,8 @@ def _run_turn(session: Session, message: str, chat: ChatModel, tool: AgenticRAGT
         passages=served_passages(tool, outputs), cited=res.cited_chunks,
         citations=res.citations, invalid_citations=res.invalid_citations,
         history_turns=sum(1 for m in history if m["role"] == "user"),
-        prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens,
+        prompt_tokens=res.prompt_tokens + check[0],
+        completion_tokens=res.completion_tokens + check[1],
         prompt_evaluated=res.prompt_evaluated, prompt_reused=res.prompt_reused,
         latency_s=time.perf_counter() - t0, result=res))
 
@@ -387,10 +397,12 @@ def _window(session: Session, count: Callable[[str], int], config: SessionConfig
     return history_start(sizes, session.history_from, config.history_tokens)
 
 
-def _clarifying(base: dict, ask: tuple[str, str], queries: list[str], t0: float) -> Turn:
+def _clarifying(base: dict, ask: tuple[str, str], queries: list[str], t0: float,
+                tokens: tuple[int, int] = (0, 0)) -> Turn:
     reason, question = ask
     return Turn(**base, queries=queries, answer=question, clarifying=True,
-                clarify_reason=reason, stop_reason="clarify",
+                clarify_reason=reason, stop_reason="clarify", prompt_tokens=tokens[0],
+                completion_tokens=tokens[1],
                 latency_s=time.perf_counter() - t0)
 
 

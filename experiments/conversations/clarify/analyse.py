@@ -74,7 +74,12 @@ def figures(df: pd.DataFrame) -> list[dict[str, Any]]:
             "clarifying_by_kind": {k: _rate(g, "agent_clarifying", k)["count"] for k in KINDS},
             "turns_by_kind": {k: int((g["answerability"] == k).sum()) for k in KINDS},
             "checks": {str(k): int(v) for k, v in checks.items()},
-            "latency_agent_s_median": float(g["latency_agent_ms"].median()) / 1000}
+            # the turn's seconds where the check was asked: the check and the first search
+            # (an answer after a clear check replays from the cache in this study)
+            "check_turn_s_median": float(g.loc[g["session_clarify_check"].notna(),
+                                               "latency_agent_ms"].median()) / 1000
+            if "session_clarify_check" in g and g["session_clarify_check"].notna().any()
+            else None}
         if arm != DEFAULT:
             row["clarifying_on_underspecified_vs_default"] = _paired(
                 df, arm, "agent_clarifying", "UNDERSPECIFIED")
@@ -110,6 +115,10 @@ def _ci(x: dict[str, Any]) -> str:
     return f"{x['value']:.2f} [{x['ci_low']:.2f}, {x['ci_high']:.2f}] ({x['count']}/{x['n']})"
 
 
+def _s(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds:.1f}"
+
+
 def _d(p: dict[str, float]) -> str:
     return f"{p['diff']:+.3f} [{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] (n {p['n']})"
 
@@ -117,7 +126,7 @@ def _d(p: dict[str, float]) -> str:
 def markdown(rows: list[dict[str, Any]], chosen: str, reasons: list[str]) -> str:
     lines = ["| arm | clarifying on UNDERSPECIFIED | Δ vs rule | not answered on ANSWERABLE | "
              "Δ vs rule | not answered on UNANSWERABLE | Δ vs rule | clarifying (A / P / U / "
-             "UNDER) | check | agent s (median) |", "|" + "---|" * 10]
+             "UNDER) | check | turn s where checked (median) |", "|" + "---|" * 10]
     for r in rows:
         base = r["arm"] == DEFAULT
         by = r["clarifying_by_kind"]
@@ -130,7 +139,7 @@ def markdown(rows: list[dict[str, Any]], chosen: str, reasons: list[str]) -> str
             f"{'' if base else _d(r['not_answered_on_unanswerable_vs_default'])} | "
             f"{' / '.join(str(by[k]) for k in KINDS)} | "
             f"{', '.join(f'{k} {v}' for k, v in r['checks'].items()) or '–'} | "
-            f"{r['latency_agent_s_median']:.1f} |")
+            f"{_s(r['check_turn_s_median'])} |")
     lines += ["", "Rule (RULE.md): " + "; ".join(reasons) + f". **Chosen: {chosen}**."]
     return "\n".join(lines) + "\n"
 
