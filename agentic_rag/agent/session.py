@@ -273,8 +273,9 @@ def clarify_by_model(message: str, state: ConversationState,
     user = standalone_prompt(message, state, config.rewrite_turns) + \
         f"\n\nThe search for it found passages of: {found}"
     try:
-        ambiguous, reply = ask_json_field(chat, CLARIFY_SYSTEM, user, "ambiguous", _CLARIFY_SCHEMA,
-                                      lambda v: isinstance(v, bool), max_tokens=16)
+        ambiguous, reply = ask_json_field(chat, CLARIFY_SYSTEM, user, "ambiguous",
+                                          _CLARIFY_SCHEMA, lambda v: isinstance(v, bool),
+                                          max_tokens=16)
     except LLMError as exc:
         return None, exc.kind, (0, 0)
     tokens = (reply.prompt_tokens, reply.completion_tokens)
