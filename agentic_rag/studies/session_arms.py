@@ -17,12 +17,17 @@ from agentic_rag.experiments.stats import bootstrap_ci, paired_bootstrap
 from agentic_rag.jsonl import read_rows
 
 
-def _paired_vs(df: pd.DataFrame, arm: Any, default: Any, metric: str,  # noqa: ANN401
+def paired_vs(df: pd.DataFrame, arm: Any, default: Any, metric: str,  # noqa: ANN401
                answerability: str) -> dict[str, float]:
     d = df[df["answerability"] == answerability]
     wide = d.pivot_table(index="query_id", columns="arm", values=metric, aggfunc="first")
     wide = wide.dropna(subset=[arm, default])
     return paired_bootstrap(wide[arm].to_numpy(), wide[default].to_numpy())
+
+
+def diff_text(p: dict[str, float]) -> str:
+    """A paired difference (`paired_bootstrap`'s dict) as "+0.012 [-0.003, +0.030] (n 61)"."""
+    return f"{p['diff']:+.3f} [{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] (n {p['n']})"
 
 
 def arm_figures(df: pd.DataFrame, default: Any) -> list[dict[str, Any]]:  # noqa: ANN401
@@ -43,10 +48,10 @@ def arm_figures(df: pd.DataFrame, default: Any) -> list[dict[str, Any]]:  # noqa
         row["prompt_tokens_median"] = float(g["agent_prompt_tokens"].median())
         row["latency_agent_s_median"] = float(g["latency_agent_ms"].median()) / 1000
         if arm != default:
-            row["abstained_on_answerable_vs_default"] = _paired_vs(
+            row["abstained_on_answerable_vs_default"] = paired_vs(
                 df, arm, default, "agent_abstained", NEGATIVE)
-            row["recall_vs_default"] = _paired_vs(df, arm, default, "agent_abstained", POSITIVE)
-            row["rouge_l_answerable_vs_default"] = _paired_vs(df, arm, default, "agent_rouge_l",
+            row["recall_vs_default"] = paired_vs(df, arm, default, "agent_abstained", POSITIVE)
+            row["rouge_l_answerable_vs_default"] = paired_vs(df, arm, default, "agent_rouge_l",
                                                               NEGATIVE)
         out.append(row)
     return out

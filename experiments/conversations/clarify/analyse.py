@@ -21,10 +21,10 @@ from typing import Any
 import pandas as pd
 
 from agentic_rag.datasets.mtrag import load_mtrag
-from agentic_rag.experiments.stats import bootstrap_ci, paired_bootstrap
+from agentic_rag.experiments.stats import bootstrap_ci
 from agentic_rag.jsonl import read_rows
 from agentic_rag.studies.detectors.stats import auroc_ci
-from agentic_rag.studies.session_arms import load_arms
+from agentic_rag.studies.session_arms import diff_text, load_arms, paired_vs
 
 DEFAULT = "rule"
 DELTA = 0.05  # RULE.md, 2: the most "not answered" may rise on ANSWERABLE turns
@@ -43,13 +43,6 @@ def load(run: Path) -> pd.DataFrame:
     df = load_arms(run, arm_of)
     df["not_answered"] = ((df["agent_abstained"] > 0) | (df["agent_clarifying"] > 0)).astype(float)
     return df
-
-
-def _paired(df: pd.DataFrame, arm: str, metric: str, kind: str) -> dict[str, float]:
-    d = df[df["answerability"] == kind]
-    wide = d.pivot_table(index="query_id", columns="arm", values=metric, aggfunc="first")
-    wide = wide.dropna(subset=[arm, DEFAULT])
-    return paired_bootstrap(wide[arm].to_numpy(), wide[DEFAULT].to_numpy())
 
 
 def _rate(g: pd.DataFrame, metric: str, kind: str) -> dict[str, Any]:
@@ -81,12 +74,12 @@ def figures(df: pd.DataFrame) -> list[dict[str, Any]]:
             if "session_clarify_check" in g and g["session_clarify_check"].notna().any()
             else None}
         if arm != DEFAULT:
-            row["clarifying_on_underspecified_vs_default"] = _paired(
-                df, arm, "agent_clarifying", "UNDERSPECIFIED")
-            row["not_answered_on_answerable_vs_default"] = _paired(
-                df, arm, "not_answered", "ANSWERABLE")
-            row["not_answered_on_unanswerable_vs_default"] = _paired(
-                df, arm, "not_answered", "UNANSWERABLE")
+            row["clarifying_on_underspecified_vs_default"] = paired_vs(
+                df, arm, DEFAULT, "agent_clarifying", "UNDERSPECIFIED")
+            row["not_answered_on_answerable_vs_default"] = paired_vs(
+                df, arm, DEFAULT, "not_answered", "ANSWERABLE")
+            row["not_answered_on_unanswerable_vs_default"] = paired_vs(
+                df, arm, DEFAULT, "not_answered", "UNANSWERABLE")
         out.append(row)
     return out
 
@@ -119,10 +112,6 @@ def _s(seconds: float | None) -> str:
     return "–" if seconds is None else f"{seconds:.1f}"
 
 
-def _d(p: dict[str, float]) -> str:
-    return f"{p['diff']:+.3f} [{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] (n {p['n']})"
-
-
 def markdown(rows: list[dict[str, Any]], chosen: str, reasons: list[str]) -> str:
     lines = ["| arm | clarifying on UNDERSPECIFIED | Δ vs rule | not answered on ANSWERABLE | "
              "Δ vs rule | not answered on UNANSWERABLE | Δ vs rule | clarifying (A / P / U / "
@@ -132,11 +121,11 @@ def markdown(rows: list[dict[str, Any]], chosen: str, reasons: list[str]) -> str
         by = r["clarifying_by_kind"]
         lines.append(
             f"| {r['arm']} | {_ci(r['clarifying_on_underspecified'])} | "
-            f"{'' if base else _d(r['clarifying_on_underspecified_vs_default'])} | "
+            f"{'' if base else diff_text(r['clarifying_on_underspecified_vs_default'])} | "
             f"{_ci(r['not_answered_on_answerable'])} | "
-            f"{'' if base else _d(r['not_answered_on_answerable_vs_default'])} | "
+            f"{'' if base else diff_text(r['not_answered_on_answerable_vs_default'])} | "
             f"{_ci(r['not_answered_on_unanswerable'])} | "
-            f"{'' if base else _d(r['not_answered_on_unanswerable_vs_default'])} | "
+            f"{'' if base else diff_text(r['not_answered_on_unanswerable_vs_default'])} | "
             f"{' / '.join(str(by[k]) for k in KINDS)} | "
             f"{', '.join(f'{k} {v}' for k, v in r['checks'].items()) or '–'} | "
             f"{_s(r['check_turn_s_median'])} |")

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from agentic_rag.datasets.mtrag import load_mtrag
-from agentic_rag.studies.session_arms import abstention_reasons, arm_figures, load_arms
+from agentic_rag.studies.session_arms import abstention_reasons, arm_figures, diff_text, load_arms
 
 DEFAULT = "message"
 TIE = "carry+rewrite"  # RULE.md: a tie keeps the search unchanged
@@ -78,10 +78,6 @@ def _ci(v: float, lo: float, hi: float) -> str:
     return f"{v:.2f} [{lo:.2f}, {hi:.2f}]"
 
 
-def _d(p: dict[str, float]) -> str:
-    return f"{p['diff']:+.3f} [{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] (n {p['n']})"
-
-
 def markdown(rows: list[dict[str, Any]], split: dict[str, dict[str, str]], chosen: str,
              reasons: list[str]) -> str:
     lines = ["| arm | abstained on ANSWERABLE | Δ vs message | follow-up / other | recall on "
@@ -92,11 +88,11 @@ def markdown(rows: list[dict[str, Any]], split: dict[str, dict[str, str]], chose
         s = split.get(r["arm"], {})
         lines.append(
             f"| {r['arm']} | {_ci(*_three(r, 'abstained_on_answerable'))} "
-            f"(n {r['n_answerable']}) | {'' if base else _d(r['abstained_on_answerable_vs_default'])} | "
+            f"(n {r['n_answerable']}) | {'' if base else diff_text(r['abstained_on_answerable_vs_default'])} | "
             f"{s.get('follow-up', '')} / {s.get('other', '')} | "
             f"{_ci(r['recall'], r['recall_ci_low'], r['recall_ci_high'])} (n {r['n_unanswerable']}) | "
             f"{_ci(r['rouge_l_answerable'], *r['rouge_l_answerable_ci'])} | "
-            f"{'' if base else _d(r['rouge_l_answerable_vs_default'])} | "
+            f"{'' if base else diff_text(r['rouge_l_answerable_vs_default'])} | "
             f"{r['prompt_tokens_median']:.0f} | {r['latency_agent_s_median']:.1f} |")
     lines += ["", "Rule (RULE.md): " + "; ".join(reasons) + f". **Chosen: {chosen}**."]
     return "\n".join(lines) + "\n"
